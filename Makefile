@@ -1,0 +1,95 @@
+# cove — plain GNU Makefile. Objects in build/, dependency files via -MMD -MP.
+CC      ?= cc
+BUILD   ?= build
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Werror=implicit-function-declaration \
+           -Werror=incompatible-pointer-types -Werror=return-type -Wshadow \
+           -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-format-truncation -Wno-unused-parameter
+HARDEN  := -fstack-protector-strong -D_FORTIFY_SOURCE=2
+BASE_CFLAGS = -std=gnu17 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -Isrc -MMD -MP
+ALL_CFLAGS = $(BASE_CFLAGS) $(SAN)
+PIE_CFLAGS = -fPIE
+PIE_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN)
+
+LIBS_DAEMON := -levent -ljansson -lsqlite3 -lseccomp
+LIBS_CLIENT := -ljansson
+
+COMMON_SRC := $(wildcard src/common/*.c)
+SYS_SRC    := $(wildcard src/sys/*.c)
+SANDBOX_SRC:= $(wildcard src/sandbox/*.c) $(wildcard src/image/*.c)
+DAEMON_SRC := $(wildcard src/daemon/*.c)
+CLIENT_SRC := $(wildcard src/client/*.c)
+CLI_SRC    := $(wildcard src/cli/*.c)
+INIT_SRC   := $(wildcard src/init/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+# cove-init is static and links only libc: it is built from its own objects
+# (compiled without PIE) plus the pure helpers it shares.
+INIT_COMMON := src/common/wire.c src/common/passwd.c
+iobj = $(patsubst %.c,$(BUILD)/init-obj/%.o,$(1))
+
+CORE_OBJ   := $(call obj,$(COMMON_SRC) $(SYS_SRC) $(SANDBOX_SRC))
+DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
+CLIENT_OBJ := $(call obj,$(CLIENT_SRC) $(COMMON_SRC))
+CLI_OBJ    := $(call obj,$(CLI_SRC))
+
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+
+PROGS := $(BUILD)/coved $(BUILD)/cove $(BUILD)/cove-init $(BUILD)/libcove.a $(BUILD)/cove-probe
+
+.PHONY: all check unit integration asan lint bench clean fuzz
+all: $(PROGS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) -c $< -o $@
+
+$(BUILD)/init-obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -fno-pie -Os -c $< -o $@
+
+$(BUILD)/libcove.a: $(CLIENT_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/coved: $(DAEMON_OBJ) $(CORE_OBJ)
+	$(CC) $(PIE_LDFLAGS) -o $@ $^ $(LIBS_DAEMON)
+
+$(BUILD)/cove: $(CLI_OBJ) $(BUILD)/libcove.a
+	$(CC) $(PIE_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcove.a $(LIBS_CLIENT)
+
+$(BUILD)/cove-init: $(call iobj,$(INIT_SRC) $(INIT_COMMON))
+	$(CC) -static -no-pie -o $@ $^
+
+$(BUILD)/cove-probe: $(call iobj,tests/probe/probe.c)
+	$(CC) -static -no-pie -o $@ $^
+
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) $(call obj,$(CLIENT_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $^ $(LIBS_DAEMON)
+
+unit: $(UNIT_BIN)
+	@scripts/run-unit.sh $(UNIT_BIN)
+
+integration: all
+	@python3 tests/integration/run.py
+
+# The whole suite: unit tests, then the integration tests against the real
+# binaries; one summary line at the end counts both.
+check: all $(UNIT_BIN)
+	@scripts/check.sh $(UNIT_BIN)
+
+asan:
+	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" check
+
+lint:
+	@scripts/lint.sh
+
+bench: all
+	@bench/run.sh
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

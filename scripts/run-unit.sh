@@ -1,0 +1,21 @@
+#!/bin/sh
+# Run unit test binaries; print each one's TAP, then one summary line.
+# Exit status: non-zero when any test failed or a binary crashed.
+passed=0 failed=0 skipped=0
+for t in "$@"; do
+	echo "# $t"
+	out=$("$t" 2>&1)
+	rc=$?
+	echo "$out"
+	line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
+	p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+	f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+	s=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+	if [ -z "$line" ] || { [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; }; then
+		echo "not ok - $t exited $rc without a summary"
+		f=$(( ${f:-0} + 1 ))
+	fi
+	passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
+done
+echo "unit: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,31 @@
+/* The cove CLI: one file per group of verbs, all built on libcove. */
+#pragma once
+#include <stdbool.h>
+
+#include "cove.h"
+
+struct cli {
+	const char *socket_path;
+	const char *data_dir; /* for a coved that the CLI starts itself */
+	bool json;
+	struct cove *client;
+};
+
+/* Connect, starting coved when nothing answers on the socket. Prints a
+ * one-line error and returns -1 on failure. */
+int cli_connect(struct cli *cli);
+/* Print "cove: <message>" for err and return exit status 1. */
+int cli_fail(const struct cove_error *err);
+int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int cmd_run(struct cli *cli, int argc, char **argv);
+int cmd_create(struct cli *cli, int argc, char **argv);
+int cmd_exec(struct cli *cli, int argc, char **argv);
+int cmd_ls(struct cli *cli, int argc, char **argv);
+int cmd_info(struct cli *cli, int argc, char **argv);
+int cmd_rm(struct cli *cli, int argc, char **argv);
+
+/* Run a command in sandbox id, streaming output to our stdout/stderr.
+ * Returns the exit status to exit with (the command's, 128+signal, or
+ * 124 on timeout, 125 for a cove error, 126/127 when it could not run). */
+int cli_exec_stream(struct cli *cli, const char *id, const char *request_json);

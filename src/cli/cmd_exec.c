@@ -1,0 +1,140 @@
+/* cove exec, and the streaming shared with cove run. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/encoding.h"
+
+#define MAX_STDIN (64u << 20)
+
+int cli_add_env(json_t *spec, const char *kv);
+
+static void on_output(void *arg, int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= n;
+	}
+}
+
+int cli_exec_stream(struct cli *cli, const char *id, const char *request_json)
+{
+	struct cove_exec_events ev = { .on_output = on_output };
+	struct cove_exec_result res;
+	struct cove_error err = { 0 };
+	if (cove_exec(cli->client, id, request_json, &ev, &res, &err) < 0) {
+		cli_fail(&err);
+		if (strstr(err.message, "exec: No such file"))
+			return 127;
+		if (strstr(err.message, "exec: Permission denied"))
+			return 126;
+		return 125;
+	}
+	if (res.timed_out) {
+		fprintf(stderr, "cove: timed out\n");
+		return 124;
+	}
+	return res.signal ? 128 + res.signal : res.exit_code;
+}
+
+/* All of our stdin, base64-encoded, or NULL (too large or unreadable). */
+static char *read_stdin_b64(void)
+{
+	size_t cap = 65536, len = 0;
+	unsigned char *buf = malloc(cap);
+	ssize_t n;
+	while (buf && (n = read(0, buf + len, cap - len)) > 0) {
+		len += n;
+		if (len == cap) {
+			if (cap >= MAX_STDIN) {
+				free(buf);
+				return NULL;
+			}
+			cap *= 2;
+			buf = realloc(buf, cap);
+		}
+	}
+	char *b64 = buf ? malloc(base64_encoded_len(len) + 1) : NULL;
+	if (b64)
+		base64_encode(buf, len, b64);
+	free(buf);
+	return b64;
+}
+
+static const struct option exec_opts[] = {
+	{ "env", required_argument, NULL, 'e' },     { "workdir", required_argument, NULL, 'w' },
+	{ "user", required_argument, NULL, 'u' },    { "timeout", required_argument, NULL, 't' },
+	{ "interactive", no_argument, NULL, 'i' }, { 0 },
+};
+
+static int parse_exec(int argc, char **argv, json_t *req)
+{
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+e:w:u:t:i", exec_opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 'e':
+			if (cli_add_env(req, optarg) < 0)
+				return cli_usage_error("exec", "bad --env '%s' (want NAME=VALUE)", optarg), -1;
+			break;
+		case 'w':
+			json_object_set_new(req, "cwd", json_string(optarg));
+			break;
+		case 'u':
+			json_object_set_new(req, "user", json_string(optarg));
+			break;
+		case 't': {
+			double t = strtod(optarg, &end);
+			if (*end || t <= 0)
+				return cli_usage_error("exec", "bad --timeout '%s' (seconds)", optarg), -1;
+			json_object_set_new(req, "timeout", json_real(t));
+			break;
+		}
+		case 'i': {
+			char *b64 = read_stdin_b64();
+			if (!b64)
+				return cli_usage_error("exec", "stdin is larger than %u bytes", MAX_STDIN), -1;
+			json_object_set_new(req, "stdin_b64", json_string(b64));
+			free(b64);
+			break;
+		}
+		default:
+			return cli_usage_error("exec", "unknown or incomplete option '%s'", argv[optind - 1]), -1;
+		}
+	}
+	return optind;
+}
+
+int cmd_exec(struct cli *cli, int argc, char **argv)
+{
+	json_t *req = json_object();
+	int i = parse_exec(argc, argv, req);
+	int r = i < 0 ? 2 : 0;
+	if (r == 0 && i >= argc)
+		r = cli_usage_error("exec", "no sandbox ID (cove exec [OPTIONS] ID -- CMD...)");
+	const char *id = r == 0 ? argv[i++] : NULL;
+	if (r == 0 && i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	if (r == 0 && i >= argc)
+		r = cli_usage_error("exec", "no command given (cove exec [OPTIONS] ID -- CMD...)");
+	if (r == 0) {
+		json_t *cmd = json_array();
+		for (; i < argc; i++)
+			json_array_append_new(cmd, json_string(argv[i]));
+		json_object_set_new(req, "cmd", cmd);
+		char *body = json_dumps(req, JSON_COMPACT);
+		r = cli_connect(cli) < 0 ? 1 : cli_exec_stream(cli, id, body);
+		free(body);
+	}
+	json_decref(req);
+	return r;
+}

@@ -1,0 +1,200 @@
+/* cove run / create / ls / info / rm */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/parse.h"
+
+static const struct option spec_opts[] = {
+	{ "image", required_argument, NULL, 'I' }, { "memory", required_argument, NULL, 'm' },
+	{ "cpus", required_argument, NULL, 'c' },  { "pids", required_argument, NULL, 'p' },
+	{ "env", required_argument, NULL, 'e' },   { "workdir", required_argument, NULL, 'w' },
+	{ "user", required_argument, NULL, 'u' },  { "name", required_argument, NULL, 'n' },
+	{ 0 },
+};
+
+/* "K=V" into an env object. */
+int cli_add_env(json_t *spec, const char *kv);
+int cli_add_env(json_t *spec, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq || eq == kv)
+		return -1;
+	json_t *env = json_object_get(spec, "env");
+	if (!env) {
+		env = json_object();
+		json_object_set_new(spec, "env", env);
+	}
+	char *name = strndup(kv, eq - kv);
+	json_object_set_new(env, name, json_string(eq + 1));
+	free(name);
+	return 0;
+}
+
+/* Parse sandbox options; returns the index of the first operand or -1. */
+static int parse_spec(const char *verb, int argc, char **argv, json_t *spec)
+{
+	int c;
+	uint64_t size;
+	uint32_t millis;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+e:w:u:", spec_opts, NULL)) != -1) {
+		switch (c) {
+		case 'I':
+			json_object_set_new(spec, "image", json_string(optarg));
+			break;
+		case 'm':
+			if (parse_size(optarg, &size) < 0)
+				return cli_usage_error(verb, "bad --memory '%s' (like 512M or 2G)", optarg), -1;
+			json_object_set_new(spec, "memory", json_integer((json_int_t)size));
+			break;
+		case 'c':
+			if (parse_cpus(optarg, &millis) < 0)
+				return cli_usage_error(verb, "bad --cpus '%s' (like 1 or 0.5)", optarg), -1;
+			json_object_set_new(spec, "cpus", json_real(millis / 1000.0));
+			break;
+		case 'p':
+			json_object_set_new(spec, "pids", json_integer(atoi(optarg)));
+			break;
+		case 'e':
+			if (cli_add_env(spec, optarg) < 0)
+				return cli_usage_error(verb, "bad --env '%s' (want NAME=VALUE)", optarg), -1;
+			break;
+		case 'w':
+			json_object_set_new(spec, "cwd", json_string(optarg));
+			break;
+		case 'u':
+			json_object_set_new(spec, "user", json_string(optarg));
+			break;
+		case 'n':
+			json_object_set_new(spec, "name", json_string(optarg));
+			break;
+		default:
+			return cli_usage_error(verb, "unknown or incomplete option '%s'", argv[optind - 1]), -1;
+		}
+	}
+	return optind;
+}
+
+static int create(struct cli *cli, json_t *spec, char id[16])
+{
+	struct cove_error err = { 0 };
+	char *body = json_dumps(spec, JSON_COMPACT);
+	int r = cove_create(cli->client, body, id, &err);
+	free(body);
+	return r < 0 ? cli_fail(&err) : 0;
+}
+
+int cmd_create(struct cli *cli, int argc, char **argv)
+{
+	json_t *spec = json_object();
+	int first = parse_spec("create", argc, argv, spec);
+	char id[16];
+	int r = first < 0 ? 2 : first != argc ? cli_usage_error("create", "unexpected '%s'", argv[first]) : 0;
+	if (r == 0)
+		r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id);
+	if (r == 0)
+		printf("%s\n", id);
+	json_decref(spec);
+	return r;
+}
+
+int cmd_run(struct cli *cli, int argc, char **argv)
+{
+	json_t *spec = json_object();
+	int first = parse_spec("run", argc, argv, spec);
+	if (first < 0 || first == argc) {
+		json_decref(spec);
+		return first < 0 ? 2 : cli_usage_error("run", "no command given (cove run [OPTIONS] -- CMD...)");
+	}
+	char id[16];
+	int r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id);
+	json_decref(spec);
+	if (r)
+		return r;
+	json_t *cmd = json_array();
+	for (int i = first; i < argc; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	json_t *req = json_pack("{s:o}", "cmd", cmd);
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	r = cli_exec_stream(cli, id, body);
+	free(body);
+	struct cove_error err = { 0 };
+	if (cove_delete(cli->client, id, &err) < 0)
+		cli_fail(&err);
+	return r;
+}
+
+int cmd_ls(struct cli *cli, int argc, char **argv)
+{
+	if (argc > 1)
+		return cli_usage_error("ls", "unexpected '%s'", argv[1]);
+	struct cove_error err = { 0 };
+	char *body;
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_call(cli->client, "GET", "/v1/sandboxes", NULL, &body, &err) < 0)
+		return cli_fail(&err);
+	json_t *j = json_loads(body, 0, NULL);
+	if (cli->json) {
+		json_dumpf(json_object_get(j, "sandboxes"), stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		size_t i;
+		json_t *sb;
+		printf("%-16s %-10s %-8s %-8s %5s  %s\n", "ID", "STATE", "IMAGE", "MEMORY", "CPUS", "NAME");
+		json_array_foreach(json_object_get(j, "sandboxes"), i, sb)
+		{
+			printf("%-16s %-10s %-8s %-7lldM %5.2f  %s\n", json_string_value(json_object_get(sb, "id")),
+			       json_string_value(json_object_get(sb, "state")),
+			       json_string_value(json_object_get(sb, "image")),
+			       (long long)json_integer_value(json_object_get(sb, "memory")) >> 20,
+			       json_number_value(json_object_get(sb, "cpus")),
+			       json_string_value(json_object_get(sb, "name")));
+		}
+	}
+	json_decref(j);
+	free(body);
+	return 0;
+}
+
+int cmd_info(struct cli *cli, int argc, char **argv)
+{
+	if (argc != 2)
+		return cli_usage_error("info", "want exactly one sandbox ID");
+	struct cove_error err = { 0 };
+	char path[256], *body;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", argv[1]);
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_call(cli->client, "GET", path, NULL, &body, &err) < 0)
+		return cli_fail(&err);
+	json_t *j = json_loads(body, 0, NULL);
+	json_dumpf(j, stdout, JSON_INDENT(2));
+	putchar('\n');
+	json_decref(j);
+	free(body);
+	return 0;
+}
+
+int cmd_rm(struct cli *cli, int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error("rm", "want one or more sandbox IDs");
+	if (cli_connect(cli) < 0)
+		return 1;
+	int r = 0;
+	for (int i = 1; i < argc; i++) {
+		struct cove_error err = { 0 };
+		if (cove_delete(cli->client, argv[i], &err) < 0)
+			r = cli_fail(&err);
+		else
+			printf("%s\n", argv[i]);
+	}
+	return r;
+}

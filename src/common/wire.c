@@ -1,0 +1,124 @@
+#include "common/wire.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Payload layout: u32 argc, u32 envc, then NUL-terminated strings:
+ * user, cwd, argv[0..argc), envp[0..envc). */
+
+static int put_str(char *buf, size_t cap, size_t *off, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	if (n > cap - *off)
+		return -E2BIG;
+	memcpy(buf + *off, s, n);
+	*off += n;
+	return 0;
+}
+
+static size_t count_strs(const char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+long wire_encode_spawn(char *buf, size_t cap, struct wire_hdr *hdr, const char *user, const char *cwd,
+		       const char *const *argv, const char *const *envp)
+{
+	uint32_t argc = count_strs(argv), envc = count_strs(envp);
+	if (argc == 0 || argc > WIRE_MAX_ARGS || envc > WIRE_MAX_ARGS)
+		return -EINVAL;
+	if (cap > WIRE_MAX_PACKET)
+		cap = WIRE_MAX_PACKET;
+	size_t off = sizeof(*hdr);
+	if (off + 8 > cap)
+		return -E2BIG;
+	memcpy(buf + off, &argc, 4);
+	memcpy(buf + off + 4, &envc, 4);
+	off += 8;
+	int r = put_str(buf, cap, &off, user ? user : "");
+	if (r == 0)
+		r = put_str(buf, cap, &off, cwd ? cwd : "");
+	for (uint32_t i = 0; r == 0 && i < argc; i++)
+		r = put_str(buf, cap, &off, argv[i]);
+	for (uint32_t i = 0; r == 0 && i < envc; i++)
+		r = put_str(buf, cap, &off, envp[i]);
+	if (r < 0)
+		return r;
+	hdr->type = WIRE_SPAWN;
+	hdr->payload_len = off - sizeof(*hdr);
+	memcpy(buf, hdr, sizeof(*hdr));
+	return (long)off;
+}
+
+/* Take the next NUL-terminated string starting at *off, or NULL. */
+static const char *take_str(const char *p, size_t len, size_t *off)
+{
+	if (*off >= len)
+		return NULL;
+	const char *s = p + *off;
+	const char *nul = memchr(s, '\0', len - *off);
+	if (!nul)
+		return NULL;
+	*off += (size_t)(nul - s) + 1;
+	return s;
+}
+
+int wire_decode_spawn(const char *payload, size_t len, struct wire_spawn *ret)
+{
+	uint32_t argc, envc;
+	if (len < 8)
+		return -EINVAL;
+	memcpy(&argc, payload, 4);
+	memcpy(&envc, payload + 4, 4);
+	if (argc == 0 || argc > WIRE_MAX_ARGS || envc > WIRE_MAX_ARGS)
+		return -EINVAL;
+	size_t off = 8;
+	ret->user = take_str(payload, len, &off);
+	ret->cwd = take_str(payload, len, &off);
+	if (!ret->user || !ret->cwd)
+		return -EINVAL;
+	for (uint32_t i = 0; i < argc; i++)
+		if (!(ret->argv[i] = take_str(payload, len, &off)))
+			return -EINVAL;
+	for (uint32_t i = 0; i < envc; i++)
+		if (!(ret->envp[i] = take_str(payload, len, &off)) || !strchr(ret->envp[i], '='))
+			return -EINVAL;
+	if (off != len)
+		return -EINVAL;
+	ret->argv[argc] = NULL;
+	ret->envp[envc] = NULL;
+	ret->argc = argc;
+	ret->envc = envc;
+	return 0;
+}
+
+int wire_check_hdr(const void *pkt, size_t len, struct wire_hdr *ret)
+{
+	if (len < sizeof(*ret))
+		return -EINVAL;
+	memcpy(ret, pkt, sizeof(*ret));
+	if (ret->payload_len != len - sizeof(*ret) || ret->type < WIRE_SPAWN || ret->type > WIRE_PONG)
+		return -EINVAL;
+	return 0;
+}
+
+const char *wire_stage_name(int stage)
+{
+	switch (stage) {
+	case WIRE_STAGE_FORK:
+		return "fork";
+	case WIRE_STAGE_USER:
+		return "user";
+	case WIRE_STAGE_CWD:
+		return "cwd";
+	case WIRE_STAGE_EXEC:
+		return "exec";
+	case WIRE_STAGE_STDIO:
+		return "stdio";
+	default:
+		return "spawn";
+	}
+}

@@ -1,0 +1,392 @@
+/* The HTTP/JSON API: a route table, request validation, error shapes.
+ * Bad input is refused before anything is changed: every field is checked,
+ * unknown fields included, and only then does a handler act. */
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/encoding.h"
+#include "common/parse.h"
+#include "daemon/daemon.h"
+
+#define API_DEFAULT_MAX_OUTPUT (16u << 20)
+#define API_MAX_STDIN (64u << 20)
+
+static int status_of(int code)
+{
+	switch (code) {
+	case COVE_EINVAL:
+		return 400;
+	case COVE_ENOTFOUND:
+		return 404;
+	case COVE_ESTATE:
+		return 409;
+	case COVE_ETOOBIG:
+		return 413;
+	case COVE_EFULL:
+		return 429;
+	default:
+		return 500;
+	}
+}
+
+void api_send_json(struct evhttp_request *req, int status, json_t *body)
+{
+	struct evbuffer *b = evbuffer_new();
+	char *s = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	evbuffer_add(b, s, strlen(s));
+	evbuffer_add(b, "\n", 1);
+	free(s);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+	evhttp_send_reply(req, status, status < 300 ? "OK" : "Error", b);
+	evbuffer_free(b);
+}
+
+void api_send_error(struct evhttp_request *req, const struct cove_err *err)
+{
+	int status = status_of(err->code);
+	api_send_json(req, status,
+		      json_pack("{s:{s:s, s:s}}", "error", "code", err_code_name(status == 500 ? COVE_EINTERNAL : err->code),
+				"message", err->msg[0] ? err->msg : "internal error"));
+}
+
+/* The request body as JSON (an empty body is an empty object). */
+static json_t *read_body(struct evhttp_request *req, struct cove_err *err)
+{
+	struct evbuffer *b = evhttp_request_get_input_buffer(req);
+	size_t n = evbuffer_get_length(b);
+	if (n == 0)
+		return json_object();
+	json_error_t je;
+	json_t *j = json_loadb((const char *)evbuffer_pullup(b, -1), n, JSON_REJECT_DUPLICATES, &je);
+	if (!j) {
+		err_set(err, COVE_EINVAL, "malformed JSON body: %s (at byte %d)", je.text, je.position);
+		return NULL;
+	}
+	if (!json_is_object(j)) {
+		json_decref(j);
+		err_set(err, COVE_EINVAL, "the body must be a JSON object");
+		return NULL;
+	}
+	return j;
+}
+
+/* Every key of j must be in allowed (NULL-terminated). */
+static int check_fields(json_t *j, const char *const *allowed, struct cove_err *err)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(j, k, v)
+	{
+		bool ok = false;
+		for (int i = 0; allowed[i] && !ok; i++)
+			ok = strcmp(k, allowed[i]) == 0;
+		if (!ok)
+			return err_set(err, COVE_EINVAL, "unknown field '%s'", k);
+	}
+	return 0;
+}
+
+static int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err)
+{
+	json_t *v = json_object_get(j, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return err_set(err, COVE_EINVAL, "'%s' must be a string", key);
+	if (json_string_length(v) > max || strlen(json_string_value(v)) != json_string_length(v))
+		return err_set(err, COVE_EINVAL, "'%s' is too long or holds a NUL byte", key);
+	*ret = json_string_value(v);
+	return 0;
+}
+
+static int check_env(json_t *env, struct cove_err *err)
+{
+	if (!env || json_is_null(env))
+		return 0;
+	if (!json_is_object(env))
+		return err_set(err, COVE_EINVAL, "'env' must be an object of strings");
+	const char *k;
+	json_t *v;
+	json_object_foreach(env, k, v)
+	{
+		if (!env_name_valid(k))
+			return err_set(err, COVE_EINVAL, "bad environment variable name '%s'", k);
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return err_set(err, COVE_EINVAL, "environment variable '%s' must be a string", k);
+	}
+	return 0;
+}
+
+/* "memory": bytes as a number or a string like "512M". */
+static int get_size(json_t *j, const char *key, uint64_t *ret, struct cove_err *err)
+{
+	json_t *v = json_object_get(j, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_integer(v) && json_integer_value(v) > 0) {
+		*ret = (uint64_t)json_integer_value(v);
+		return 0;
+	}
+	if (json_is_string(v) && parse_size(json_string_value(v), ret) == 0 && *ret > 0)
+		return 0;
+	return err_set(err, COVE_EINVAL, "'%s' must be a positive size (bytes, or like \"512M\")", key);
+}
+
+static int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err)
+{
+	json_t *v = json_object_get(j, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v) || json_number_value(v) < min || json_number_value(v) > max)
+		return err_set(err, COVE_EINVAL, "'%s' must be a number from %g to %g", key, min, max);
+	*ret = json_number_value(v);
+	return 0;
+}
+
+static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+{
+	static const char *const fields[] = { "name", "image", "memory", "cpus", "pids", "env", "cwd", "user", NULL };
+	const char *name = "", *image = "host", *cwd = "", *user = "";
+	double cpus = 1, pids = 1024;
+	s->memory = 512ull << 20;
+	if (check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ||
+	    get_string(j, "image", &image, 63, err) < 0 || get_string(j, "cwd", &cwd, 1023, err) < 0 ||
+	    get_string(j, "user", &user, 63, err) < 0 || get_size(j, "memory", &s->memory, err) < 0 ||
+	    get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 || get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 ||
+	    check_env(json_object_get(j, "env"), err) < 0)
+		return -1;
+	if (s->memory < (16u << 20))
+		return err_set(err, COVE_EINVAL, "'memory' must be at least 16M");
+	if (strchr(image, '/') || image[0] == '.' || !image[0])
+		return err_set(err, COVE_EINVAL, "bad image name '%s'", image);
+	if (*cwd && *cwd != '/')
+		return err_set(err, COVE_EINVAL, "'cwd' must be an absolute path");
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->image, sizeof(s->image), "%s", image);
+	snprintf(s->cwd, sizeof(s->cwd), "%s", cwd);
+	snprintf(s->user, sizeof(s->user), "%s", user);
+	s->cpu_millis = (uint32_t)(cpus * 1000 + 0.5);
+	s->pids = (uint32_t)pids;
+	json_t *env = json_object_get(j, "env");
+	s->env = json_is_object(env) ? json_deep_copy(env) : json_object();
+	return 0;
+}
+
+static int parse_argv(json_t *cmd, json_t **ret, struct cove_err *err)
+{
+	if (json_is_string(cmd)) {
+		*ret = json_pack("[s, s, O]", "/bin/sh", "-c", cmd);
+		return 0;
+	}
+	if (!json_is_array(cmd) || json_array_size(cmd) == 0)
+		return err_set(err, COVE_EINVAL, "'cmd' must be a non-empty array of strings, or a shell string");
+	size_t i;
+	json_t *v;
+	json_array_foreach(cmd, i, v)
+	{
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return err_set(err, COVE_EINVAL, "'cmd' must hold only strings without NUL bytes");
+	}
+	if (json_string_length(json_array_get(cmd, 0)) == 0)
+		return err_set(err, COVE_EINVAL, "'cmd' must not start with an empty string");
+	*ret = json_incref(cmd);
+	return 0;
+}
+
+static int parse_stdin(json_t *j, struct exec_request *er, unsigned char **store, struct cove_err *err)
+{
+	json_t *text = json_object_get(j, "stdin"), *b64 = json_object_get(j, "stdin_b64");
+	if (text && b64)
+		return err_set(err, COVE_EINVAL, "give 'stdin' or 'stdin_b64', not both");
+	if (text) {
+		if (!json_is_string(text))
+			return err_set(err, COVE_EINVAL, "'stdin' must be a string");
+		er->stdin_data = (const unsigned char *)json_string_value(text);
+		er->stdin_len = json_string_length(text);
+		er->has_stdin = true;
+	} else if (b64) {
+		if (!json_is_string(b64))
+			return err_set(err, COVE_EINVAL, "'stdin_b64' must be a base64 string");
+		*store = malloc(json_string_length(b64) / 4 * 3 + 3);
+		long n = base64_decode(json_string_value(b64), json_string_length(b64), *store);
+		if (n < 0)
+			return err_set(err, COVE_EINVAL, "'stdin_b64' is not valid base64");
+		er->stdin_data = *store;
+		er->stdin_len = (size_t)n;
+		er->has_stdin = true;
+	}
+	if (er->stdin_len > API_MAX_STDIN)
+		return err_set(err, COVE_ETOOBIG, "stdin is larger than %u bytes", API_MAX_STDIN);
+	return 0;
+}
+
+static bool query_flag(struct evhttp_request *req, const char *name)
+{
+	struct evkeyvalq q;
+	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	if (!query || evhttp_parse_query_str(query, &q) < 0)
+		return false;
+	const char *v = evhttp_find_header(&q, name);
+	bool on = v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
+	evhttp_clear_headers(&q);
+	return on;
+}
+
+/* Handlers: id is the {id} segment or NULL. Return 0 when a reply was (or
+ * will be) sent, -1 with err set otherwise. */
+typedef int (*handler_fn)(struct evhttp_request *req, const char *id, struct cove_err *err);
+
+static int h_health(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	api_send_json(req, 200, json_pack("{s:s, s:i}", "status", "ok", "sandboxes", daemon_ctx->count));
+	return 0;
+}
+
+static int h_capabilities(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	struct daemon *d = daemon_ctx;
+	api_send_json(req, 200,
+		      json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage",
+				"btrfs", "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports",
+				0, "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed",
+				d->pool.loop_backed));
+	return 0;
+}
+
+static int h_create(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	json_t *j = read_body(req, err);
+	struct sandbox_spec spec = { 0 };
+	struct sandbox *sb;
+	int r = j ? parse_spec(j, &spec, err) : -1;
+	json_decref(j);
+	if (r == 0)
+		r = sandbox_create(daemon_ctx, &spec, &sb, err);
+	sandbox_spec_free(&spec);
+	if (r < 0)
+		return -1;
+	api_send_json(req, 201, sandbox_to_json(sb));
+	return 0;
+}
+
+static int h_list(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		if (daemon_ctx->sandboxes[i])
+			json_array_append_new(a, sandbox_to_json(daemon_ctx->sandboxes[i]));
+	api_send_json(req, 200, json_pack("{s:o}", "sandboxes", a));
+	return 0;
+}
+
+static struct sandbox *lookup(const char *id, struct cove_err *err)
+{
+	struct sandbox *sb = sandbox_find(daemon_ctx, id);
+	if (!sb)
+		err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id);
+	return sb;
+}
+
+static int h_get(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	struct sandbox *sb = lookup(id, err);
+	if (!sb)
+		return -1;
+	api_send_json(req, 200, sandbox_to_json(sb));
+	return 0;
+}
+
+static int h_delete(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	struct sandbox *sb = lookup(id, err);
+	if (!sb || sandbox_delete(daemon_ctx, sb, err) < 0)
+		return -1;
+	api_send_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+	return 0;
+}
+
+static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	static const char *const fields[] = { "cmd", "env", "cwd", "user", "stdin", "stdin_b64", "timeout",
+					      "stream", "max_output", NULL };
+	struct sandbox *sb = lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	struct exec_request er = { .max_output = API_DEFAULT_MAX_OUTPUT, .stream = query_flag(req, "stream") };
+	_cleanup_free_ unsigned char *stdin_store = NULL;
+	double max_output = API_DEFAULT_MAX_OUTPUT;
+	json_t *stream = json_object_get(j, "stream");
+	int r = check_fields(j, fields, err);
+	if (r == 0 && stream && !json_is_boolean(stream))
+		r = err_set(err, COVE_EINVAL, "'stream' must be a boolean");
+	if (r == 0 && !json_object_get(j, "cmd"))
+		r = err_set(err, COVE_EINVAL, "'cmd' is required");
+	if (r == 0)
+		r = parse_argv(json_object_get(j, "cmd"), &er.argv, err);
+	if (r == 0 && (check_env(json_object_get(j, "env"), err) < 0 || get_string(j, "cwd", &er.cwd, 4095, err) < 0 ||
+		       get_string(j, "user", &er.user, 63, err) < 0 ||
+		       get_number(j, "timeout", 0, 86400 * 365, &er.timeout, err) < 0 ||
+		       get_number(j, "max_output", 0, 1 << 30, &max_output, err) < 0 ||
+		       parse_stdin(j, &er, &stdin_store, err) < 0))
+		r = -1;
+	if (r == 0 && er.cwd && *er.cwd != '/')
+		r = err_set(err, COVE_EINVAL, "'cwd' must be an absolute path");
+	er.env = json_object_get(j, "env");
+	if (json_is_null(er.env))
+		er.env = NULL;
+	er.stream = er.stream || json_is_true(stream);
+	er.max_output = (size_t)max_output;
+	if (r == 0)
+		r = exec_start(sb, req, &er, err);
+	json_decref(er.argv);
+	json_decref(j);
+	return r;
+}
+
+static const struct route {
+	enum evhttp_cmd_type method;
+	const char *pattern; /* fnmatch; '*' is the {id} segment */
+	handler_fn fn;
+} routes[] = {
+	{ EVHTTP_REQ_GET, "/v1/health", h_health },
+	{ EVHTTP_REQ_GET, "/v1/capabilities", h_capabilities },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes", h_create },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes", h_list },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*", h_get },
+	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*", h_delete },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/exec", h_exec },
+};
+
+void api_handle(struct evhttp_request *req, void *arg)
+{
+	struct cove_err err = { 0 };
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	bool path_known = false;
+	daemon_ctx->requests++;
+	for (size_t i = 0; path && i < ARRAY_SIZE(routes); i++) {
+		if (fnmatch(routes[i].pattern, path, FNM_PATHNAME) != 0)
+			continue;
+		path_known = true;
+		if (routes[i].method != evhttp_request_get_command(req))
+			continue;
+		char id[64] = "";
+		if (strchr(routes[i].pattern, '*'))
+			sscanf(path, "/v1/sandboxes/%63[^/]", id);
+		if (routes[i].fn(req, id[0] ? id : NULL, &err) < 0)
+			api_send_error(req, &err);
+		return;
+	}
+	if (path_known)
+		err_set(&err, COVE_EINVAL, "method not allowed on '%s'", path);
+	else
+		err_set(&err, COVE_ENOTFOUND, "no route '%s'", path ? path : "");
+	api_send_error(req, &err);
+}

@@ -1,0 +1,97 @@
+/* coved's shared state. One libevent loop owns everything here; nothing is
+ * touched from another thread. */
+#pragma once
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "sys/cgroup.h"
+#include "sys/pool.h"
+
+#define MAX_SANDBOXES 4096 /* uid slots: 65536 host ids each */
+#define UID_BASE 0x10000000u
+
+struct exec;
+
+struct sandbox_spec {
+	char name[64];
+	char image[64];
+	uint64_t memory;
+	uint32_t cpu_millis;
+	uint32_t pids;
+	json_t *env; /* object: name -> value */
+	char cwd[1024];
+	char user[64];
+	int64_t created_at; /* unix ms */
+};
+
+struct sandbox {
+	char id[16];
+	struct sandbox_spec spec;
+	int slot;
+	bool running;
+	pid_t init_pid;
+	uint64_t init_start;
+	int init_pidfd;
+	struct event *init_exit_ev;
+	int conn_fd; /* SOCK_SEQPACKET to cove-init */
+	struct event *conn_ev;
+	uint32_t next_seq;
+	struct exec *execs; /* this sandbox's execs, linked by exec->next */
+};
+
+struct daemon {
+	struct event_base *base;
+	struct evhttp *http;
+	char data_dir[512];
+	char socket_path[512];
+	char run_dir[600];
+	struct pool pool;
+	struct cgroup_layout cgroups;
+	struct store *store;
+	int init_exe_fd;
+	struct sandbox *sandboxes[MAX_SANDBOXES]; /* indexed by slot */
+	int count;
+	uint64_t requests;
+};
+
+extern struct daemon *daemon_ctx;
+
+/* sandboxes.c */
+int sandboxes_load(struct daemon *d, struct cove_err *err);
+struct sandbox *sandbox_find(struct daemon *d, const char *id);
+int sandbox_create(struct daemon *d, struct sandbox_spec *spec, struct sandbox **ret, struct cove_err *err);
+int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err);
+json_t *sandbox_to_json(const struct sandbox *sb);
+int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);
+void sandbox_spec_free(struct sandbox_spec *spec);
+
+/* exec.c */
+struct exec_request {
+	json_t *argv; /* array of strings */
+	json_t *env;  /* object or NULL */
+	const char *cwd;
+	const char *user;
+	const unsigned char *stdin_data;
+	size_t stdin_len;
+	bool has_stdin;
+	double timeout; /* seconds; 0 = none */
+	bool stream;
+	size_t max_output;
+};
+int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, struct cove_err *err);
+/* From the init connection. */
+void exec_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid);
+void exec_on_spawn_failed(struct sandbox *sb, uint32_t seq, int stage, int errnum);
+void exec_on_exited(struct sandbox *sb, pid_t pid, int status);
+/* The sandbox is going away: fail and free all its execs. */
+void exec_abort_all(struct sandbox *sb, const char *why);
+
+/* api.c */
+void api_handle(struct evhttp_request *req, void *arg);
+void api_send_error(struct evhttp_request *req, const struct cove_err *err);
+void api_send_json(struct evhttp_request *req, int status, json_t *body);

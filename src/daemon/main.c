@@ -1,0 +1,240 @@
+/* coved: the cove daemon. Sets up storage and cgroups, re-attaches to the
+ * sandboxes it finds in state.db, and serves the API on a unix socket from
+ * one libevent loop. It can be killed at any moment: sandboxes live on in
+ * their own processes, and the next coved picks them up. */
+#include <errno.h>
+#include <event2/http.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "daemon/daemon.h"
+#include "daemon/store.h"
+#include "image/host_image.h"
+
+#define POOL_SIZE (256ull << 30) /* sparse: only what is written takes space */
+#define MAX_BODY (16u << 20) + (64u << 20) / 3 * 4 /* 64 MiB of base64 stdin, plus the rest */
+
+struct daemon *daemon_ctx;
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char p[1024];
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(p, 0755) < 0 && errno != EEXIST)
+				return -errno;
+			*s = '/';
+		}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* cove-init runs from a sealed memfd: what the sandbox can reach through
+ * /proc/1/exe is a private copy it cannot change, never the host's file. */
+static int load_init(const char *path, struct cove_err *err)
+{
+	_cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
+	if (src < 0)
+		return err_sys(err, errno, "open cove-init '%s'", path);
+	int fd = memfd_create("cove-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return err_sys(err, errno, "memfd_create");
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(src, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, n) != n) {
+			close(fd);
+			return err_sys(err, errno, "copy cove-init");
+		}
+	if (n < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		close(fd);
+		return err_sys(err, errno, "seal cove-init");
+	}
+	return fd;
+}
+
+static int listen_api(const char *path, struct cove_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return err_set(err, COVE_EINVAL, "socket path too long: '%s'", path);
+	strcpy(sa.sun_path, path);
+	_cleanup_free_ char *dir = strdup(path);
+	if (mkdir_p(dirname(dir), 0755) < 0)
+		return err_sys(err, errno, "mkdir for '%s'", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return err_sys(err, errno, "socket");
+	/* A socket file that nothing answers on is stale: replace it. One that
+	 * answers belongs to a running coved: refuse to start twice. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(fd);
+		return err_set(err, COVE_ESTATE, "another coved is serving '%s'", path);
+	}
+	(void)unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0660) < 0 || listen(fd, 512) < 0) {
+		err_sys(err, errno, "listen on '%s'", path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void on_sigchld(evutil_socket_t sig, short what, void *arg)
+{
+	/* Inits of deleted or dead sandboxes (coved is their subreaper). Their
+	 * exits are observed through pidfds; here they are only reaped. */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+static void on_sigterm(evutil_socket_t sig, short what, void *arg)
+{
+	log_info("signal %d: stopping (sandboxes keep running)", (int)sig);
+	event_base_loopbreak(daemon_ctx->base);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: coved [--data DIR] [--socket PATH] [--init PATH] [--debug]\n"
+		   "  --data DIR     data root (default /var/lib/cove)\n"
+		   "  --socket PATH  API socket (default /run/cove/cove.sock)\n"
+		   "  --init PATH    cove-init binary (default: next to coved)\n");
+}
+
+static int parse_args(int argc, char **argv, struct daemon *d, char *init_path, size_t cap)
+{
+	static const struct option opts[] = { { "data", required_argument, NULL, 'd' },
+					      { "socket", required_argument, NULL, 's' },
+					      { "init", required_argument, NULL, 'i' },
+					      { "debug", no_argument, NULL, 'D' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
+	int c;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			snprintf(d->data_dir, sizeof(d->data_dir), "%s", optarg);
+			break;
+		case 's':
+			snprintf(d->socket_path, sizeof(d->socket_path), "%s", optarg);
+			break;
+		case 'i':
+			snprintf(init_path, cap, "%s", optarg);
+			break;
+		case 'D':
+			log_set_level(LOG_DEBUG);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
+{
+	char path[1024];
+	if (mkdir_p(d->data_dir, 0700) < 0)
+		return err_sys(err, errno, "create data root '%s'", d->data_dir);
+	if (pool_open(&d->pool, d->data_dir, POOL_SIZE, err) < 0 || host_image_ensure(d->pool.dir, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/sandboxes", d->pool.dir);
+	if (mkdir_p(path, 0700) < 0)
+		return err_sys(err, errno, "mkdir '%s'", path);
+	snprintf(d->run_dir, sizeof(d->run_dir), "%s/run", d->data_dir);
+	if (mkdir_p(d->run_dir, 0700) < 0)
+		return err_sys(err, errno, "mkdir '%s'", d->run_dir);
+	if (cgroup_detect(&d->cgroups, "/sys/fs/cgroup", err) < 0)
+		return -1;
+	if ((d->init_exe_fd = load_init(init_path, err)) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/state.db", d->data_dir);
+	if (store_open(&d->store, path, err) < 0)
+		return -1;
+	return sandboxes_load(d, err);
+}
+
+static int serve(struct daemon *d, struct cove_err *err)
+{
+	int fd = listen_api(d->socket_path, err);
+	if (fd < 0)
+		return -1;
+	d->http = evhttp_new(d->base);
+	evhttp_set_max_headers_size(d->http, 16384);
+	evhttp_set_max_body_size(d->http, MAX_BODY);
+	evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT |
+						     EVHTTP_REQ_HEAD);
+	evhttp_set_gencb(d->http, api_handle, d);
+	if (!evhttp_accept_socket_with_handle(d->http, fd)) {
+		close(fd);
+		return err_set(err, COVE_EINTERNAL, "evhttp accept");
+	}
+	log_info("coved: serving %s (data %s, pool %s%s, cgroup %s, %d sandboxes)", d->socket_path, d->data_dir,
+		 d->pool.dir, d->pool.loop_backed ? " on a loop device" : "", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1",
+		 d->count);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon d = { .data_dir = "/var/lib/cove", .socket_path = "/run/cove/cove.sock" };
+	char init_path[1024], self[1024];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = '\0';
+	snprintf(init_path, sizeof(init_path), "%s/cove-init", dirname(self));
+	if (parse_args(argc, argv, &d, init_path, sizeof(init_path)) < 0)
+		return 2;
+	daemon_ctx = &d;
+	signal(SIGPIPE, SIG_IGN);
+	umask(022);
+	/* Sandboxes' inits are re-parented to coved when their setup process
+	 * exits, so that coved, not the host's pid 1, reaps them. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	d.base = event_base_new();
+	struct event *chld = evsignal_new(d.base, SIGCHLD, on_sigchld, NULL);
+	struct event *term = evsignal_new(d.base, SIGTERM, on_sigterm, NULL);
+	struct event *intr = evsignal_new(d.base, SIGINT, on_sigterm, NULL);
+	event_add(chld, NULL);
+	event_add(term, NULL);
+	event_add(intr, NULL);
+	struct cove_err err = { 0 };
+	if (setup(&d, init_path, &err) < 0 || serve(&d, &err) < 0) {
+		log_error("coved: %s", err.msg);
+		return 1;
+	}
+	event_base_dispatch(d.base);
+	evhttp_free(d.http);
+	(void)unlink(d.socket_path);
+	event_free(chld);
+	event_free(term);
+	event_free(intr);
+	store_close(d.store);
+	event_base_free(d.base);
+	return 0;
+}

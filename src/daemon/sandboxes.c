@@ -1,0 +1,416 @@
+/* Sandboxes in coved: creation (subvolume, cgroups, runtime), the
+ * connection to each cove-init, deletion, and re-attaching after a restart. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "common/wire.h"
+#include "daemon/daemon.h"
+#include "daemon/store.h"
+#include "sandbox/runtime.h"
+#include "sys/btrfs.h"
+
+static void subvol_path(const struct daemon *d, const char *id, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/sandboxes/%s", d->pool.dir, id);
+}
+
+static void socket_path(const struct daemon *d, const char *id, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/%s.sock", d->run_dir, id);
+}
+
+struct sandbox *sandbox_find(struct daemon *d, const char *id)
+{
+	if (!sandbox_id_valid(id))
+		return NULL;
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		if (d->sandboxes[i] && strcmp(d->sandboxes[i]->id, id) == 0)
+			return d->sandboxes[i];
+	return NULL;
+}
+
+void sandbox_spec_free(struct sandbox_spec *spec)
+{
+	json_decref(spec->env);
+	spec->env = NULL;
+}
+
+static json_t *spec_to_json(const struct sandbox_spec *s)
+{
+	return json_pack("{s:s, s:s, s:I, s:f, s:i, s:O, s:s, s:s, s:I}", "name", s->name, "image", s->image, "memory",
+			 (json_int_t)s->memory, "cpus", s->cpu_millis / 1000.0, "pids", (int)s->pids, "env",
+			 s->env ? s->env : json_object(), "cwd", s->cwd, "user", s->user, "created_at",
+			 (json_int_t)s->created_at);
+}
+
+static int spec_from_json(const char *text, struct sandbox_spec *s)
+{
+	json_t *j = json_loads(text, 0, NULL);
+	const char *name = "", *image = "host", *cwd = "", *user = "";
+	json_int_t memory = 0, created = 0;
+	double cpus = 0;
+	int pids = 0;
+	json_t *env = NULL;
+	if (!j || json_unpack(j, "{s?s, s?s, s?I, s?F, s?i, s?o, s?s, s?s, s?I}", "name", &name, "image", &image,
+			      "memory", &memory, "cpus", &cpus, "pids", &pids, "env", &env, "cwd", &cwd, "user",
+			      &user, "created_at", &created) < 0) {
+		json_decref(j);
+		return -1;
+	}
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->image, sizeof(s->image), "%s", image);
+	snprintf(s->cwd, sizeof(s->cwd), "%s", cwd);
+	snprintf(s->user, sizeof(s->user), "%s", user);
+	s->memory = (uint64_t)memory;
+	s->cpu_millis = (uint32_t)(cpus * 1000 + 0.5);
+	s->pids = (uint32_t)pids;
+	s->env = env ? json_incref(env) : json_object();
+	s->created_at = created;
+	json_decref(j);
+	return 0;
+}
+
+json_t *sandbox_to_json(const struct sandbox *sb)
+{
+	json_t *j = spec_to_json(&sb->spec);
+	json_object_set_new(j, "id", json_string(sb->id));
+	json_object_set_new(j, "state", json_string(sb->running ? "running" : "stopped"));
+	json_object_set_new(j, "init_pid", json_integer(sb->init_pid));
+	json_object_set_new(j, "uid_base", json_integer(UID_BASE + (uint64_t)sb->slot * RUNTIME_UID_COUNT));
+	return j;
+}
+
+static int save(struct daemon *d, struct sandbox *sb, struct cove_err *err)
+{
+	json_t *j = spec_to_json(&sb->spec);
+	_cleanup_free_ char *spec = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	struct store_sandbox row = { .id = sb->id, .state = sb->running ? "running" : "stopped", .slot = sb->slot,
+				     .init_pid = sb->init_pid, .init_start = sb->init_start, .spec = spec };
+	return store_put_sandbox(d->store, &row, err);
+}
+
+/* Field 22 of /proc/<pid>/stat: with the pid, it names one process for good. */
+static uint64_t proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	unsigned long long start = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			 &start) != 1)
+		return 0;
+	return start;
+}
+
+static void on_init_exit(evutil_socket_t fd, short what, void *arg);
+static void on_init_message(evutil_socket_t fd, short what, void *arg);
+
+static void detach(struct sandbox *sb)
+{
+	if (sb->conn_ev)
+		event_free(sb->conn_ev);
+	if (sb->init_exit_ev)
+		event_free(sb->init_exit_ev);
+	if (sb->conn_fd >= 0)
+		close(sb->conn_fd);
+	if (sb->init_pidfd >= 0)
+		close(sb->init_pidfd);
+	sb->conn_ev = sb->init_exit_ev = NULL;
+	sb->conn_fd = sb->init_pidfd = -1;
+}
+
+/* Connect to a running cove-init and watch it. */
+static int attach(struct daemon *d, struct sandbox *sb, struct cove_err *err)
+{
+	char path[700];
+	socket_path(d, sb->id, path, sizeof(path));
+	sb->init_pidfd = (int)syscall(SYS_pidfd_open, sb->init_pid, 0);
+	if (sb->init_pidfd < 0)
+		return err_sys(err, errno, "pidfd_open %d", sb->init_pid);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	sb->conn_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (sb->conn_fd < 0 || connect(sb->conn_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err_sys(err, errno, "connect to cove-init at '%s'", path);
+		detach(sb);
+		return -1;
+	}
+	evutil_make_socket_nonblocking(sb->conn_fd);
+	sb->conn_ev = event_new(d->base, sb->conn_fd, EV_READ | EV_PERSIST, on_init_message, sb);
+	sb->init_exit_ev = event_new(d->base, sb->init_pidfd, EV_READ, on_init_exit, sb);
+	event_add(sb->conn_ev, NULL);
+	event_add(sb->init_exit_ev, NULL);
+	sb->running = true;
+	return 0;
+}
+
+/* Start cove-init on the sandbox's existing subvolume. */
+static int boot(struct daemon *d, struct sandbox *sb, struct cove_err *err)
+{
+	char subvol[600], sock[700];
+	subvol_path(d, sb->id, subvol, sizeof(subvol));
+	socket_path(d, sb->id, sock, sizeof(sock));
+	struct cgroup_limits lim = { sb->spec.memory, sb->spec.cpu_millis, sb->spec.pids };
+	if (cgroup_create(&d->cgroups, sb->id, &lim, err) < 0)
+		return -1;
+	struct runtime_config rc = { .id = sb->id,
+				     .subvol = subvol,
+				     .uid_base = UID_BASE + (uid_t)sb->slot * RUNTIME_UID_COUNT,
+				     .init_socket = sock,
+				     .init_exe_fd = d->init_exe_fd,
+				     .cgroups = &d->cgroups };
+	if (runtime_start(&rc, &sb->init_pid, err) < 0) {
+		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+		return -1;
+	}
+	sb->init_start = proc_start_time(sb->init_pid);
+	if (attach(d, sb, err) < 0) {
+		kill(sb->init_pid, SIGKILL);
+		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static int alloc_slot(struct daemon *d)
+{
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		if (!d->sandboxes[i])
+			return i;
+	return -1;
+}
+
+static struct sandbox *sandbox_new(int slot)
+{
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return NULL;
+	sb->slot = slot;
+	sb->conn_fd = sb->init_pidfd = -1;
+	sb->next_seq = 1;
+	return sb;
+}
+
+static void sandbox_free(struct sandbox *sb)
+{
+	if (!sb)
+		return;
+	detach(sb);
+	sandbox_spec_free(&sb->spec);
+	free(sb);
+}
+
+int sandbox_create(struct daemon *d, struct sandbox_spec *spec, struct sandbox **ret, struct cove_err *err)
+{
+	int slot = alloc_slot(d);
+	if (slot < 0)
+		return err_set(err, COVE_EFULL, "all %d sandbox slots are in use", MAX_SANDBOXES);
+	struct sandbox *sb = sandbox_new(slot);
+	if (!sb || sandbox_id_new(sb->id) < 0) {
+		free(sb);
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	}
+	sb->spec = *spec;
+	spec->env = NULL; /* moved */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	sb->spec.created_at = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+
+	char image[600], subvol[600];
+	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image);
+	subvol_path(d, sb->id, subvol, sizeof(subvol));
+	if (btrfs_is_subvol(image) != 1) {
+		err_set(err, COVE_EINVAL, "unknown image '%s'", sb->spec.image);
+		goto fail;
+	}
+	int r = btrfs_subvol_snapshot(image, subvol, false);
+	if (r < 0) {
+		err_sys(err, -r, "snapshot image '%s'", sb->spec.image);
+		goto fail;
+	}
+	/* Recorded before it runs, so that a crash from here on leaves a row
+	 * that the next start can boot or clean up, never a leaked subvolume. */
+	if (save(d, sb, err) < 0 || boot(d, sb, err) < 0 || save(d, sb, err) < 0) {
+		detach(sb);
+		if (sb->init_pid > 0)
+			kill(sb->init_pid, SIGKILL);
+		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+		(void)btrfs_subvol_delete(subvol);
+		(void)store_delete_sandbox(d->store, sb->id, NULL);
+		goto fail;
+	}
+	d->sandboxes[slot] = sb;
+	d->count++;
+	*ret = sb;
+	return 0;
+fail:
+	sandbox_free(sb);
+	return -1;
+}
+
+/* Kill pid 1 (the kernel then kills the whole pid namespace) and wait for
+ * it, bounded. */
+static void stop_init(struct sandbox *sb)
+{
+	if (sb->init_pidfd >= 0) {
+		(void)syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
+		struct pollfd p = { sb->init_pidfd, POLLIN, 0 };
+		(void)poll(&p, 1, 5000);
+	} else if (sb->init_pid > 0 && proc_start_time(sb->init_pid) == sb->init_start) {
+		kill(sb->init_pid, SIGKILL);
+	}
+}
+
+int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err)
+{
+	char subvol[600], sock[700];
+	subvol_path(d, sb->id, subvol, sizeof(subvol));
+	socket_path(d, sb->id, sock, sizeof(sock));
+	exec_abort_all(sb, "sandbox deleted");
+	stop_init(sb);
+	detach(sb);
+	if (cgroup_destroy(&d->cgroups, sb->id, 5000, err) < 0)
+		return -1;
+	(void)unlink(sock);
+	int r = btrfs_subvol_delete(subvol);
+	if (r < 0 && r != -ENOENT)
+		return err_sys(err, -r, "delete subvolume '%s'", subvol);
+	if (store_delete_sandbox(d->store, sb->id, err) < 0)
+		return -1;
+	d->sandboxes[sb->slot] = NULL;
+	d->count--;
+	sandbox_free(sb);
+	return 0;
+}
+
+int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds)
+{
+	if (sb->conn_fd < 0)
+		return -ENOTCONN;
+	struct iovec iov = { (void *)buf, len };
+	char cbuf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds > 0) {
+		m.msg_control = cbuf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	/* Blocking for this one packet: init reads promptly, and a full socket
+	 * buffer means init is wedged, which poll below bounds. */
+	for (;;) {
+		if (sendmsg(sb->conn_fd, &m, MSG_NOSIGNAL) >= 0)
+			return 0;
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		struct pollfd p = { sb->conn_fd, POLLOUT, 0 };
+		if (poll(&p, 1, 5000) <= 0)
+			return -ETIMEDOUT;
+	}
+}
+
+static void mark_stopped(struct sandbox *sb, const char *why)
+{
+	log_warn("sandbox %s: %s", sb->id, why);
+	exec_abort_all(sb, why);
+	detach(sb);
+	sb->running = false;
+	(void)save(daemon_ctx, sb, NULL);
+}
+
+static void on_init_exit(evutil_socket_t fd, short what, void *arg)
+{
+	mark_stopped(arg, "cove-init exited");
+}
+
+static void on_init_message(evutil_socket_t fd, short what, void *arg)
+{
+	struct sandbox *sb = arg;
+	for (;;) {
+		struct wire_hdr h;
+		ssize_t n = recv(fd, &h, sizeof(h), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			mark_stopped(sb, "lost the connection to cove-init");
+			return;
+		}
+		if (n != sizeof(h) || h.payload_len != 0)
+			continue;
+		if (h.type == WIRE_SPAWNED)
+			exec_on_spawned(sb, h.seq, h.pid);
+		else if (h.type == WIRE_SPAWN_FAILED)
+			exec_on_spawn_failed(sb, h.seq, h.pid, h.value);
+		else if (h.type == WIRE_EXITED)
+			exec_on_exited(sb, h.pid, h.value);
+	}
+}
+
+struct load_ctx {
+	struct daemon *d;
+	int failed;
+};
+
+/* One row of state.db at start: re-attach to its running init, or boot a
+ * new init on its files if the old one is gone (host reboot, kill). */
+static void load_one(void *arg, const struct store_sandbox *row)
+{
+	struct load_ctx *ctx = arg;
+	struct daemon *d = ctx->d;
+	struct cove_err err = { 0 };
+	struct sandbox *sb = sandbox_new(row->slot);
+	if (!sb || row->slot < 0 || row->slot >= MAX_SANDBOXES || d->sandboxes[row->slot] ||
+	    !sandbox_id_valid(row->id) || spec_from_json(row->spec, &sb->spec) < 0) {
+		log_error("state.db: bad sandbox row '%s'", row->id);
+		free(sb);
+		ctx->failed++;
+		return;
+	}
+	snprintf(sb->id, sizeof(sb->id), "%s", row->id);
+	sb->init_pid = row->init_pid;
+	sb->init_start = row->init_start;
+	d->sandboxes[sb->slot] = sb;
+	d->count++;
+	if (row->init_pid > 0 && row->init_start && proc_start_time(row->init_pid) == row->init_start &&
+	    attach(d, sb, &err) == 0) {
+		log_info("sandbox %s: re-attached to cove-init pid %d", sb->id, sb->init_pid);
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	(void)cgroup_destroy(&d->cgroups, sb->id, 2000, NULL);
+	if (boot(d, sb, &err) < 0 || save(d, sb, &err) < 0) {
+		log_error("sandbox %s: restart failed: %s", sb->id, err.msg);
+		sb->running = false;
+		return;
+	}
+	log_info("sandbox %s: started again (its previous init was gone)", sb->id);
+}
+
+int sandboxes_load(struct daemon *d, struct cove_err *err)
+{
+	struct load_ctx ctx = { .d = d };
+	return store_each_sandbox(d->store, load_one, &ctx, err);
+}

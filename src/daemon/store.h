@@ -1,0 +1,28 @@
+/* The state store: what coved must remember across restarts, in SQLite
+ * (WAL). An interface with one implementation today; a fleet would put
+ * PostgreSQL behind the same calls. Every call is one transaction. */
+#pragma once
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+struct store;
+
+struct store_sandbox {
+	const char *id;
+	const char *state;
+	int slot;
+	pid_t init_pid;
+	uint64_t init_start; /* /proc/<pid>/stat starttime: tells a reused pid apart */
+	const char *spec;    /* JSON: image, limits, env, cwd, user, name, created_at */
+};
+
+int store_open(struct store **ret, const char *path, struct cove_err *err);
+void store_close(struct store *s);
+/* Insert or replace a sandbox's row. */
+int store_put_sandbox(struct store *s, const struct store_sandbox *sb, struct cove_err *err);
+int store_delete_sandbox(struct store *s, const char *id, struct cove_err *err);
+/* Calls cb for every sandbox, in creation order; cb's strings are borrowed. */
+int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store_sandbox *sb), void *arg,
+		       struct cove_err *err);

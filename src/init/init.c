@@ -1,0 +1,288 @@
+/* cove-init: pid 1 of every sandbox. Static, small, libc only.
+ *
+ * It keeps the sandbox's namespaces alive, reaps every zombie (orphans are
+ * re-parented to it), and spawns processes for coved. coved connects to the
+ * listening SOCK_SEQPACKET socket inherited as fd 3 (its path is on the host,
+ * invisible inside the sandbox); one client at a time, and a new connection
+ * replaces the old one, which is how a restarted coved re-attaches.
+ * Spawned processes get their stdio straight from coved (SCM_RIGHTS), so
+ * their output never passes through init. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/passwd.h"
+#include "common/wire.h"
+
+#define LISTEN_FD 3
+#define MAX_CHILDREN 65536
+
+extern char **environ;
+
+/* Processes spawned for coved (not their descendants): their exits are
+ * reported; every other child is only reaped. An open-addressed set. */
+static pid_t spawned[MAX_CHILDREN];
+static int client_fd = -1;
+
+static unsigned slot_of(pid_t pid)
+{
+	return ((unsigned)pid * 2654435761u) % MAX_CHILDREN;
+}
+
+static void spawned_add(pid_t pid)
+{
+	unsigned i = slot_of(pid);
+	while (spawned[i] > 0)
+		i = (i + 1) % MAX_CHILDREN;
+	spawned[i] = pid;
+}
+
+/* Remove pid; returns 1 if it was there. Tombstones (-1) keep probe chains. */
+static int spawned_take(pid_t pid)
+{
+	for (unsigned i = slot_of(pid), n = 0; spawned[i] != 0 && n < MAX_CHILDREN; i = (i + 1) % MAX_CHILDREN, n++)
+		if (spawned[i] == pid) {
+			spawned[i] = -1;
+			return 1;
+		}
+	return 0;
+}
+
+static int spawned_count(void)
+{
+	int n = 0;
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		n += spawned[i] > 0;
+	return n;
+}
+
+static void send_msg(uint32_t type, uint32_t seq, pid_t pid, int value)
+{
+	struct wire_hdr h = { .type = type, .seq = seq, .pid = pid, .value = value };
+	if (client_fd >= 0)
+		(void)send(client_fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static ssize_t read_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t n = 0;
+	ssize_t r;
+	while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0)
+		n += r;
+	close(fd);
+	buf[n] = '\0';
+	return n;
+}
+
+/* In the child: become the requested user. Returns 0 or an errno. */
+static int become_user(const char *spec, struct passwd_entry *pw)
+{
+	static char text[1 << 20];
+	ssize_t n = read_file("/etc/passwd", text, sizeof(text));
+	int r = passwd_lookup(text, n < 0 ? 0 : n, *spec ? spec : "0", pw);
+	if (r < 0)
+		return -r;
+	gid_t groups[PASSWD_MAX_GROUPS];
+	int ng = 0;
+	n = read_file("/etc/group", text, sizeof(text));
+	if (n > 0)
+		ng = passwd_groups(text, n, pw->name, groups, PASSWD_MAX_GROUPS);
+	if (setgroups(ng, groups) < 0 || setgid(pw->gid) < 0 || setuid(pw->uid) < 0)
+		return errno;
+	return 0;
+}
+
+/* Add NAME=value to env unless the request set NAME already. */
+static void env_default(const char **env, size_t *n, const char *name, const char *value, char *store, size_t cap)
+{
+	size_t len = strlen(name);
+	for (size_t i = 0; i < *n; i++)
+		if (strncmp(env[i], name, len) == 0 && env[i][len] == '=')
+			return;
+	snprintf(store, cap, "%s=%s", name, value);
+	env[(*n)++] = store;
+	env[*n] = NULL;
+}
+
+static void report_and_exit(int pipe_fd, int stage, int errnum)
+{
+	int msg[2] = { stage, errnum };
+	(void)!write(pipe_fd, msg, sizeof(msg));
+	_exit(127);
+}
+
+static void child_exec(struct wire_spawn *sp, int *fds, int nfds, uint32_t flags, int err_pipe)
+{
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	setsid();
+	int in = (flags & WIRE_FLAG_STDIN) ? fds[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int base = (flags & WIRE_FLAG_STDIN) ? 1 : 0;
+	if (in < 0 || nfds < base + 2 || dup2(in, 0) < 0 || dup2(fds[base], 1) < 0 || dup2(fds[base + 1], 2) < 0)
+		report_and_exit(err_pipe, WIRE_STAGE_STDIO, errno ? errno : EBADF);
+	/* The oom score coved may have lowered for init must not be inherited. */
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!write(fd, "0", 1);
+		close(fd);
+	}
+	struct passwd_entry pw;
+	int e = become_user(sp->user, &pw);
+	if (e)
+		report_and_exit(err_pipe, WIRE_STAGE_USER, e);
+	const char *cwd = *sp->cwd ? sp->cwd : pw.home;
+	if (chdir(cwd) < 0) {
+		if (*sp->cwd || chdir("/") < 0)
+			report_and_exit(err_pipe, WIRE_STAGE_CWD, errno);
+	}
+	static char home[300], user[80], logname[80], shell[300];
+	static const char *env[WIRE_MAX_ARGS + 8];
+	size_t n = 0;
+	for (; sp->envp[n]; n++)
+		env[n] = sp->envp[n];
+	env[n] = NULL;
+	env_default(env, &n, "HOME", pw.home, home, sizeof(home));
+	env_default(env, &n, "USER", pw.name, user, sizeof(user));
+	env_default(env, &n, "LOGNAME", pw.name, logname, sizeof(logname));
+	env_default(env, &n, "SHELL", pw.shell, shell, sizeof(shell));
+	/* execvp searches the PATH of environ, so the sandbox's env goes there. */
+	environ = (char **)env;
+	execvp(sp->argv[0], (char *const *)sp->argv);
+	report_and_exit(err_pipe, WIRE_STAGE_EXEC, errno);
+}
+
+static void handle_spawn(const struct wire_hdr *h, const char *payload, int *fds, int nfds)
+{
+	static struct wire_spawn sp;
+	if (wire_decode_spawn(payload, h->payload_len, &sp) < 0) {
+		send_msg(WIRE_SPAWN_FAILED, h->seq, WIRE_STAGE_FORK, EINVAL);
+		return;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		send_msg(WIRE_SPAWN_FAILED, h->seq, WIRE_STAGE_FORK, errno);
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		child_exec(&sp, fds, nfds, h->flags, p[1]);
+	}
+	close(p[1]);
+	if (pid < 0) {
+		send_msg(WIRE_SPAWN_FAILED, h->seq, WIRE_STAGE_FORK, errno);
+		close(p[0]);
+		return;
+	}
+	int msg[2];
+	ssize_t r;
+	do
+		r = read(p[0], msg, sizeof(msg));
+	while (r < 0 && errno == EINTR);
+	close(p[0]);
+	if (r == sizeof(msg)) {
+		(void)waitpid(pid, NULL, 0);
+		send_msg(WIRE_SPAWN_FAILED, h->seq, msg[0], msg[1]);
+		return;
+	}
+	spawned_add(pid);
+	send_msg(WIRE_SPAWNED, h->seq, pid, 0);
+}
+
+static void handle_packet(void)
+{
+	static char buf[WIRE_MAX_PACKET];
+	char cbuf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	ssize_t n = recvmsg(client_fd, &m, MSG_CMSG_CLOEXEC);
+	if (n <= 0) {
+		if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			close(client_fd);
+			client_fd = -1;
+		}
+		return;
+	}
+	int fds[WIRE_MAX_FDS], nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (int i = 0; i < k; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+				if (nfds < WIRE_MAX_FDS)
+					fds[nfds++] = fd;
+				else
+					close(fd);
+			}
+		}
+	struct wire_hdr h;
+	if (wire_check_hdr(buf, n, &h) == 0 && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		if (h.type == WIRE_SPAWN)
+			handle_spawn(&h, buf + sizeof(h), fds, nfds);
+		else if (h.type == WIRE_SIGNAL && h.pid > 1)
+			(void)kill((h.flags & WIRE_FLAG_GROUP) ? -h.pid : h.pid, h.value);
+		else if (h.type == WIRE_PING)
+			send_msg(WIRE_PONG, h.seq, 0, spawned_count());
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+}
+
+static void reap(void)
+{
+	int status;
+	pid_t pid;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		if (spawned_take(pid))
+			send_msg(WIRE_EXITED, 0, pid, status);
+}
+
+int main(void)
+{
+	sigset_t mask;
+	sigfillset(&mask);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0 || fcntl(LISTEN_FD, F_SETFD, FD_CLOEXEC) < 0) {
+		perror("cove-init");
+		return 1;
+	}
+	for (;;) {
+		struct pollfd p[3] = { { LISTEN_FD, POLLIN, 0 }, { sfd, POLLIN, 0 }, { client_fd, POLLIN, 0 } };
+		if (poll(p, client_fd >= 0 ? 3 : 2, -1) < 0)
+			continue;
+		if (p[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+			reap();
+		}
+		if (p[0].revents & POLLIN) {
+			int fd = accept4(LISTEN_FD, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0) {
+				if (client_fd >= 0)
+					close(client_fd);
+				client_fd = fd;
+			}
+		}
+		if (client_fd >= 0 && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
+			handle_packet();
+	}
+}

@@ -1,0 +1,451 @@
+/* The sandbox runtime: from a subvolume to a running, isolated cove-init.
+ * See runtime.h for the order of operations; the comments below say why each
+ * step sits where it does. Every step that fails reports "stage: what: errno"
+ * through a status pipe, and the half-made sandbox dies with its namespaces. */
+#include "sandbox/runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/mount.h>
+
+#include "common/cleanup.h"
+#include "sys/caps.h"
+#include "sys/seccomp.h"
+
+const char *const runtime_host_layers[] = { "usr", "etc", "opt", NULL };
+
+/* Written to the status pipe by the child that failed. */
+struct start_status {
+	int failed; /* else msg holds init's pid */
+	int errnum;
+	char msg[256];
+};
+
+static int status_fd = -1;
+
+static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+	struct start_status s = { .failed = 1, .errnum = errno };
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s.msg, sizeof(s.msg), fmt, ap);
+	va_end(ap);
+	(void)!write(status_fd, &s, sizeof(s));
+	_exit(1);
+}
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags)
+{
+	return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr)
+{
+	return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
+}
+
+static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags)
+{
+	return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
+}
+
+/* Mount an idmapped (and optionally read-only) copy of the tree at src onto
+ * dst: files owned by uid k on disk appear as owned by the sandbox's uid k. */
+static void mount_idmapped(const char *src, const char *dst, int userns_fd, bool readonly)
+{
+	_cleanup_close_ int fd = sys_open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (fd < 0)
+		fail("open_tree '%s'", src);
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | (readonly ? MOUNT_ATTR_RDONLY : 0),
+				   .userns_fd = (uint64_t)userns_fd };
+	if (sys_mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+		fail("idmap '%s'", src);
+	if (sys_move_mount(fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		fail("move_mount '%s' to '%s'", src, dst);
+}
+
+static void mountf(const char *src, const char *dst, const char *type, unsigned long flags, const char *data)
+{
+	if (mount(src, dst, type, flags, data) < 0)
+		fail("mount %s on '%s'", type ? type : src ? src : "(remount)", dst);
+}
+
+/* The user namespace is made by a helper that only exists to own it: the
+ * mounts must be idmapped with it before anything enters it, and only a
+ * process outside it (host root) may write a map of 65536 ids. */
+static int make_userns(uid_t base)
+{
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) < 0)
+		fail("pipe");
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid < 0)
+		fail("clone user namespace");
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		(void)!read(go[0], &c, 1);
+		_exit(0);
+	}
+	char path[64], map[64];
+	int n = snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, RUNTIME_UID_COUNT);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, i ? "gid_map" : "uid_map");
+		_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, map, n) != n)
+			fail("write %s", path);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	int userns = open(path, O_RDONLY | O_CLOEXEC);
+	if (userns < 0)
+		fail("open %s", path);
+	close(go[1]);
+	close(go[0]);
+	(void)waitpid(pid, NULL, 0);
+	return userns;
+}
+
+static void make_dev_node(const char *dev, const char *name)
+{
+	char src[64], dst[4096];
+	snprintf(src, sizeof(src), "/dev/%s", name);
+	snprintf(dst, sizeof(dst), "%s/%s", dev, name);
+	_cleanup_close_ int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+	if (fd < 0)
+		fail("create '%s'", dst);
+	mountf(src, dst, NULL, MS_BIND, NULL);
+}
+
+/* A minimal /dev: device nodes are bind mounts of the host's harmless ones
+ * (a tmpfs made in a user namespace could not hold working nodes anyway). */
+static void setup_dev(const char *rootfs, uid_t base)
+{
+	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	static const char *const links[][2] = { { "/proc/self/fd", "fd" },   { "/proc/self/fd/0", "stdin" },
+						{ "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
+						{ "pts/ptmx", "ptmx" },          { "/proc/kcore", "core" } };
+	char dev[4096], opts[128], p[4096];
+	snprintf(dev, sizeof(dev), "%s/dev", rootfs);
+	snprintf(opts, sizeof(opts), "mode=755,size=65536k,nr_inodes=4096,uid=%u,gid=%u", base, base);
+	mountf("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, opts);
+	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++)
+		make_dev_node(dev, nodes[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(links) - 1; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dev, links[i][1]);
+		if (symlink(links[i][0], p) < 0)
+			fail("symlink '%s'", p);
+	}
+	static const char *const dirs[] = { "pts", "shm", "mqueue" };
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dev, dirs[i]);
+		if (mkdir(p, 0755) < 0 || chown(p, base, base) < 0)
+			fail("mkdir '%s'", p);
+	}
+	snprintf(p, sizeof(p), "%s/shm", dev);
+	snprintf(opts, sizeof(opts), "mode=1777,size=65536k,uid=%u,gid=%u", base, base);
+	mountf("shm", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts);
+}
+
+/* As host root, in C's private mount namespace: everything that needs host
+ * privileges. The overlays come later (mount_overlays). */
+static void setup_rootfs(const struct runtime_config *c, int userns, char *rootfs, size_t cap)
+{
+	char lower[4096];
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		fail("make / private");
+	/* The subvolume holds image-relative ids on disk; the sandbox sees them
+	 * shifted into its own range, and its writes are stored unshifted. */
+	mount_idmapped(c->subvol, c->subvol, userns, false);
+	snprintf(rootfs, cap, "%s/rootfs", c->subvol);
+	mountf(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL);
+	for (int i = 0; runtime_host_layers[i]; i++) {
+		char host[64];
+		snprintf(host, sizeof(host), "/%s", runtime_host_layers[i]);
+		snprintf(lower, sizeof(lower), "%s/lower/%s", c->subvol, runtime_host_layers[i]);
+		mount_idmapped(host, lower, userns, true);
+	}
+	setup_dev(rootfs, c->uid_base);
+}
+
+/* As the sandbox's root, with the cwd at the (idmapped) subvolume: overlay
+ * creates its upper files with the mounter's credentials, and host root has
+ * no id in the sandbox's idmapped upper layer, so the sandbox mounts them. */
+static void mount_overlays(void)
+{
+	char opts[512], target[128];
+	for (int i = 0; runtime_host_layers[i]; i++) {
+		const char *l = runtime_host_layers[i];
+		/* mask/<l> holds whiteouts for the host's secrets (shadow, keys). */
+		snprintf(target, sizeof(target), "mask/%s", l);
+		bool masked = access(target, F_OK) == 0;
+		snprintf(opts, sizeof(opts), "lowerdir=%s%slower/%s,upperdir=upper/%s,workdir=work/%s",
+			 masked ? target : "", masked ? ":" : "", l, l, l);
+		snprintf(target, sizeof(target), "rootfs/%s", l);
+		mountf("overlay", target, "overlay", MS_NOSUID, opts);
+	}
+}
+
+static void bind_ro(const char *rootfs, const char *path)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s%s", rootfs, path);
+	if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0) {
+		if (errno == ENOENT)
+			return;
+		fail("bind '%s'", p);
+	}
+	mountf(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
+
+static void mask_path(const char *rootfs, const char *path)
+{
+	char p[4096], null[4096];
+	snprintf(p, sizeof(p), "%s%s", rootfs, path);
+	snprintf(null, sizeof(null), "%s/dev/null", rootfs);
+	struct stat st;
+	if (stat(p, &st) < 0)
+		return;
+	if (S_ISDIR(st.st_mode))
+		mountf("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0");
+	else
+		mountf(null, p, NULL, MS_BIND, NULL);
+}
+
+/* In the new namespaces, as pid 1: the kernel views that must belong to
+ * them (proc to the pid namespace, sysfs to the net namespace, devpts to
+ * the user namespace), then the masks over proc, which must exist before
+ * pivot_root hides the host's /dev/null they bind. */
+static void setup_kernel_views(const char *rootfs)
+{
+	static const char *const masked[] = { "/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
+					      "/proc/latency_stats", "/proc/acpi", "/proc/scsi", "/proc/sys/kernel/core_pattern" };
+	static const char *const readonly[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs" };
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/proc", rootfs);
+	mountf("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	snprintf(p, sizeof(p), "%s/sys", rootfs);
+	mountf("sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	snprintf(p, sizeof(p), "%s/dev/pts", rootfs);
+	mountf("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5");
+	snprintf(p, sizeof(p), "%s/dev/mqueue", rootfs);
+	mountf("mqueue", p, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(masked); i++)
+		mask_path(rootfs, masked[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(readonly); i++)
+		bind_ro(rootfs, readonly[i]);
+}
+
+/* The root mount was made by host root, so in this namespace it is locked,
+ * and pivot_root refuses a locked new root. A recursive copy made here is
+ * not locked itself, while every mount inside it stays locked. */
+static void rebind_root(void)
+{
+	_cleanup_close_ int fd = sys_open_tree(AT_FDCWD, ".", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (fd < 0 || sys_move_mount(fd, "", AT_FDCWD, ".", MOVE_MOUNT_F_EMPTY_PATH) < 0 || fchdir(fd) < 0)
+		fail("rebind root");
+}
+
+static void enter_root(void)
+{
+	/* pivot_root(".", ".") stacks the old root on the new one; detaching it
+	 * leaves nothing of the host reachable by path. */
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		fail("pivot_root");
+	if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		fail("detach old root");
+}
+
+static void loopback_up(void)
+{
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = { 0 };
+	strcpy(ifr.ifr_name, "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		fail("get lo flags");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		fail("set lo up");
+}
+
+static void run_init(const struct runtime_config *c, int listen_fd)
+{
+	/* The cwd is the new root (entered while still host root): the data
+	 * root's 0700 directories above it are not ours to traverse now. */
+	rebind_root();
+	setup_kernel_views(".");
+	enter_root();
+	if (sethostname(c->id, strlen(c->id)) < 0)
+		fail("sethostname");
+	loopback_up();
+	if (dup2(listen_fd, 3) < 0)
+		fail("dup2 listen socket");
+	if (dup2(c->init_exe_fd, 4) < 0)
+		fail("dup2 init exe");
+	/* Nothing else of coved's may reach the sandbox: close every other fd
+	 * but the status pipe, which closes itself on exec. */
+	for (int fd = 5; fd < 1024; fd++)
+		if (fd != status_fd)
+			close(fd);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+		fail("stdio");
+	/* Last, in this order: capabilities and no_new_privs, then seccomp
+	 * (loading a filter needs no_new_privs when CAP_SYS_ADMIN is gone). */
+	int r = caps_drop_to_sandbox_set();
+	if (r < 0) {
+		errno = -r;
+		fail("drop capabilities");
+	}
+	r = seccomp_apply_sandbox_filter();
+	if (r < 0) {
+		errno = -r;
+		fail("seccomp");
+	}
+	char *const argv[] = { "cove-init", NULL };
+	char *const envp[] = { NULL };
+	syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
+	fail("exec cove-init");
+}
+
+static void become_sandbox_root(int userns)
+{
+	if (setns(userns, CLONE_NEWUSER) < 0)
+		fail("setns user");
+	if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		fail("become root in the user namespace");
+}
+
+/* C: everything between coved and pid 1. Never returns. */
+static void run_setup(const struct runtime_config *c, int listen_fd)
+{
+	char rootfs[4096];
+	int userns = make_userns(c->uid_base);
+	if (unshare(CLONE_NEWNS) < 0)
+		fail("unshare mount namespace");
+	setup_rootfs(c, userns, rootfs, sizeof(rootfs));
+	if (chdir(c->subvol) < 0)
+		fail("chdir '%s'", c->subvol);
+	struct cove_err e = { 0 };
+	if (cgroup_enter(c->cgroups, c->id, getpid(), &e) < 0) {
+		errno = e.code < 1000 ? e.code : 0;
+		fail("%s", e.msg);
+	}
+	become_sandbox_root(userns);
+	/* The new mount namespace is owned by the sandbox's user namespace, so
+	 * every mount copied into it is locked: it cannot be unmounted or
+	 * remounted to uncover what is beneath. */
+	if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWCGROUP) < 0)
+		fail("unshare namespaces");
+	mount_overlays();
+	if (chdir("rootfs") < 0)
+		fail("chdir rootfs");
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("fork init");
+	if (pid == 0)
+		run_init(c, listen_fd);
+	struct start_status s = { .errnum = 0 };
+	snprintf(s.msg, sizeof(s.msg), "%d", pid);
+	(void)!write(status_fd, &s, sizeof(s));
+	_exit(0);
+}
+
+static int listen_init_socket(const char *path, struct cove_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return err_set(err, COVE_EINVAL, "init socket path too long: '%s'", path);
+	strcpy(sa.sun_path, path);
+	(void)unlink(path);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return err_sys(err, errno, "socket");
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 || listen(fd, 4) < 0) {
+		err_sys(err, errno, "listen on '%s'", path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads C's report: init's pid, then EOF once init has exec'd; or a failure
+ * from either. */
+static int read_start_status(int fd, pid_t *ret_pid, struct cove_err *err)
+{
+	struct start_status s;
+	pid_t pid = 0;
+	for (;;) {
+		ssize_t n = read(fd, &s, sizeof(s));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			break;
+		if (n != sizeof(s))
+			return err_set(err, COVE_EINTERNAL, "sandbox start: short status");
+		s.msg[sizeof(s.msg) - 1] = '\0';
+		if (s.failed) {
+			if (pid > 0) {
+				kill(pid, SIGKILL);
+				(void)waitpid(pid, NULL, 0);
+			}
+			return err_set(err, COVE_EINTERNAL, "sandbox start: %s%s%s", s.msg, s.errnum ? ": " : "",
+				       s.errnum ? strerror(s.errnum) : "");
+		}
+		pid = atoi(s.msg);
+	}
+	if (!pid)
+		return err_set(err, COVE_EINTERNAL, "sandbox start: setup process died");
+	*ret_pid = pid;
+	return 0;
+}
+
+int runtime_start(const struct runtime_config *c, pid_t *ret_pid, struct cove_err *err)
+{
+	_cleanup_close_ int listen_fd = listen_init_socket(c->init_socket, err);
+	if (listen_fd < 0)
+		return -1;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_sys(err, errno, "pipe");
+	pid_t setup = fork();
+	if (setup < 0) {
+		close(p[0]);
+		close(p[1]);
+		return err_sys(err, errno, "fork");
+	}
+	if (setup == 0) {
+		close(p[0]);
+		status_fd = p[1];
+		run_setup(c, listen_fd);
+	}
+	close(p[1]);
+	pid_t pid = 0;
+	int r = read_start_status(p[0], &pid, err);
+	close(p[0]);
+	(void)waitpid(setup, NULL, 0);
+	if (r < 0)
+		(void)unlink(c->init_socket);
+	else
+		*ret_pid = pid;
+	return r;
+}

@@ -1,0 +1,38 @@
+/* Starting a sandbox's pid 1. The order of operations is the security
+ * argument, so it is spelled out in runtime.c; in short:
+ *
+ *   coved ── fork ──► C (host root)
+ *                     makes the user namespace (via a short-lived helper),
+ *                     a private mount namespace, and in it, as host root:
+ *                     the idmapped sandbox root, the idmapped read-only host
+ *                     layers, the overlays, /dev. Joins the cgroups.
+ *                     setns(userns), unshare(mnt pid ipc uts net cgroup):
+ *                     every mount made so far is now locked.
+ *                ── fork ──► init (pid 1 in the new pid namespace)
+ *                     proc, sysfs (ro), devpts; masks; pivot_root;
+ *                     hostname; loopback; capabilities, no_new_privs,
+ *                     seccomp; execveat(cove-init).
+ */
+#pragma once
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "sys/cgroup.h"
+
+#define RUNTIME_UID_COUNT 65536
+
+struct runtime_config {
+	const char *id;          /* sandbox ID, also its hostname */
+	const char *subvol;      /* the sandbox's subvolume: rootfs/ upper/ work/ lower/ mask/ */
+	uid_t uid_base;          /* host uid of the sandbox's root */
+	const char *init_socket; /* path where cove-init listens */
+	int init_exe_fd;         /* sealed memfd holding cove-init */
+	const struct cgroup_layout *cgroups;
+};
+
+/* Start the sandbox. On success *ret_pid is cove-init's host pid; it is a
+ * child of the caller (coved is a subreaper) and listens on init_socket. */
+int runtime_start(const struct runtime_config *c, pid_t *ret_pid, struct cove_err *err);
+
+/* The host directories the built-in `host` image layers read-only. */
+extern const char *const runtime_host_layers[];

@@ -1,0 +1,40 @@
+/* Minimal TAP for unit tests: ok/not ok lines, then "N passed, N failed". */
+#pragma once
+#include <stdio.h>
+#include <string.h>
+
+static int tap_n, tap_failed, tap_skipped;
+
+#define CHECK(cond, ...)                                                        \
+	do {                                                                    \
+		int tap_ok_ = !!(cond);                                         \
+		tap_n++;                                                        \
+		if (tap_ok_) {                                                  \
+			printf("ok %d - ", tap_n);                              \
+		} else {                                                        \
+			tap_failed++;                                           \
+			printf("not ok %d - ", tap_n);                          \
+		}                                                               \
+		printf(__VA_ARGS__);                                            \
+		printf("%s\n", tap_ok_ ? "" : " (" #cond ", " __FILE__ ")");   \
+	} while (0)
+
+#define CHECK_STR(a, b, ...) CHECK((a) && (b) && strcmp((a), (b)) == 0, __VA_ARGS__)
+
+#define SKIP(...)                                         \
+	do {                                              \
+		tap_n++;                                  \
+		tap_skipped++;                            \
+		printf("ok %d - # SKIP ", tap_n);         \
+		printf(__VA_ARGS__);                      \
+		printf("\n");                             \
+	} while (0)
+
+static inline int tap_done(void)
+{
+	printf("1..%d\n%d passed, %d failed", tap_n, tap_n - tap_failed - tap_skipped, tap_failed);
+	if (tap_skipped)
+		printf(", %d skipped", tap_skipped);
+	printf("\n");
+	return tap_failed ? 1 : 0;
+}

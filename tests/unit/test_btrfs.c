@@ -1,0 +1,434 @@
+/* btrfs subvolumes and the loop-backed pool, on a real btrfs: needs root,
+ * /dev/loop-control and mkfs.btrfs, and a /var/tmp that is not btrfs (so
+ * that the pool is loop-backed). Everything lives in a mkdtemp directory
+ * that is unmounted and removed at the end. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+
+#include "sys/btrfs.h"
+#include "sys/pool.h"
+#include "tap.h"
+
+/* tap.h's CHECK evaluates its condition twice; most conditions here have
+ * side effects (create, delete, mount), so evaluate once. */
+#define CHECK1(cond, ...)                                 \
+	do {                                              \
+		bool c1_ = (cond);                        \
+		CHECK(c1_, __VA_ARGS__);                  \
+		if (!c1_)                                 \
+			printf("#   failed: %s\n", #cond); \
+	} while (0)
+
+#define GIB (1024ULL * 1024 * 1024)
+#define TIMING_RUNS 5
+
+static char base[] = "/var/tmp/cove-test-btrfs-XXXXXX";
+
+static const char *pathf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A path built from fmt in one of a few rotating static buffers, so that a
+ * CHECK can use two at once. */
+static const char *pathf(const char *fmt, ...)
+{
+	static char bufs[4][PATH_MAX];
+	static int next;
+	char *b = bufs[next++ % 4];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b, PATH_MAX, fmt, ap);
+	va_end(ap);
+	return b;
+}
+
+/* snprintf for paths; the test's paths are far below PATH_MAX. */
+static void pathcpy(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void pathcpy(char *dst, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(dst, n, fmt, ap);
+	va_end(ap);
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, s, strlen(s));
+	int r = n == (ssize_t)strlen(s) ? 0 : -EIO;
+	close(fd);
+	return r;
+}
+
+/* File contents as a static string ("" when unreadable). */
+static const char *read_file(const char *path)
+{
+	static char buf[256];
+	buf[0] = '\0';
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return buf;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+	return buf;
+}
+
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* How many loop devices have file as their backing file. */
+static int loops_backing(const char *file)
+{
+	char want[PATH_MAX];
+	glob_t g;
+	int n = 0;
+
+	if (!realpath(file, want))
+		pathcpy(want, sizeof(want), "%s", file);
+	if (glob("/sys/block/loop*/loop/backing_file", 0, NULL, &g) != 0)
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		char got[PATH_MAX];
+		int fd = open(g.gl_pathv[i], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t k = read(fd, got, sizeof(got) - 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		got[k] = '\0';
+		got[strcspn(got, "\n")] = '\0';
+		n += strcmp(got, want) == 0;
+	}
+	globfree(&g);
+	return n;
+}
+
+/* Autoclear detaches on the last close, which may trail umount a little. */
+static int loops_backing_settled(const char *file)
+{
+	int n = 0;
+	for (int i = 0; i < 200 && (n = loops_backing(file)) > 0; i++)
+		usleep(10000);
+	return n;
+}
+
+static bool is_mountpoint(const char *path)
+{
+	struct stat a, b;
+	return stat(path, &a) == 0 && stat(pathf("%s/..", path), &b) == 0 && a.st_dev != b.st_dev;
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void test_subvolumes(const char *pool)
+{
+	char src[PATH_MAX], ro[PATH_MAX], rw[PATH_MAX];
+	pathcpy(src, sizeof(src), "%s/src", pool);
+	pathcpy(ro, sizeof(ro), "%s/ro", pool);
+	pathcpy(rw, sizeof(rw), "%s/rw", pool);
+
+	CHECK1(btrfs_subvol_create(src) == 0, "create subvolume");
+	CHECK1(btrfs_subvol_create(src) == -EEXIST, "create over an existing one: EEXIST");
+	CHECK1(btrfs_subvol_create(pathf("%s/no/such", pool)) == -ENOENT, "create without parent: ENOENT");
+	CHECK1(write_file(pathf("%s/a.txt", src), "hello") == 0 && mkdir(pathf("%s/dir", src), 0755) == 0 &&
+		      write_file(pathf("%s/dir/b.txt", src), "world") == 0,
+	      "write files into the subvolume");
+
+	CHECK1(btrfs_subvol_snapshot(src, ro, true) == 0, "read-only snapshot");
+	CHECK1(btrfs_subvol_snapshot(src, rw, false) == 0, "writable snapshot");
+	CHECK1(btrfs_subvol_snapshot(src, rw, false) == -EEXIST, "snapshot onto an existing path: EEXIST");
+	CHECK1(btrfs_subvol_snapshot(pathf("%s/dir", src), pathf("%s/x", pool), false) < 0,
+	      "snapshot of a plain directory fails");
+	CHECK_STR(read_file(pathf("%s/a.txt", ro)), "hello", "ro snapshot has a.txt");
+	CHECK_STR(read_file(pathf("%s/dir/b.txt", ro)), "world", "ro snapshot has dir/b.txt");
+	CHECK_STR(read_file(pathf("%s/a.txt", rw)), "hello", "rw snapshot has a.txt");
+	CHECK_STR(read_file(pathf("%s/dir/b.txt", rw)), "world", "rw snapshot has dir/b.txt");
+
+	CHECK1(write_file(pathf("%s/new.txt", ro), "x") == -EROFS, "ro snapshot rejects a new file: EROFS");
+	CHECK1(open(pathf("%s/a.txt", ro), O_WRONLY | O_CLOEXEC) < 0 && errno == EROFS,
+	      "ro snapshot rejects writing a file: EROFS");
+	CHECK1(write_file(pathf("%s/a.txt", rw), "changed") == 0 && write_file(pathf("%s/new.txt", rw), "n") == 0,
+	      "write into the rw snapshot");
+	CHECK_STR(read_file(pathf("%s/a.txt", src)), "hello", "source unchanged by the snapshot's write");
+	CHECK1(!exists(pathf("%s/new.txt", src)), "source does not see the snapshot's new file");
+
+	CHECK1(btrfs_is_subvol(src) == 1 && btrfs_is_subvol(ro) == 1 && btrfs_is_subvol(rw) == 1,
+	      "is_subvol on subvolumes");
+	CHECK1(btrfs_is_subvol(pathf("%s/dir", src)) == 0, "is_subvol on a plain directory: 0");
+	CHECK1(btrfs_is_subvol(pathf("%s/a.txt", src)) == 0, "is_subvol on a file: 0");
+	CHECK1(btrfs_is_subvol(pathf("%s/missing", pool)) == -ENOENT, "is_subvol on a missing path: ENOENT");
+
+	CHECK1(btrfs_subvol_delete(pathf("%s/dir", src)) == -EINVAL && exists(pathf("%s/dir/b.txt", src)),
+	      "delete refuses a plain directory and leaves it alone");
+	CHECK1(btrfs_subvol_delete(ro) == 0 && !exists(ro), "delete the ro snapshot");
+	CHECK1(btrfs_subvol_delete(rw) == 0 && !exists(rw), "delete the rw snapshot (with files)");
+	CHECK1(btrfs_subvol_delete(src) == 0 && !exists(src), "delete the source (with files and dirs)");
+	CHECK1(btrfs_subvol_delete(src) == -ENOENT, "delete a missing subvolume: ENOENT");
+}
+
+/* A subvolume that is still a mount point (a sandbox's namespace not yet
+ * gone) is deleted all the same: the kernel detaches the mounts on it. */
+static void test_delete_mounted(const char *pool)
+{
+	char sv[PATH_MAX];
+	pathcpy(sv, sizeof(sv), "%s/mounted", pool);
+	if (btrfs_subvol_create(sv) < 0 || mount(sv, sv, NULL, MS_BIND, NULL) < 0) {
+		CHECK1(0, "set up a mounted subvolume: %s", strerror(errno));
+		return;
+	}
+	CHECK1(is_mountpoint(sv), "the subvolume is a mount point");
+	int r = btrfs_subvol_delete(sv);
+	CHECK1(r == 0 && !exists(sv), "delete a subvolume that is a mount point (%d)", r);
+	if (r < 0)
+		(void)umount2(sv, MNT_DETACH);
+}
+
+/* Nested subvolumes (which a sandbox can create unprivileged) are deleted
+ * with their parent, depth first, wherever they sit in its tree. */
+static void test_delete_nested(const char *pool)
+{
+	char top[PATH_MAX];
+	pathcpy(top, sizeof(top), "%s/nest", pool);
+	bool ok = btrfs_subvol_create(top) == 0 && btrfs_subvol_create(pathf("%s/a", top)) == 0 &&
+		  btrfs_subvol_create(pathf("%s/a/b", top)) == 0 && mkdir(pathf("%s/d", top), 0755) == 0 &&
+		  mkdir(pathf("%s/d/e", top), 0755) == 0 && btrfs_subvol_create(pathf("%s/d/e/c", top)) == 0 &&
+		  write_file(pathf("%s/a/b/f", top), "x") == 0 &&
+		  btrfs_subvol_snapshot(pathf("%s/a", top), pathf("%s/d/ro", top), true) == 0;
+	CHECK1(ok, "build nest/{a/b, d/e/c, d/ro} as nested subvolumes");
+	int r = btrfs_subvol_delete(top);
+	CHECK1(r == 0 && !exists(top), "delete removes nested subvolumes too (%d)", r);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void report(const char *what, int64_t *us, int n)
+{
+	printf("# %-34s", what);
+	for (int i = 0; i < n; i++)
+		printf(" %6lld", (long long)us[i]);
+	qsort(us, n, sizeof(*us), cmp_i64);
+	printf("  (median %lld us)\n", (long long)us[n / 2]);
+}
+
+/* Microseconds per operation, on a subvolume holding 200 small files. The
+ * first snapshot also writes those files out (a snapshot must contain
+ * them); the second shows the bare cost of the snapshot's commit. */
+static void test_timings(const char *pool)
+{
+	int64_t c[TIMING_RUNS], sr[TIMING_RUNS], sw[TIMING_RUNS], d[TIMING_RUNS], dr[TIMING_RUNS];
+	int ok = 1;
+	for (int i = 0; i < TIMING_RUNS; i++) {
+		char sv[PATH_MAX], snr[PATH_MAX], snw[PATH_MAX];
+		pathcpy(sv, sizeof(sv), "%s/t%d", pool, i);
+		pathcpy(snr, sizeof(snr), "%s/t%d-ro", pool, i);
+		pathcpy(snw, sizeof(snw), "%s/t%d-rw", pool, i);
+		int64_t t = now_us();
+		ok &= btrfs_subvol_create(sv) == 0;
+		c[i] = now_us() - t;
+		for (int f = 0; f < 200; f++)
+			ok &= write_file(pathf("%s/f%d", sv, f), "some content") == 0;
+		t = now_us();
+		ok &= btrfs_subvol_snapshot(sv, snr, true) == 0;
+		sr[i] = now_us() - t;
+		t = now_us();
+		ok &= btrfs_subvol_snapshot(sv, snw, false) == 0;
+		sw[i] = now_us() - t;
+		t = now_us();
+		ok &= btrfs_subvol_delete(snr) == 0;
+		dr[i] = now_us() - t;
+		ok &= btrfs_subvol_delete(snw) == 0;
+		t = now_us();
+		ok &= btrfs_subvol_delete(sv) == 0;
+		d[i] = now_us() - t;
+	}
+	CHECK1(ok, "timing runs succeeded");
+	report("subvol_create (empty)", c, TIMING_RUNS);
+	report("snapshot ro (200 unflushed files)", sr, TIMING_RUNS);
+	report("snapshot rw (same, now flushed)", sw, TIMING_RUNS);
+	report("delete (a snapshot)", dr, TIMING_RUNS);
+	report("delete (the 200-file source)", d, TIMING_RUNS);
+}
+
+static void test_pool_lifecycle(const char *data)
+{
+	struct pool p;
+	struct cove_err err = { 0 };
+	char img[PATH_MAX], dir[512];
+	pathcpy(img, sizeof(img), "%s/pool.img", data);
+	struct stat st;
+	struct statfs sfs;
+
+	int r = pool_open(&p, data, GIB, &err);
+	CHECK1(r == 0, "pool_open creates the pool (%d %s)", r, err.msg);
+	if (r < 0)
+		return;
+	pathcpy(dir, sizeof(dir), "%s", p.dir);
+	CHECK1(strcmp(dir, pathf("%s/pool", data)) == 0, "pool dir is <data>/pool");
+	CHECK1(p.loop_backed == 1, "pool is loop-backed on a non-btrfs data dir");
+	CHECK1(stat(img, &st) == 0 && (uint64_t)st.st_size == GIB && (uint64_t)st.st_blocks * 512 < GIB / 4,
+	      "pool.img is a sparse 1 GiB file");
+	CHECK1(!exists(pathf("%s.tmp", img)), "no pool.img.tmp left behind");
+	CHECK1(statfs(dir, &sfs) == 0 && sfs.f_type == (typeof(sfs.f_type))BTRFS_SUPER_MAGIC,
+	      "a btrfs is mounted at the pool dir");
+	CHECK1(is_mountpoint(dir), "the pool dir is a mount point");
+	CHECK1(btrfs_is_btrfs(dir) == 1 && btrfs_is_btrfs(data) == 0, "is_btrfs on pool and data dir");
+	CHECK1(stat(dir, &st) == 0 && (st.st_mode & 07777) == 0700, "pool root is mode 0700");
+	CHECK1(loops_backing(img) == 1, "one loop device backs pool.img");
+
+	test_subvolumes(dir);
+	test_delete_mounted(dir);
+	test_delete_nested(dir);
+	test_timings(dir);
+
+	char keep[PATH_MAX];
+	pathcpy(keep, sizeof(keep), "%s/keep", dir);
+	CHECK1(btrfs_subvol_create(keep) == 0 && write_file(pathf("%s/f", keep), "persisted") == 0,
+	      "write a subvolume to survive remounting");
+
+	memset(&p, 0, sizeof(p));
+	r = pool_open(&p, data, GIB, &err);
+	CHECK1(r == 0 && p.loop_backed == 1 && strcmp(p.dir, dir) == 0, "pool_open on a mounted pool (%d %s)", r,
+	      err.msg);
+	CHECK1(loops_backing(img) == 1, "no new loop device for the mounted pool");
+
+	CHECK1(umount2(dir, 0) == 0, "umount the pool");
+	CHECK1(loops_backing_settled(img) == 0, "autoclear freed the loop device");
+	r = pool_open(&p, data, GIB, &err);
+	CHECK1(r == 0 && is_mountpoint(dir), "pool_open re-mounts the pool (%d %s)", r, err.msg);
+	CHECK1(loops_backing(img) == 1, "one loop device backs pool.img again");
+	CHECK_STR(read_file(pathf("%s/keep/f", dir)), "persisted", "files survived the remount");
+	CHECK1(btrfs_is_subvol(pathf("%s/keep", dir)) == 1, "subvolume survived the remount");
+
+	CHECK1(umount2(dir, 0) == 0, "umount the pool again");
+	CHECK1(loops_backing_settled(img) == 0, "no loop device backs pool.img at the end");
+}
+
+/* A crash between creating and formatting leaves pool.img.tmp: it is
+ * thrown away and the pool created afresh. */
+static void test_half_created(const char *data)
+{
+	struct pool p;
+	struct cove_err err = { 0 };
+	char tmp[PATH_MAX];
+	pathcpy(tmp, sizeof(tmp), "%s/pool.img.tmp", data);
+
+	CHECK1(mkdir(data, 0700) == 0 && write_file(tmp, "garbage, not a file system") == 0,
+	      "leave a half-created pool.img.tmp");
+	int r = pool_open(&p, data, GIB, &err);
+	CHECK1(r == 0 && is_mountpoint(p.dir) && btrfs_is_btrfs(p.dir) == 1,
+	      "pool_open recovers from a half-created pool (%d %s)", r, err.msg);
+	CHECK1(!exists(tmp) && exists(pathf("%s/pool.img", data)), "pool.img.tmp replaced by pool.img");
+	if (r == 0)
+		CHECK1(umount2(p.dir, 0) == 0, "umount the recovered pool");
+	CHECK1(loops_backing_settled(pathf("%s/pool.img", data)) == 0, "its loop device is freed");
+}
+
+/* mkfs.btrfs refusing (a file below its minimum size) is reported with its
+ * own words, and leaves no pool file behind. */
+static void test_mkfs_failure(const char *data)
+{
+	struct pool p;
+	struct cove_err err = { 0 };
+
+	int r = pool_open(&p, data, 16ULL << 20, &err);
+	CHECK1(r < 0 && strstr(err.msg, "mkfs.btrfs") != NULL, "a too small pool fails in mkfs (%s)", err.msg);
+	CHECK1(!exists(pathf("%s/pool.img", data)) && !exists(pathf("%s/pool.img.tmp", data)),
+	      "no pool file left after mkfs failed");
+}
+
+/* Something other than btrfs mounted at <data>/pool is not mounted over. */
+static void test_foreign_mount(const char *data)
+{
+	struct pool p;
+	struct cove_err err = { 0 };
+	char mnt[PATH_MAX];
+	pathcpy(mnt, sizeof(mnt), "%s/pool", data);
+
+	if (mkdir(data, 0700) < 0 || mkdir(mnt, 0700) < 0 || mount("tmpfs", mnt, "tmpfs", 0, "size=1m") < 0) {
+		CHECK1(0, "mount a tmpfs at <data>/pool: %s", strerror(errno));
+		return;
+	}
+	int r = pool_open(&p, data, GIB, &err);
+	CHECK1(r == -EBUSY && err.msg[0], "pool_open refuses a foreign mount (%s)", err.msg);
+	CHECK1(!exists(pathf("%s/pool.img", data)), "and creates no pool file");
+	CHECK1(umount2(mnt, 0) == 0, "umount the tmpfs");
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* Unmount whatever a failed check left mounted, then remove the tree
+ * without crossing into any mount (FTW_MOUNT). */
+static void cleanup(void)
+{
+	const char *mnts[] = { "data/sub/pool", "half/pool", "small/pool", "foreign/pool" };
+	for (size_t i = 0; i < sizeof(mnts) / sizeof(mnts[0]); i++) {
+		char m[PATH_MAX];
+		pathcpy(m, sizeof(m), "%s/%s", base, mnts[i]);
+		while (is_mountpoint(m) && umount2(m, MNT_DETACH) == 0)
+			;
+	}
+	CHECK1(nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 && !exists(base),
+	      "remove the test directory");
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0 || access("/dev/loop-control", F_OK) < 0) {
+		SKIP("needs root and /dev/loop-control");
+		return tap_done();
+	}
+	if (!mkdtemp(base)) {
+		CHECK1(0, "mkdtemp: %s", strerror(errno));
+		return tap_done();
+	}
+	if (btrfs_is_btrfs(base) == 1) {
+		SKIP("/var/tmp is btrfs: the pool would not be loop-backed");
+	} else {
+		char data[PATH_MAX];
+		/* Two levels, for pool_open's mkdir -p. */
+		pathcpy(data, sizeof(data), "%s/data/sub", base);
+		test_pool_lifecycle(data);
+		pathcpy(data, sizeof(data), "%s/half", base);
+		test_half_created(data);
+		pathcpy(data, sizeof(data), "%s/small", base);
+		test_mkfs_failure(data);
+		pathcpy(data, sizeof(data), "%s/foreign", base);
+		test_foreign_mount(data);
+	}
+	cleanup();
+	return tap_done();
+}
