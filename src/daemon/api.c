@@ -280,7 +280,7 @@ static int h_list(struct evhttp_request *req, const char *id, struct cove_err *e
 {
 	json_t *a = json_array();
 	for (int i = 0; i < MAX_SANDBOXES; i++)
-		if (daemon_ctx->sandboxes[i])
+		if (daemon_ctx->sandboxes[i] && daemon_ctx->sandboxes[i]->state != SB_DELETING)
 			json_array_append_new(a, sandbox_to_json(daemon_ctx->sandboxes[i]));
 	api_send_json(req, 200, json_pack("{s:o}", "sandboxes", a));
 	return 0;

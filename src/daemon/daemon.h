@@ -4,6 +4,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -29,11 +30,13 @@ struct sandbox_spec {
 	int64_t created_at; /* unix ms */
 };
 
+enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING };
+
 struct sandbox {
 	char id[16];
 	struct sandbox_spec spec;
 	int slot;
-	bool running;
+	enum sandbox_state state;
 	pid_t init_pid;
 	uint64_t init_start;
 	int init_pidfd;
@@ -54,8 +57,9 @@ struct daemon {
 	struct cgroup_layout cgroups;
 	struct store *store;
 	int init_exe_fd;
-	struct sandbox *sandboxes[MAX_SANDBOXES]; /* indexed by slot */
-	int count;
+	struct sock_fprog seccomp;
+	struct sandbox *sandboxes[MAX_SANDBOXES]; /* indexed by slot; deleting ones too, until cleaned up */
+	int count; /* not counting deleting ones */
 	uint64_t requests;
 };
 
@@ -65,6 +69,9 @@ extern struct daemon *daemon_ctx;
 int sandboxes_load(struct daemon *d, struct cove_err *err);
 struct sandbox *sandbox_find(struct daemon *d, const char *id);
 int sandbox_create(struct daemon *d, struct sandbox_spec *spec, struct sandbox **ret, struct cove_err *err);
+/* Deletion is two steps: at once the sandbox is gone from the API and its
+ * init is killed; its cgroups, subvolume and uid slot are released when the
+ * init has died (a row in state "deleting" finishes it after a crash). */
 int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err);
 json_t *sandbox_to_json(const struct sandbox *sb);
 int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);

@@ -488,7 +488,7 @@ static int setup_stdin(struct exec *e, const struct exec_request *er, int *child
 
 int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, struct cove_err *err)
 {
-	if (!sb->running || sb->conn_fd < 0)
+	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
 		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
 	struct exec *e = calloc(1, sizeof(*e));
 	if (!e)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -22,8 +23,10 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "daemon/daemon.h"
+#include "daemon/spares.h"
 #include "daemon/store.h"
 #include "image/host_image.h"
+#include "sys/seccomp.h"
 
 #define POOL_SIZE (256ull << 30) /* sparse: only what is written takes space */
 #define MAX_BODY (16u << 20) + (64u << 20) / 3 * 4 /* 64 MiB of base64 stdin, plus the rest */
@@ -157,11 +160,29 @@ static int parse_args(int argc, char **argv, struct daemon *d, char *init_path, 
 	return 0;
 }
 
+/* One coved per data root: a second one would steal the sandboxes' init
+ * connections. The lock is held until this process dies. */
+static int lock_data_root(const char *data_dir, struct cove_err *err)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/coved.lock", data_dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_sys(err, errno, "open '%s'", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return err_set(err, COVE_ESTATE, "another coved is using data root '%s'", data_dir);
+	}
+	return 0;
+}
+
 static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 {
 	char path[1024];
 	if (mkdir_p(d->data_dir, 0700) < 0)
 		return err_sys(err, errno, "create data root '%s'", d->data_dir);
+	if (lock_data_root(d->data_dir, err) < 0)
+		return -1;
 	if (pool_open(&d->pool, d->data_dir, POOL_SIZE, err) < 0 || host_image_ensure(d->pool.dir, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/sandboxes", d->pool.dir);
@@ -174,10 +195,18 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 		return -1;
 	if ((d->init_exe_fd = load_init(init_path, err)) < 0)
 		return -1;
+	int r = seccomp_compile_sandbox_filter(&d->seccomp);
+	if (r < 0)
+		return err_sys(err, -r, "compile the seccomp filter");
 	snprintf(path, sizeof(path), "%s/state.db", d->data_dir);
 	if (store_open(&d->store, path, err) < 0)
 		return -1;
-	return sandboxes_load(d, err);
+	if (sandboxes_load(d, err) < 0)
+		return -1;
+	int r2 = spares_start(d->pool.dir, "host");
+	if (r2 < 0)
+		log_warn("spare roots disabled: %s", strerror(-r2));
+	return 0;
 }
 
 static int serve(struct daemon *d, struct cove_err *err)
@@ -234,6 +263,7 @@ int main(int argc, char **argv)
 	event_free(chld);
 	event_free(term);
 	event_free(intr);
+	spares_stop();
 	store_close(d.store);
 	event_base_free(d.base);
 	return 0;

@@ -19,6 +19,7 @@
 #include "common/parse.h"
 #include "common/wire.h"
 #include "daemon/daemon.h"
+#include "daemon/spares.h"
 #include "daemon/store.h"
 #include "sandbox/runtime.h"
 #include "sys/btrfs.h"
@@ -38,7 +39,7 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id)
 	if (!sandbox_id_valid(id))
 		return NULL;
 	for (int i = 0; i < MAX_SANDBOXES; i++)
-		if (d->sandboxes[i] && strcmp(d->sandboxes[i]->id, id) == 0)
+		if (d->sandboxes[i] && d->sandboxes[i]->state != SB_DELETING && strcmp(d->sandboxes[i]->id, id) == 0)
 			return d->sandboxes[i];
 	return NULL;
 }
@@ -84,11 +85,16 @@ static int spec_from_json(const char *text, struct sandbox_spec *s)
 	return 0;
 }
 
+static const char *state_name(enum sandbox_state s)
+{
+	return s == SB_RUNNING ? "running" : s == SB_DELETING ? "deleting" : "stopped";
+}
+
 json_t *sandbox_to_json(const struct sandbox *sb)
 {
 	json_t *j = spec_to_json(&sb->spec);
 	json_object_set_new(j, "id", json_string(sb->id));
-	json_object_set_new(j, "state", json_string(sb->running ? "running" : "stopped"));
+	json_object_set_new(j, "state", json_string(state_name(sb->state)));
 	json_object_set_new(j, "init_pid", json_integer(sb->init_pid));
 	json_object_set_new(j, "uid_base", json_integer(UID_BASE + (uint64_t)sb->slot * RUNTIME_UID_COUNT));
 	return j;
@@ -99,7 +105,7 @@ static int save(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	json_t *j = spec_to_json(&sb->spec);
 	_cleanup_free_ char *spec = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
-	struct store_sandbox row = { .id = sb->id, .state = sb->running ? "running" : "stopped", .slot = sb->slot,
+	struct store_sandbox row = { .id = sb->id, .state = state_name(sb->state), .slot = sb->slot,
 				     .init_pid = sb->init_pid, .init_start = sb->init_start, .spec = spec };
 	return store_put_sandbox(d->store, &row, err);
 }
@@ -120,6 +126,13 @@ static uint64_t proc_start_time(pid_t pid)
 			 &start) != 1)
 		return 0;
 	return start;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static void on_init_exit(evutil_socket_t fd, short what, void *arg);
@@ -160,7 +173,7 @@ static int attach(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	sb->init_exit_ev = event_new(d->base, sb->init_pidfd, EV_READ, on_init_exit, sb);
 	event_add(sb->conn_ev, NULL);
 	event_add(sb->init_exit_ev, NULL);
-	sb->running = true;
+	sb->state = SB_RUNNING;
 	return 0;
 }
 
@@ -171,19 +184,24 @@ static int boot(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	socket_path(d, sb->id, sock, sizeof(sock));
 	struct cgroup_limits lim = { sb->spec.memory, sb->spec.cpu_millis, sb->spec.pids };
+	double t0 = now_ms();
 	if (cgroup_create(&d->cgroups, sb->id, &lim, err) < 0)
 		return -1;
+	double t1 = now_ms();
 	struct runtime_config rc = { .id = sb->id,
 				     .subvol = subvol,
 				     .uid_base = UID_BASE + (uid_t)sb->slot * RUNTIME_UID_COUNT,
 				     .init_socket = sock,
 				     .init_exe_fd = d->init_exe_fd,
-				     .cgroups = &d->cgroups };
+				     .cgroups = &d->cgroups,
+				     .seccomp = &d->seccomp };
 	if (runtime_start(&rc, &sb->init_pid, err) < 0) {
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 		return -1;
 	}
+	double t2 = now_ms();
 	sb->init_start = proc_start_time(sb->init_pid);
+	log_debug("sandbox %s: cgroups %.2f ms, runtime %.2f ms", sb->id, t1 - t0, t2 - t1);
 	if (attach(d, sb, err) < 0) {
 		kill(sb->init_pid, SIGKILL);
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
@@ -243,14 +261,23 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, struct sandbox *
 		err_set(err, COVE_EINVAL, "unknown image '%s'", sb->spec.image);
 		goto fail;
 	}
-	int r = btrfs_subvol_snapshot(image, subvol, false);
+	double t0 = now_ms();
+	int r = spares_take(sb->spec.image, subvol) ? 0 : btrfs_subvol_snapshot(image, subvol, false);
+	double t1 = now_ms();
 	if (r < 0) {
 		err_sys(err, -r, "snapshot image '%s'", sb->spec.image);
 		goto fail;
 	}
 	/* Recorded before it runs, so that a crash from here on leaves a row
 	 * that the next start can boot or clean up, never a leaked subvolume. */
-	if (save(d, sb, err) < 0 || boot(d, sb, err) < 0 || save(d, sb, err) < 0) {
+	bool ok = save(d, sb, err) == 0;
+	double t2 = now_ms();
+	ok = ok && boot(d, sb, err) == 0;
+	double t3 = now_ms();
+	ok = ok && save(d, sb, err) == 0;
+	log_debug("sandbox %s: snapshot %.2f ms, save %.2f ms, boot %.2f ms, save %.2f ms", sb->id, t1 - t0, t2 - t1,
+		  t3 - t2, now_ms() - t3);
+	if (!ok) {
 		detach(sb);
 		if (sb->init_pid > 0)
 			kill(sb->init_pid, SIGKILL);
@@ -268,38 +295,69 @@ fail:
 	return -1;
 }
 
-/* Kill pid 1 (the kernel then kills the whole pid namespace) and wait for
- * it, bounded. */
-static void stop_init(struct sandbox *sb)
+/* The second step of a deletion, once nothing runs in the sandbox any
+ * more: cgroups, socket, subvolume, row, slot. A failure is logged and the
+ * row stays "deleting", so that the next start tries again. */
+static void finish_delete(struct daemon *d, struct sandbox *sb)
 {
-	if (sb->init_pidfd >= 0) {
-		(void)syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
-		struct pollfd p = { sb->init_pidfd, POLLIN, 0 };
-		(void)poll(&p, 1, 5000);
-	} else if (sb->init_pid > 0 && proc_start_time(sb->init_pid) == sb->init_start) {
-		kill(sb->init_pid, SIGKILL);
+	struct cove_err err = { 0 };
+	char subvol[600], sock[700];
+	subvol_path(d, sb->id, subvol, sizeof(subvol));
+	socket_path(d, sb->id, sock, sizeof(sock));
+	detach(sb);
+	if (cgroup_destroy(&d->cgroups, sb->id, 5000, &err) < 0) {
+		log_error("sandbox %s: delete: %s", sb->id, err.msg);
+		return;
 	}
+	(void)unlink(sock);
+	int r = btrfs_subvol_delete(subvol);
+	if (r < 0 && r != -ENOENT) {
+		log_error("sandbox %s: delete subvolume '%s': %s", sb->id, subvol, strerror(-r));
+		return;
+	}
+	if (store_delete_sandbox(d->store, sb->id, &err) < 0) {
+		log_error("sandbox %s: %s", sb->id, err.msg);
+		return;
+	}
+	d->sandboxes[sb->slot] = NULL;
+	sandbox_free(sb);
+}
+
+static void on_deleted_init_exit(evutil_socket_t fd, short what, void *arg)
+{
+	finish_delete(daemon_ctx, arg);
+}
+
+/* Kill pid 1 (the kernel then kills the whole pid namespace); when its
+ * pidfd says it is gone, finish. Without a live init, finish now. */
+static void begin_delete(struct daemon *d, struct sandbox *sb)
+{
+	if (sb->conn_ev)
+		event_free(sb->conn_ev);
+	if (sb->init_exit_ev)
+		event_free(sb->init_exit_ev);
+	sb->conn_ev = sb->init_exit_ev = NULL;
+	if (sb->init_pidfd < 0 && sb->init_pid > 0 && proc_start_time(sb->init_pid) == sb->init_start)
+		sb->init_pidfd = (int)syscall(SYS_pidfd_open, sb->init_pid, 0);
+	if (sb->init_pidfd >= 0 && syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0) == 0) {
+		sb->init_exit_ev = event_new(d->base, sb->init_pidfd, EV_READ, on_deleted_init_exit, sb);
+		event_add(sb->init_exit_ev, NULL);
+		return;
+	}
+	finish_delete(d, sb);
 }
 
 int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 {
-	char subvol[600], sock[700];
-	subvol_path(d, sb->id, subvol, sizeof(subvol));
-	socket_path(d, sb->id, sock, sizeof(sock));
+	enum sandbox_state was = sb->state;
+	sb->state = SB_DELETING;
+	if (save(d, sb, err) < 0) {
+		sb->state = was;
+		return -1;
+	}
 	exec_abort_all(sb, "sandbox deleted");
-	stop_init(sb);
-	detach(sb);
-	if (cgroup_destroy(&d->cgroups, sb->id, 5000, err) < 0)
-		return -1;
-	(void)unlink(sock);
-	int r = btrfs_subvol_delete(subvol);
-	if (r < 0 && r != -ENOENT)
-		return err_sys(err, -r, "delete subvolume '%s'", subvol);
-	if (store_delete_sandbox(d->store, sb->id, err) < 0)
-		return -1;
-	d->sandboxes[sb->slot] = NULL;
 	d->count--;
-	sandbox_free(sb);
+	begin_delete(d, sb);
 	return 0;
 }
 
@@ -337,7 +395,7 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 	log_warn("sandbox %s: %s", sb->id, why);
 	exec_abort_all(sb, why);
 	detach(sb);
-	sb->running = false;
+	sb->state = SB_STOPPED;
 	(void)save(daemon_ctx, sb, NULL);
 }
 
@@ -393,6 +451,11 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	sb->init_pid = row->init_pid;
 	sb->init_start = row->init_start;
 	d->sandboxes[sb->slot] = sb;
+	if (strcmp(row->state, "deleting") == 0) {
+		sb->state = SB_DELETING;
+		begin_delete(d, sb);
+		return;
+	}
 	d->count++;
 	if (row->init_pid > 0 && row->init_start && proc_start_time(row->init_pid) == row->init_start &&
 	    attach(d, sb, &err) == 0) {
@@ -403,7 +466,7 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	(void)cgroup_destroy(&d->cgroups, sb->id, 2000, NULL);
 	if (boot(d, sb, &err) < 0 || save(d, sb, &err) < 0) {
 		log_error("sandbox %s: restart failed: %s", sb->id, err.msg);
-		sb->running = false;
+		sb->state = SB_STOPPED;
 		return;
 	}
 	log_info("sandbox %s: started again (its previous init was gone)", sb->id);

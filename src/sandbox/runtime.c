@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -41,6 +42,20 @@ struct start_status {
 };
 
 static int status_fd = -1;
+
+/* COVE_TRACE_START=1 in coved's environment prints each start stage's time
+ * to coved's stderr, to see where a sandbox's start goes. */
+static void trace(const char *stage)
+{
+	static int on = -1;
+	if (on < 0)
+		on = getenv("COVE_TRACE_START") != NULL;
+	if (!on)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	dprintf(2, "start %d %.3f %s\n", getpid(), (ts.tv_sec % 1000) * 1e3 + ts.tv_nsec / 1e6, stage);
+}
 
 static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
@@ -198,7 +213,7 @@ static void mount_overlays(void)
 		/* mask/<l> holds whiteouts for the host's secrets (shadow, keys). */
 		snprintf(target, sizeof(target), "mask/%s", l);
 		bool masked = access(target, F_OK) == 0;
-		snprintf(opts, sizeof(opts), "lowerdir=%s%slower/%s,upperdir=upper/%s,workdir=work/%s",
+		snprintf(opts, sizeof(opts), "lowerdir=%s%slower/%s,upperdir=upper/%s,workdir=work/%s,index=off,xino=off",
 			 masked ? target : "", masked ? ":" : "", l, l, l);
 		snprintf(target, sizeof(target), "rootfs/%s", l);
 		mountf("overlay", target, "overlay", MS_NOSUID, opts);
@@ -291,21 +306,24 @@ static void run_init(const struct runtime_config *c, int listen_fd)
 {
 	/* The cwd is the new root (entered while still host root): the data
 	 * root's 0700 directories above it are not ours to traverse now. */
+	trace("init");
 	rebind_root();
 	setup_kernel_views(".");
+	trace("views");
 	enter_root();
+	trace("pivot");
 	if (sethostname(c->id, strlen(c->id)) < 0)
 		fail("sethostname");
 	loopback_up();
 	if (dup2(listen_fd, 3) < 0)
 		fail("dup2 listen socket");
-	if (dup2(c->init_exe_fd, 4) < 0)
+	if (dup2(c->init_exe_fd, 4) < 0 || dup3(status_fd, 5, O_CLOEXEC) < 0)
 		fail("dup2 init exe");
+	status_fd = 5;
 	/* Nothing else of coved's may reach the sandbox: close every other fd
 	 * but the status pipe, which closes itself on exec. */
-	for (int fd = 5; fd < 1024; fd++)
-		if (fd != status_fd)
-			close(fd);
+	if (close_range(6, ~0U, 0) < 0)
+		fail("close_range");
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 		fail("stdio");
@@ -316,11 +334,12 @@ static void run_init(const struct runtime_config *c, int listen_fd)
 		errno = -r;
 		fail("drop capabilities");
 	}
-	r = seccomp_apply_sandbox_filter();
+	r = seccomp_apply_compiled(c->seccomp);
 	if (r < 0) {
 		errno = -r;
 		fail("seccomp");
 	}
+	trace("exec");
 	char *const argv[] = { "cove-init", NULL };
 	char *const envp[] = { NULL };
 	syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
@@ -339,10 +358,13 @@ static void become_sandbox_root(int userns)
 static void run_setup(const struct runtime_config *c, int listen_fd)
 {
 	char rootfs[4096];
+	trace("setup");
 	int userns = make_userns(c->uid_base);
+	trace("userns");
 	if (unshare(CLONE_NEWNS) < 0)
 		fail("unshare mount namespace");
 	setup_rootfs(c, userns, rootfs, sizeof(rootfs));
+	trace("rootfs");
 	if (chdir(c->subvol) < 0)
 		fail("chdir '%s'", c->subvol);
 	struct cove_err e = { 0 };
@@ -350,13 +372,16 @@ static void run_setup(const struct runtime_config *c, int listen_fd)
 		errno = e.code < 1000 ? e.code : 0;
 		fail("%s", e.msg);
 	}
+	trace("cgroup");
 	become_sandbox_root(userns);
 	/* The new mount namespace is owned by the sandbox's user namespace, so
 	 * every mount copied into it is locked: it cannot be unmounted or
 	 * remounted to uncover what is beneath. */
 	if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWCGROUP) < 0)
 		fail("unshare namespaces");
+	trace("unshare");
 	mount_overlays();
+	trace("overlays");
 	if (chdir("rootfs") < 0)
 		fail("chdir rootfs");
 	pid_t pid = fork();

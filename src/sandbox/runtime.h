@@ -14,6 +14,7 @@
  *                     seccomp; execveat(cove-init).
  */
 #pragma once
+#include <linux/filter.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -28,6 +29,7 @@ struct runtime_config {
 	const char *init_socket; /* path where cove-init listens */
 	int init_exe_fd;         /* sealed memfd holding cove-init */
 	const struct cgroup_layout *cgroups;
+	const struct sock_fprog *seccomp; /* compiled once, see seccomp.h */
 };
 
 /* Start the sandbox. On success *ret_pid is cove-init's host pid; it is a

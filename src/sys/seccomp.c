@@ -11,6 +11,12 @@
 #include <errno.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <stdint.h>
 
 #include "common/cleanup.h"
@@ -176,7 +182,7 @@ static int seccomp_add_socket_rules(scmp_filter_ctx ctx)
 	return 0;
 }
 
-int seccomp_apply_sandbox_filter(void)
+static int seccomp_build_ctx(scmp_filter_ctx *ret)
 {
 	__attribute__((cleanup(seccomp_ctx_releasep))) scmp_filter_ctx ctx = NULL;
 	int r;
@@ -210,6 +216,47 @@ int seccomp_apply_sandbox_filter(void)
 	r = seccomp_add_socket_rules(ctx);
 	if (r < 0)
 		return r;
+	*ret = ctx;
+	ctx = NULL;
+	return 0;
+}
 
-	return seccomp_load(ctx);
+int seccomp_apply_sandbox_filter(void)
+{
+	__attribute__((cleanup(seccomp_ctx_releasep))) scmp_filter_ctx ctx = NULL;
+	int r = seccomp_build_ctx(&ctx);
+	return r < 0 ? r : seccomp_load(ctx);
+}
+
+int seccomp_compile_sandbox_filter(struct sock_fprog *ret)
+{
+	__attribute__((cleanup(seccomp_ctx_releasep))) scmp_filter_ctx ctx = NULL;
+	int r = seccomp_build_ctx(&ctx);
+	if (r < 0)
+		return r;
+	/* libseccomp 2.5 exports BPF only to a file descriptor. */
+	int fd = memfd_create("seccomp-bpf", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = seccomp_export_bpf(ctx, fd);
+	off_t len = r < 0 ? -1 : lseek(fd, 0, SEEK_END);
+	struct sock_filter *prog = len > 0 ? malloc(len) : NULL;
+	if (r == 0 && (!prog || len % sizeof(*prog) || pread(fd, prog, len, 0) != len))
+		r = -EIO;
+	close(fd);
+	if (r < 0) {
+		free(prog);
+		return r;
+	}
+	ret->len = len / sizeof(*prog);
+	ret->filter = prog;
+	return 0;
+}
+
+int seccomp_apply_compiled(const struct sock_fprog *prog)
+{
+	/* no_new_privs is set by caps_drop_to_sandbox_set before this. */
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) < 0)
+		return -errno;
+	return 0;
 }
