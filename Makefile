@@ -73,12 +73,12 @@ unit: $(UNIT_BIN)
 	@scripts/run-unit.sh $(UNIT_BIN)
 
 integration: all
-	@python3 tests/integration/run.py
+	@COVE_BUILD=$(abspath $(BUILD)) python3 tests/integration/run.py
 
 # The whole suite: unit tests, then the integration tests against the real
 # binaries; one summary line at the end counts both.
 check: all $(UNIT_BIN)
-	@scripts/check.sh $(UNIT_BIN)
+	@COVE_BUILD=$(abspath $(BUILD)) scripts/check.sh $(UNIT_BIN)
 
 asan:
 	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" check

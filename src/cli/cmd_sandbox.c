@@ -80,13 +80,24 @@ static int parse_spec(const char *verb, int argc, char **argv, json_t *spec)
 	return optind;
 }
 
-static int create(struct cli *cli, json_t *spec, char id[16])
+/* Create; the new ID goes to id, and with --json the whole answer to out. */
+static int create(struct cli *cli, json_t *spec, char id[16], bool print_json)
 {
 	struct cove_error err = { 0 };
-	char *body = json_dumps(spec, JSON_COMPACT);
-	int r = cove_create(cli->client, body, id, &err);
+	char *body = json_dumps(spec, JSON_COMPACT), *answer = NULL;
+	int r = cove_call(cli->client, "POST", "/v1/sandboxes", body, &answer, &err);
 	free(body);
-	return r < 0 ? cli_fail(&err) : 0;
+	if (r < 0)
+		return cli_fail(&err);
+	json_t *j = json_loads(answer, 0, NULL);
+	snprintf(id, 16, "%s", json_string_value(json_object_get(j, "id")) ?: "");
+	if (print_json) {
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		putchar('\n');
+	}
+	json_decref(j);
+	free(answer);
+	return 0;
 }
 
 int cmd_create(struct cli *cli, int argc, char **argv)
@@ -96,8 +107,8 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 	char id[16];
 	int r = first < 0 ? 2 : first != argc ? cli_usage_error("create", "unexpected '%s'", argv[first]) : 0;
 	if (r == 0)
-		r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id);
-	if (r == 0)
+		r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id, cli->json);
+	if (r == 0 && !cli->json)
 		printf("%s\n", id);
 	json_decref(spec);
 	return r;
@@ -112,7 +123,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		return first < 0 ? 2 : cli_usage_error("run", "no command given (cove run [OPTIONS] -- CMD...)");
 	}
 	char id[16];
-	int r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id);
+	int r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id, false);
 	json_decref(spec);
 	if (r)
 		return r;
