@@ -67,7 +67,7 @@ $(BUILD)/cove-probe: $(call iobj,tests/probe/probe.c)
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) $(call obj,$(CLIENT_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $^ $(LIBS_DAEMON)
+	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
 
 unit: $(UNIT_BIN)
 	@scripts/run-unit.sh $(UNIT_BIN)
@@ -88,6 +88,9 @@ lint:
 
 bench: all
 	@bench/run.sh
+
+fuzz:
+	@scripts/fuzz.sh
 
 clean:
 	rm -rf build build-asan

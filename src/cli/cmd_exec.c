@@ -1,4 +1,5 @@
 /* cove exec, and the streaming shared with cove run. */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -44,21 +45,27 @@ int cli_exec_stream(struct cli *cli, const char *id, const char *request_json)
 	return res.signal ? 128 + res.signal : res.exit_code;
 }
 
-/* All of our stdin, base64-encoded, or NULL (too large or unreadable). */
+/* All of our stdin, base64-encoded, or NULL (too large, unreadable, or out
+ * of memory). */
 static char *read_stdin_b64(void)
 {
 	size_t cap = 65536, len = 0;
 	unsigned char *buf = malloc(cap);
-	ssize_t n;
-	while (buf && (n = read(0, buf + len, cap - len)) > 0) {
+	ssize_t n = 0;
+	while (buf && (n = read(0, buf + len, cap - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (len + n == cap && cap >= MAX_STDIN)) {
+			free(buf);
+			return NULL;
+		}
 		len += n;
 		if (len == cap) {
-			if (cap >= MAX_STDIN) {
+			unsigned char *bigger = realloc(buf, cap * 2);
+			if (!bigger)
 				free(buf);
-				return NULL;
-			}
+			buf = bigger;
 			cap *= 2;
-			buf = realloc(buf, cap);
 		}
 	}
 	char *b64 = buf ? malloc(base64_encoded_len(len) + 1) : NULL;

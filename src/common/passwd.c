@@ -7,13 +7,17 @@
 #include <string.h>
 
 /* Split one line into up to n ':'-separated fields (pointers into line,
- * which is modified). Returns the number of fields. */
+ * which is modified). Returns the number of fields, n + 1 when there are
+ * more than n: such a line is malformed, and its last field must not
+ * swallow the rest (a shell of "/bin/sh:junk"). */
 static int split_fields(char *line, char **f, int n)
 {
 	int i = 0;
 	f[i++] = line;
-	for (char *p = line; *p && i < n; p++)
+	for (char *p = line; *p; p++)
 		if (*p == ':') {
+			if (i == n)
+				return n + 1;
 			*p = '\0';
 			f[i++] = p + 1;
 		}
@@ -67,7 +71,9 @@ static int match_passwd(char *line, void *arg)
 	struct lookup_ctx *c = arg;
 	char *f[7];
 	unsigned long uid, gid;
-	if (split_fields(line, f, 7) != 7 || !parse_id(f[2], &uid) || !parse_id(f[3], &gid))
+	/* A line without a name is malformed: matched by uid it would give
+	 * USER="" and no supplementary groups. */
+	if (split_fields(line, f, 7) != 7 || !*f[0] || !parse_id(f[2], &uid) || !parse_id(f[3], &gid))
 		return 0;
 	if (c->numeric ? uid != c->id : strcmp(f[0], c->spec) != 0)
 		return 0;

@@ -27,23 +27,28 @@ static size_t count_strs(const char *const *v)
 long wire_encode_spawn(char *buf, size_t cap, struct wire_hdr *hdr, const char *user, const char *cwd,
 		       const char *const *argv, const char *const *envp)
 {
-	uint32_t argc = count_strs(argv), envc = count_strs(envp);
+	size_t argc = count_strs(argv), envc = count_strs(envp);
 	if (argc == 0 || argc > WIRE_MAX_ARGS || envc > WIRE_MAX_ARGS)
 		return -EINVAL;
+	/* Refuse what the decoder would refuse, so the caller gets the error
+	 * rather than a packet that init rejects. */
+	for (size_t i = 0; i < envc; i++)
+		if (!strchr(envp[i], '='))
+			return -EINVAL;
 	if (cap > WIRE_MAX_PACKET)
 		cap = WIRE_MAX_PACKET;
 	size_t off = sizeof(*hdr);
 	if (off + 8 > cap)
 		return -E2BIG;
-	memcpy(buf + off, &argc, 4);
-	memcpy(buf + off + 4, &envc, 4);
+	uint32_t n32[2] = { (uint32_t)argc, (uint32_t)envc };
+	memcpy(buf + off, n32, 8);
 	off += 8;
 	int r = put_str(buf, cap, &off, user ? user : "");
 	if (r == 0)
 		r = put_str(buf, cap, &off, cwd ? cwd : "");
-	for (uint32_t i = 0; r == 0 && i < argc; i++)
+	for (size_t i = 0; r == 0 && i < argc; i++)
 		r = put_str(buf, cap, &off, argv[i]);
-	for (uint32_t i = 0; r == 0 && i < envc; i++)
+	for (size_t i = 0; r == 0 && i < envc; i++)
 		r = put_str(buf, cap, &off, envp[i]);
 	if (r < 0)
 		return r;

@@ -215,6 +215,8 @@ static int parse_stdin(json_t *j, struct exec_request *er, unsigned char **store
 		if (!json_is_string(b64))
 			return err_set(err, COVE_EINVAL, "'stdin_b64' must be a base64 string");
 		*store = malloc(json_string_length(b64) / 4 * 3 + 3);
+		if (!*store)
+			return err_set(err, COVE_EINTERNAL, "out of memory");
 		long n = base64_decode(json_string_value(b64), json_string_length(b64), *store);
 		if (n < 0)
 			return err_set(err, COVE_EINVAL, "'stdin_b64' is not valid base64");

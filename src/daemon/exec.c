@@ -119,6 +119,8 @@ static json_t *data_event(const char *type, const char *buf, size_t n)
 	if (utf8_valid_prefix(buf, n, &valid) == n && valid)
 		return json_pack("{s:s, s:s%}", "type", type, "data", buf, n);
 	_cleanup_free_ char *b64 = malloc(base64_encoded_len(n) + 1);
+	if (!b64)
+		return json_pack("{s:s, s:s}", "type", "error", "message", "out of memory");
 	base64_encode((const unsigned char *)buf, n, b64);
 	return json_pack("{s:s, s:s}", "type", type, "data_b64", b64);
 }
@@ -146,10 +148,11 @@ static json_t *collected_text(struct exec_stream *s, const char *name, json_t *j
 		json_object_set_new(j, name, json_stringn(n ? p : "", n));
 	} else {
 		_cleanup_free_ char *b64 = malloc(base64_encoded_len(n) + 1);
-		base64_encode((const unsigned char *)p, n, b64);
+		if (b64)
+			base64_encode((const unsigned char *)p, n, b64);
 		json_object_set_new(j, name, json_null());
 		snprintf(key, sizeof(key), "%s_b64", name);
-		json_object_set_new(j, key, json_string(b64));
+		json_object_set_new(j, key, b64 ? json_string(b64) : json_null());
 	}
 	snprintf(key, sizeof(key), "%s_truncated", name);
 	json_object_set_new(j, key, json_boolean(s->truncated));

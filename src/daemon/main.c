@@ -80,7 +80,7 @@ static int listen_api(const char *path, struct cove_err *err)
 		return err_set(err, COVE_EINVAL, "socket path too long: '%s'", path);
 	strcpy(sa.sun_path, path);
 	_cleanup_free_ char *dir = strdup(path);
-	if (mkdir_p(dirname(dir), 0755) < 0)
+	if (!dir || mkdir_p(dirname(dir), 0755) < 0)
 		return err_sys(err, errno, "mkdir for '%s'", path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)

@@ -130,9 +130,11 @@ static void child_exec(struct wire_spawn *sp, int *fds, int nfds, uint32_t flags
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	setsid();
-	int in = (flags & WIRE_FLAG_STDIN) ? fds[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	int base = (flags & WIRE_FLAG_STDIN) ? 1 : 0;
-	if (in < 0 || nfds < base + 2 || dup2(in, 0) < 0 || dup2(fds[base], 1) < 0 || dup2(fds[base + 1], 2) < 0)
+	if (nfds < base + 2)
+		report_and_exit(err_pipe, WIRE_STAGE_STDIO, EBADF);
+	int in = base ? fds[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in < 0 || dup2(in, 0) < 0 || dup2(fds[base], 1) < 0 || dup2(fds[base + 1], 2) < 0)
 		report_and_exit(err_pipe, WIRE_STAGE_STDIO, errno ? errno : EBADF);
 	/* The oom score coved may have lowered for init must not be inherited. */
 	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);

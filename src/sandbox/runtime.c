@@ -123,7 +123,7 @@ static int make_userns(uid_t base)
 		_exit(0);
 	}
 	char path[64], map[64];
-	int n = snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, RUNTIME_UID_COUNT);
+	int n = snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, (unsigned)RUNTIME_UID_COUNT);
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "/proc/%d/%s", pid, i ? "gid_map" : "uid_map");
 		_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);

@@ -1,0 +1,106 @@
+#!/bin/sh
+# make fuzz: build every libFuzzer harness in tests/fuzz/ with ASan and UBSan
+# into build/fuzz/, then run each for FUZZ_SECONDS (default 30) seconds.
+#
+#   scripts/fuzz.sh                 all harnesses
+#   scripts/fuzz.sh wire passwd     some of them
+#   FUZZ_SECONDS=600 scripts/fuzz.sh http
+#
+# The corpus of each harness is kept in build/fuzz/corpus/<name>/ and grows
+# from run to run; a crashing input is saved in build/fuzz/crashes/ and its
+# log in build/fuzz/<name>.log. Exit status: non-zero when a harness does
+# not build or any fuzzer finds a crash, leak, timeout or UB.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+CC=${FUZZ_CC:-clang}
+SECONDS_EACH=${FUZZ_SECONDS:-30}
+OUT=build/fuzz
+CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -std=gnu17 -D_GNU_SOURCE -Isrc -Iinclude"
+# UBSan only reports by default; a report must stop the run like a crash.
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+
+# The module sources each harness links against.
+sources()
+{
+	case "$1" in
+	http) echo "src/client/http.c src/common/error.c" ;;
+	wire) echo "src/common/wire.c" ;;
+	passwd) echo "src/common/passwd.c" ;;
+	encoding) echo "src/common/encoding.c" ;;
+	*) return 1 ;;
+	esac
+}
+
+# A few valid inputs to start from, so that the first seconds are not spent
+# discovering the format.
+seed()
+{
+	d=$OUT/corpus/$1
+	[ -n "$(ls -A "$d" 2>/dev/null)" ] && return 0
+	mkdir -p "$d"
+	case "$1" in
+	http)
+		printf 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello' >"$d/seed1"
+		printf 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' >"$d/seed2"
+		;;
+	wire)
+		# A bare spawn payload: argc 2, envc 1, user, cwd, argv, envp.
+		printf '\002\000\000\000\001\000\000\000root\000/tmp\000ls\000-l\000A=1\000' >"$d/seed1"
+		# A whole WIRE_SPAWN packet: type 1, seq 1, pid 0, value 0,
+		# flags 0, payload_len 21, then the payload.
+		printf '\001\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\025\000\000\000\001\000\000\000\000\000\000\000\000/\000/bin/true\000' >"$d/seed2"
+		;;
+	passwd)
+		printf 'alice\nroot:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\nwheel:x:10:alice,bob\n' >"$d/seed1"
+		printf '1000\nalice:x:1000:1000::/home/alice:/bin/sh\n' >"$d/seed2"
+		;;
+	encoding)
+		printf 'Zm9vYmFy' >"$d/seed1"
+		printf 'Zm9vYg==' >"$d/seed2"
+		printf 'caf\303\251 \342\202\254 \360\237\230\200' >"$d/seed3"
+		;;
+	esac
+}
+
+if [ $# -gt 0 ]; then
+	names="$*"
+else
+	names=$(for f in tests/fuzz/fuzz_*.c; do basename "$f" .c | sed 's/^fuzz_//'; done)
+fi
+
+mkdir -p "$OUT/crashes"
+failed=""
+for n in $names; do
+	src=tests/fuzz/fuzz_$n.c
+	mods=$(sources "$n") || { echo "fuzz: $n: no module sources known for $src" >&2; failed="$failed $n"; continue; }
+	bin=$OUT/fuzz_$n
+	log=$OUT/$n.log
+	# shellcheck disable=SC2086 # word splitting of the flag lists is intended
+	if ! $CC $CFLAGS "$src" $mods -o "$bin"; then
+		echo "fuzz: $n: build failed" >&2
+		failed="$failed $n"
+		continue
+	fi
+	seed "$n"
+	echo "fuzz: $n: running for ${SECONDS_EACH}s"
+	"$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix="$OUT/crashes/${n}-" "$OUT/corpus/$n" >"$log" 2>&1
+	rc=$?
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+	cov=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+	corpus=$(find "$OUT/corpus/$n" -type f | wc -l)
+	if [ "$rc" -ne 0 ]; then
+		echo "fuzz: $n: FAILED (exit $rc) after ${runs:-?} runs; log: $log"
+		grep -E 'ERROR: |runtime error|SUMMARY|Test unit written' "$log" | head -10 | sed 's/^/  /'
+		failed="$failed $n"
+	else
+		echo "fuzz: $n: ok, ${runs:-?} runs, coverage ${cov:-?}, corpus $corpus"
+	fi
+done
+
+if [ -n "$failed" ]; then
+	echo "fuzz: failed:$failed"
+	exit 1
+fi
+echo "fuzz: all ok"
