@@ -1,5 +1,8 @@
 /* cove run / create / ls / info / rm */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +117,41 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 	return r;
 }
 
+/* cove run's sandbox must not outlive it, however it ends (Ctrl-C, kill -9,
+ * a lost terminal): a watcher in its own session waits on a pipe, and when
+ * the pipe closes without a "done" byte, deletes the sandbox. */
+static int watch_for_death(const struct cli *cli, const char *id)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		setsid();
+		char c;
+		ssize_t n;
+		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		if (n == 1)
+			_exit(0);
+		struct cove *c2;
+		struct cove_error err;
+		if (cove_open(cli->socket_path, &c2, &err) == 0) {
+			(void)cove_delete(c2, id, &err);
+			cove_close(c2);
+		}
+		_exit(0);
+	}
+	close(p[0]);
+	return p[1];
+}
+
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	json_t *spec = json_object();
@@ -127,6 +165,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	json_decref(spec);
 	if (r)
 		return r;
+	int watch = watch_for_death(cli, id);
 	json_t *cmd = json_array();
 	for (int i = first; i < argc; i++)
 		json_array_append_new(cmd, json_string(argv[i]));
@@ -138,6 +177,10 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	struct cove_error err = { 0 };
 	if (cove_delete(cli->client, id, &err) < 0)
 		cli_fail(&err);
+	if (watch >= 0) {
+		(void)!write(watch, "d", 1);
+		close(watch);
+	}
 	return r;
 }
 

@@ -4,6 +4,7 @@ import json
 import os
 import time
 
+import covetest
 from covetest import wait_until
 
 
@@ -150,3 +151,18 @@ def test_cli_ls_info_rm_errors(cv):
     assert r.returncode == 2 and b"--memory" in r.stderr, r
     r = cv.cli("ls", env={"COVE_SOCKET": "/proc/cove-none/sock", "COVE_DATA": "/proc/cove-none/data"})
     assert r.returncode == 1 and r.stderr.startswith(b"cove: "), r
+
+
+def test_cli_run_leaves_no_sandbox_when_killed(cv):
+    import signal
+    import subprocess
+    env = dict(os.environ, COVE_SOCKET=cv.socket, COVE_DATA=cv.data)
+    ids = lambda: {s["id"] for s in cv.api("GET", "/v1/sandboxes")[1]["sandboxes"]}
+    before = ids()
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        p = subprocess.Popen([covetest.COVE, "run", "--", "sleep", "60"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert wait_until(lambda: len(ids() - before) == 1, 10), "run did not create a sandbox"
+        p.send_signal(sig)
+        p.wait(timeout=10)
+        assert wait_until(lambda: ids() == before, 10), (sig, ids() - before)
