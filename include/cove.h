@@ -31,8 +31,8 @@ extern "C" {
 struct cove;
 
 struct cove_error {
-	int status;     /* HTTP status; 0 when the daemon could not be reached */
-	char code[32];  /* "invalid_argument", "not_found", "unreachable", ... */
+	int status;    /* HTTP status; 0 when the daemon could not be reached */
+	char code[32]; /* "invalid_argument", "not_found", "unreachable", ... */
 	char message[512];
 };
 

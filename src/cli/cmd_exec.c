@@ -76,8 +76,8 @@ static char *read_stdin_b64(void)
 }
 
 static const struct option exec_opts[] = {
-	{ "env", required_argument, NULL, 'e' },     { "workdir", required_argument, NULL, 'w' },
-	{ "user", required_argument, NULL, 'u' },    { "timeout", required_argument, NULL, 't' },
+	{ "env", required_argument, NULL, 'e' },   { "workdir", required_argument, NULL, 'w' },
+	{ "user", required_argument, NULL, 'u' },  { "timeout", required_argument, NULL, 't' },
 	{ "interactive", no_argument, NULL, 'i' }, { 0 },
 };
 

@@ -12,10 +12,14 @@
 #include "common/parse.h"
 
 static const struct option spec_opts[] = {
-	{ "image", required_argument, NULL, 'I' }, { "memory", required_argument, NULL, 'm' },
-	{ "cpus", required_argument, NULL, 'c' },  { "pids", required_argument, NULL, 'p' },
-	{ "env", required_argument, NULL, 'e' },   { "workdir", required_argument, NULL, 'w' },
-	{ "user", required_argument, NULL, 'u' },  { "name", required_argument, NULL, 'n' },
+	{ "image", required_argument, NULL, 'I' },
+	{ "memory", required_argument, NULL, 'm' },
+	{ "cpus", required_argument, NULL, 'c' },
+	{ "pids", required_argument, NULL, 'p' },
+	{ "env", required_argument, NULL, 'e' },
+	{ "workdir", required_argument, NULL, 'w' },
+	{ "user", required_argument, NULL, 'u' },
+	{ "name", required_argument, NULL, 'n' },
 	{ 0 },
 };
 

@@ -669,7 +669,8 @@ static int request_head(const char *method, const char *target, const char *extr
 		return err_set(err, COVE_EINVAL, "bad request target for %s", method);
 	if (!is_header_block(extra))
 		return err_set(err, COVE_EINVAL, "%s %s: extra headers must be CRLF-terminated lines", method, target);
-	if (asprintf(ret, "%s %s HTTP/1.1\r\nHost: cove\r\n%sContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+	if (asprintf(ret,
+		     "%s %s HTTP/1.1\r\nHost: cove\r\n%sContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
 		     method, target, extra ? extra : "", body_len) < 0) {
 		*ret = NULL;
 		return err_sys(err, ENOMEM, "%s %s", method, target);

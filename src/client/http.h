@@ -11,25 +11,33 @@
 
 /* Incremental response parser: feed bytes, get body bytes (dechunked) through
  * on_body. Pure: no IO, used by the client and by the fuzz harness. */
-enum http_parse_state { HTTP_PARSE_HEAD, HTTP_PARSE_BODY, HTTP_PARSE_CHUNK_SIZE, HTTP_PARSE_CHUNK_DATA,
-			HTTP_PARSE_CHUNK_CRLF, HTTP_PARSE_TRAILER, HTTP_PARSE_DONE, HTTP_PARSE_ERROR };
+enum http_parse_state {
+	HTTP_PARSE_HEAD,
+	HTTP_PARSE_BODY,
+	HTTP_PARSE_CHUNK_SIZE,
+	HTTP_PARSE_CHUNK_DATA,
+	HTTP_PARSE_CHUNK_CRLF,
+	HTTP_PARSE_TRAILER,
+	HTTP_PARSE_DONE,
+	HTTP_PARSE_ERROR
+};
 
 typedef int (*http_body_cb)(void *arg, const char *buf, size_t len);
 
 struct http_parser {
 	enum http_parse_state state;
-	int status;           /* after the head */
+	int status;             /* after the head */
 	int64_t content_length; /* -1 if none */
 	int chunked;
-	int keep_alive;       /* server allows reuse of the connection */
-	uint64_t remaining;   /* in the current body / chunk */
-	char head[16384];     /* status line + headers, bounded */
+	int keep_alive;     /* server allows reuse of the connection */
+	uint64_t remaining; /* in the current body / chunk */
+	char head[16384];   /* status line + headers, bounded */
 	size_t head_len;
-	int sub;              /* position inside a chunk-size, CRLF or trailer line */
-	size_t line_len;      /* bytes of the current chunk-size line / of all trailers, bounded */
+	int sub;                /* position inside a chunk-size, CRLF or trailer line */
+	size_t line_len;        /* bytes of the current chunk-size line / of all trailers, bounded */
 	char content_type[128]; /* truncated to fit */
-	int no_body;          /* set by the caller after init for HEAD: no body whatever the headers say */
-	const char *why;      /* static reason once in HTTP_PARSE_ERROR */
+	int no_body;            /* set by the caller after init for HEAD: no body whatever the headers say */
+	const char *why;        /* static reason once in HTTP_PARSE_ERROR */
 	http_body_cb on_body;
 	void *arg;
 };

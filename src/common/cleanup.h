@@ -32,11 +32,11 @@ static inline void cleanup_closep(int *fd)
 		(p) = NULL;                  \
 		_taken_;                     \
 	})
-#define TAKE_FD(fd)                  \
-	({                           \
+#define TAKE_FD(fd)                    \
+	({                             \
 		int _taken_fd_ = (fd); \
-		(fd) = -1;           \
-		_taken_fd_;          \
+		(fd) = -1;             \
+		_taken_fd_;            \
 	})
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

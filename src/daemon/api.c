@@ -52,8 +52,9 @@ void api_send_error(struct evhttp_request *req, const struct cove_err *err)
 {
 	int status = status_of(err->code);
 	api_send_json(req, status,
-		      json_pack("{s:{s:s, s:s}}", "error", "code", err_code_name(status == 500 ? COVE_EINTERNAL : err->code),
-				"message", err->msg[0] ? err->msg : "internal error"));
+		      json_pack("{s:{s:s, s:s}}", "error", "code",
+				err_code_name(status == 500 ? COVE_EINTERNAL : err->code), "message",
+				err->msg[0] ? err->msg : "internal error"));
 }
 
 /* The request body as JSON (an empty body is an empty object). */
@@ -316,8 +317,8 @@ static int h_delete(struct evhttp_request *req, const char *id, struct cove_err 
 
 static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *err)
 {
-	static const char *const fields[] = { "cmd", "env", "cwd", "user", "stdin", "stdin_b64", "timeout",
-					      "stream", "max_output", NULL };
+	static const char *const fields[] = { "cmd",       "env",     "cwd",    "user",       "stdin",
+					      "stdin_b64", "timeout", "stream", "max_output", NULL };
 	struct sandbox *sb = lookup(id, err);
 	json_t *j = sb ? read_body(req, err) : NULL;
 	if (!j)
@@ -358,12 +359,9 @@ static const struct route {
 	const char *pattern; /* fnmatch; '*' is the {id} segment */
 	handler_fn fn;
 } routes[] = {
-	{ EVHTTP_REQ_GET, "/v1/health", h_health },
-	{ EVHTTP_REQ_GET, "/v1/capabilities", h_capabilities },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes", h_create },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes", h_list },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*", h_get },
-	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*", h_delete },
+	{ EVHTTP_REQ_GET, "/v1/health", h_health },          { EVHTTP_REQ_GET, "/v1/capabilities", h_capabilities },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes", h_create },      { EVHTTP_REQ_GET, "/v1/sandboxes", h_list },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*", h_get },        { EVHTTP_REQ_DELETE, "/v1/sandboxes/*", h_delete },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/exec", h_exec },
 };
 

@@ -59,7 +59,7 @@ struct daemon {
 	int init_exe_fd;
 	struct sock_fprog seccomp;
 	struct sandbox *sandboxes[MAX_SANDBOXES]; /* indexed by slot; deleting ones too, until cleaned up */
-	int count; /* not counting deleting ones */
+	int count;                                /* not counting deleting ones */
 	uint64_t requests;
 };
 

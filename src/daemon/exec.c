@@ -132,7 +132,8 @@ static json_t *exit_fields(struct exec *e, json_t *j)
 	double ms = (now.tv_sec - e->started.tv_sec) * 1e3 + (now.tv_nsec - e->started.tv_nsec) / 1e6;
 	bool signaled = WIFSIGNALED(e->status);
 	json_object_set_new(j, "exit_code", signaled ? json_null() : json_integer(WEXITSTATUS(e->status)));
-	json_object_set_new(j, "signal", signaled ? json_string(sigabbrev_np(WTERMSIG(e->status)) ?: "?") : json_null());
+	json_object_set_new(j, "signal",
+			    signaled ? json_string(sigabbrev_np(WTERMSIG(e->status)) ?: "?") : json_null());
 	json_object_set_new(j, "timed_out", json_boolean(e->timed_out));
 	json_object_set_new(j, "duration_ms", json_real(ms));
 	return j;
@@ -220,7 +221,8 @@ static void maybe_finish(struct exec *e)
 		for (int i = 0; i < NSTREAMS && e->stream && e->req; i++)
 			if (evbuffer_get_length(e->s[i].buf)) { /* a dangling partial UTF-8 tail */
 				size_t n = evbuffer_get_length(e->s[i].buf);
-				send_line(e, data_event(stream_names[i], (char *)evbuffer_pullup(e->s[i].buf, -1), n), NULL);
+				send_line(e, data_event(stream_names[i], (char *)evbuffer_pullup(e->s[i].buf, -1), n),
+					  NULL);
 			}
 		finish(e);
 	}
@@ -393,8 +395,9 @@ void exec_abort_all(struct sandbox *sb, const char *why)
 		struct exec *e = sb->execs;
 		if (e->req) {
 			if (e->pid > 0 && e->stream) {
-				send_line(e, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", "wrong_state",
-						       "message", why),
+				send_line(e,
+					  json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
+						    "wrong_state", "message", why),
 					  NULL);
 				evhttp_send_reply_end(e->req);
 			} else {

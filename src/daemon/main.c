@@ -28,7 +28,7 @@
 #include "image/host_image.h"
 #include "sys/seccomp.h"
 
-#define POOL_SIZE (256ull << 30) /* sparse: only what is written takes space */
+#define POOL_SIZE (256ull << 30)                   /* sparse: only what is written takes space */
 #define MAX_BODY (16u << 20) + (64u << 20) / 3 * 4 /* 64 MiB of base64 stdin, plus the rest */
 
 struct daemon *daemon_ctx;
@@ -124,12 +124,11 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct daemon *d, char *init_path, size_t cap)
 {
-	static const struct option opts[] = { { "data", required_argument, NULL, 'd' },
-					      { "socket", required_argument, NULL, 's' },
-					      { "init", required_argument, NULL, 'i' },
-					      { "debug", no_argument, NULL, 'D' },
-					      { "help", no_argument, NULL, 'h' },
-					      { 0 } };
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' }, { "socket", required_argument, NULL, 's' },
+		{ "init", required_argument, NULL, 'i' }, { "debug", no_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },       { 0 }
+	};
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -218,15 +217,15 @@ static int serve(struct daemon *d, struct cove_err *err)
 	evhttp_set_max_headers_size(d->http, 16384);
 	evhttp_set_max_body_size(d->http, MAX_BODY);
 	evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT |
-						     EVHTTP_REQ_HEAD);
+						    EVHTTP_REQ_HEAD);
 	evhttp_set_gencb(d->http, api_handle, d);
 	if (!evhttp_accept_socket_with_handle(d->http, fd)) {
 		close(fd);
 		return err_set(err, COVE_EINTERNAL, "evhttp accept");
 	}
 	log_info("coved: serving %s (data %s, pool %s%s, cgroup %s, %d sandboxes)", d->socket_path, d->data_dir,
-		 d->pool.dir, d->pool.loop_backed ? " on a loop device" : "", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1",
-		 d->count);
+		 d->pool.dir, d->pool.loop_backed ? " on a loop device" : "",
+		 d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", d->count);
 	return 0;
 }
 

@@ -67,8 +67,8 @@ static int spec_from_json(const char *text, struct sandbox_spec *s)
 	int pids = 0;
 	json_t *env = NULL;
 	if (!j || json_unpack(j, "{s?s, s?s, s?I, s?F, s?i, s?o, s?s, s?s, s?I}", "name", &name, "image", &image,
-			      "memory", &memory, "cpus", &cpus, "pids", &pids, "env", &env, "cwd", &cwd, "user",
-			      &user, "created_at", &created) < 0) {
+			      "memory", &memory, "cpus", &cpus, "pids", &pids, "env", &env, "cwd", &cwd, "user", &user,
+			      "created_at", &created) < 0) {
 		json_decref(j);
 		return -1;
 	}
@@ -105,8 +105,12 @@ static int save(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	json_t *j = spec_to_json(&sb->spec);
 	_cleanup_free_ char *spec = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
-	struct store_sandbox row = { .id = sb->id, .state = state_name(sb->state), .slot = sb->slot,
-				     .init_pid = sb->init_pid, .init_start = sb->init_start, .spec = spec };
+	struct store_sandbox row = { .id = sb->id,
+				     .state = state_name(sb->state),
+				     .slot = sb->slot,
+				     .init_pid = sb->init_pid,
+				     .init_start = sb->init_start,
+				     .spec = spec };
 	return store_put_sandbox(d->store, &row, err);
 }
 

@@ -32,11 +32,12 @@ int store_open(struct store **ret, const char *path, struct cove_err *err)
 	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
 		    SQLITE_OK ||
 	    sqlite3_exec(s->db, schema, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(s->db,
-			       "INSERT INTO sandboxes (id, state, slot, init_pid, init_start, spec) VALUES (?,?,?,?,?,?)"
-			       " ON CONFLICT(id) DO UPDATE SET state=excluded.state, slot=excluded.slot,"
-			       " init_pid=excluded.init_pid, init_start=excluded.init_start, spec=excluded.spec",
-			       -1, &s->put, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(
+		    s->db,
+		    "INSERT INTO sandboxes (id, state, slot, init_pid, init_start, spec) VALUES (?,?,?,?,?,?)"
+		    " ON CONFLICT(id) DO UPDATE SET state=excluded.state, slot=excluded.slot,"
+		    " init_pid=excluded.init_pid, init_start=excluded.init_start, spec=excluded.spec",
+		    -1, &s->put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "SELECT id, state, slot, init_pid, init_start, spec FROM sandboxes ORDER BY seq",
 			       -1, &s->each, NULL) != SQLITE_OK) {

@@ -156,7 +156,7 @@ static void make_dev_node(const char *dev, const char *name)
 static void setup_dev(const char *rootfs, uid_t base)
 {
 	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
-	static const char *const links[][2] = { { "/proc/self/fd", "fd" },   { "/proc/self/fd/0", "stdin" },
+	static const char *const links[][2] = { { "/proc/self/fd", "fd" },       { "/proc/self/fd/0", "stdin" },
 						{ "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
 						{ "pts/ptmx", "ptmx" },          { "/proc/kcore", "core" } };
 	char dev[4096], opts[128], p[4096];
@@ -213,7 +213,8 @@ static void mount_overlays(void)
 		/* mask/<l> holds whiteouts for the host's secrets (shadow, keys). */
 		snprintf(target, sizeof(target), "mask/%s", l);
 		bool masked = access(target, F_OK) == 0;
-		snprintf(opts, sizeof(opts), "lowerdir=%s%slower/%s,upperdir=upper/%s,workdir=work/%s,index=off,xino=off",
+		snprintf(opts, sizeof(opts),
+			 "lowerdir=%s%slower/%s,upperdir=upper/%s,workdir=work/%s,index=off,xino=off",
 			 masked ? target : "", masked ? ":" : "", l, l, l);
 		snprintf(target, sizeof(target), "rootfs/%s", l);
 		mountf("overlay", target, "overlay", MS_NOSUID, opts);
@@ -252,9 +253,12 @@ static void mask_path(const char *rootfs, const char *path)
  * pivot_root hides the host's /dev/null they bind. */
 static void setup_kernel_views(const char *rootfs)
 {
-	static const char *const masked[] = { "/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
-					      "/proc/latency_stats", "/proc/acpi", "/proc/scsi", "/proc/sys/kernel/core_pattern" };
-	static const char *const readonly[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs" };
+	static const char *const masked[] = { "/proc/kcore",         "/proc/keys",
+					      "/proc/timer_list",    "/proc/sched_debug",
+					      "/proc/latency_stats", "/proc/acpi",
+					      "/proc/scsi",          "/proc/sys/kernel/core_pattern" };
+	static const char *const readonly[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
+						"/proc/fs" };
 	char p[4096];
 	snprintf(p, sizeof(p), "%s/proc", rootfs);
 	mountf("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);

@@ -16,12 +16,11 @@
 #define CAPS_BIT(cap) (UINT64_C(1) << (cap))
 
 /* Docker's default set; see caps.h. */
-static const uint64_t caps_sandbox_set =
-	CAPS_BIT(CAP_CHOWN) | CAPS_BIT(CAP_DAC_OVERRIDE) | CAPS_BIT(CAP_FSETID) |
-	CAPS_BIT(CAP_FOWNER) | CAPS_BIT(CAP_MKNOD) | CAPS_BIT(CAP_NET_RAW) |
-	CAPS_BIT(CAP_SETGID) | CAPS_BIT(CAP_SETUID) | CAPS_BIT(CAP_SETFCAP) |
-	CAPS_BIT(CAP_SETPCAP) | CAPS_BIT(CAP_NET_BIND_SERVICE) | CAPS_BIT(CAP_SYS_CHROOT) |
-	CAPS_BIT(CAP_KILL) | CAPS_BIT(CAP_AUDIT_WRITE);
+static const uint64_t caps_sandbox_set = CAPS_BIT(CAP_CHOWN) | CAPS_BIT(CAP_DAC_OVERRIDE) | CAPS_BIT(CAP_FSETID) |
+					 CAPS_BIT(CAP_FOWNER) | CAPS_BIT(CAP_MKNOD) | CAPS_BIT(CAP_NET_RAW) |
+					 CAPS_BIT(CAP_SETGID) | CAPS_BIT(CAP_SETUID) | CAPS_BIT(CAP_SETFCAP) |
+					 CAPS_BIT(CAP_SETPCAP) | CAPS_BIT(CAP_NET_BIND_SERVICE) |
+					 CAPS_BIT(CAP_SYS_CHROOT) | CAPS_BIT(CAP_KILL) | CAPS_BIT(CAP_AUDIT_WRITE);
 
 /* The highest capability the running kernel knows, which may be above the
  * CAP_LAST_CAP this was compiled with: a capability we have never heard of

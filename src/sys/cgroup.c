@@ -95,8 +95,8 @@ static int cg_path(char buf[PATH_MAX], const struct cgroup_layout *l, int h, con
 {
 	static const char *const hiers[] = { "memory", NULL, "pids", "freezer" };
 	const char *hier = l->mode == CGROUP_V2 ? NULL : h == HIER_CPU ? l->cpu_hier : hiers[h];
-	int n = snprintf(buf, PATH_MAX, "%s%s%s/" CGROUP_PARENT "%s%s%s%s", l->root, hier ? "/" : "",
-			 hier ? hier : "", name ? "/" : "", name ? name : "", file ? "/" : "", file ? file : "");
+	int n = snprintf(buf, PATH_MAX, "%s%s%s/" CGROUP_PARENT "%s%s%s%s", l->root, hier ? "/" : "", hier ? hier : "",
+			 name ? "/" : "", name ? name : "", file ? "/" : "", file ? file : "");
 	return n < 0 || n >= PATH_MAX ? fail(err, -ENAMETOOLONG, "cgroup path under", l->root) : 0;
 }
 
@@ -378,8 +378,7 @@ static void kill_all(const struct cgroup_layout *l, const char *name)
 /* rmdir fails with EBUSY until the killed tasks have exited; anything that
  * still shows up in cgroup.procs meanwhile (v2 without cgroup.kill, where
  * nothing stops a fork) is killed again. */
-static int rmdir_wait(const struct cgroup_layout *l, int h, const char *name, int timeout_ms,
-		      struct cove_err *err)
+static int rmdir_wait(const struct cgroup_layout *l, int h, const char *name, int timeout_ms, struct cove_err *err)
 {
 	char dir[PATH_MAX], procs[PATH_MAX];
 	int r;

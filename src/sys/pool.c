@@ -300,8 +300,7 @@ static int pool_loop_attach(const char *file, char *dev, size_t n, struct cove_e
 
 /* The loop-backed pool: format pool.img if missing, then attach and mount
  * it at mnt unless it is mounted already. */
-static int pool_open_loop(const char *data_dir, int dirfd, const char *mnt, uint64_t size_bytes,
-			  struct cove_err *err)
+static int pool_open_loop(const char *data_dir, int dirfd, const char *mnt, uint64_t size_bytes, struct cove_err *err)
 {
 	char img[PATH_MAX], dev[32];
 	if (snprintf(img, sizeof(img), "%s/pool.img", data_dir) >= (int)sizeof(img)) {

@@ -9,7 +9,7 @@
 #include "common/error.h"
 
 struct pool {
-	char dir[512];  /* <data>/pool: the btrfs mount (or directory) */
+	char dir[512];   /* <data>/pool: the btrfs mount (or directory) */
 	int loop_backed; /* 1 when pool.img is in use */
 };
 

@@ -95,8 +95,8 @@ static void run(const uint8_t *data, size_t size, unsigned pattern, struct outco
 	if (p.head_len > sizeof(p.head) || p.content_length < -1 || (p.state == HTTP_PARSE_ERROR && !p.why))
 		abort();
 	/* A complete Content-Length body is exactly that long. */
-	if (p.state == HTTP_PARSE_DONE && p.content_length >= 0 && !p.chunked && p.status != 204 &&
-	    p.status != 304 && o->body_len != (uint64_t)p.content_length)
+	if (p.state == HTTP_PARSE_DONE && p.content_length >= 0 && !p.chunked && p.status != 204 && p.status != 304 &&
+	    o->body_len != (uint64_t)p.content_length)
 		abort();
 	o->state = p.state;
 	o->status = p.status;
@@ -108,8 +108,8 @@ static void run(const uint8_t *data, size_t size, unsigned pattern, struct outco
 
 static int outcome_eq(const struct outcome *a, const struct outcome *b)
 {
-	return a->state == b->state && a->status == b->status && a->keep_alive == b->keep_alive &&
-	       a->used == b->used && a->body_len == b->body_len && a->body_hash == b->body_hash;
+	return a->state == b->state && a->status == b->status && a->keep_alive == b->keep_alive && a->used == b->used &&
+	       a->body_len == b->body_len && a->body_hash == b->body_hash;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

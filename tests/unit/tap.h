@@ -5,29 +5,29 @@
 
 static int tap_n, tap_failed, tap_skipped;
 
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		int tap_ok_ = !!(cond);                                         \
-		tap_n++;                                                        \
-		if (tap_ok_) {                                                  \
-			printf("ok %d - ", tap_n);                              \
-		} else {                                                        \
-			tap_failed++;                                           \
-			printf("not ok %d - ", tap_n);                          \
-		}                                                               \
-		printf(__VA_ARGS__);                                            \
-		printf("%s\n", tap_ok_ ? "" : " (" #cond ", " __FILE__ ")");   \
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		int tap_ok_ = !!(cond);                                      \
+		tap_n++;                                                     \
+		if (tap_ok_) {                                               \
+			printf("ok %d - ", tap_n);                           \
+		} else {                                                     \
+			tap_failed++;                                        \
+			printf("not ok %d - ", tap_n);                       \
+		}                                                            \
+		printf(__VA_ARGS__);                                         \
+		printf("%s\n", tap_ok_ ? "" : " (" #cond ", " __FILE__ ")"); \
 	} while (0)
 
 #define CHECK_STR(a, b, ...) CHECK((a) && (b) && strcmp((a), (b)) == 0, __VA_ARGS__)
 
-#define SKIP(...)                                         \
-	do {                                              \
-		tap_n++;                                  \
-		tap_skipped++;                            \
-		printf("ok %d - # SKIP ", tap_n);         \
-		printf(__VA_ARGS__);                      \
-		printf("\n");                             \
+#define SKIP(...)                                 \
+	do {                                      \
+		tap_n++;                          \
+		tap_skipped++;                    \
+		printf("ok %d - # SKIP ", tap_n); \
+		printf(__VA_ARGS__);              \
+		printf("\n");                     \
 	} while (0)
 
 static inline int tap_done(void)

@@ -26,11 +26,11 @@
 
 /* tap.h's CHECK evaluates its condition twice; most conditions here have
  * side effects (create, delete, mount), so evaluate once. */
-#define CHECK1(cond, ...)                                 \
-	do {                                              \
-		bool c1_ = (cond);                        \
-		CHECK(c1_, __VA_ARGS__);                  \
-		if (!c1_)                                 \
+#define CHECK1(cond, ...)                                  \
+	do {                                               \
+		bool c1_ = (cond);                         \
+		CHECK(c1_, __VA_ARGS__);                   \
+		if (!c1_)                                  \
 			printf("#   failed: %s\n", #cond); \
 	} while (0)
 
@@ -155,14 +155,14 @@ static void test_subvolumes(const char *pool)
 	CHECK1(btrfs_subvol_create(src) == -EEXIST, "create over an existing one: EEXIST");
 	CHECK1(btrfs_subvol_create(pathf("%s/no/such", pool)) == -ENOENT, "create without parent: ENOENT");
 	CHECK1(write_file(pathf("%s/a.txt", src), "hello") == 0 && mkdir(pathf("%s/dir", src), 0755) == 0 &&
-		      write_file(pathf("%s/dir/b.txt", src), "world") == 0,
-	      "write files into the subvolume");
+		       write_file(pathf("%s/dir/b.txt", src), "world") == 0,
+	       "write files into the subvolume");
 
 	CHECK1(btrfs_subvol_snapshot(src, ro, true) == 0, "read-only snapshot");
 	CHECK1(btrfs_subvol_snapshot(src, rw, false) == 0, "writable snapshot");
 	CHECK1(btrfs_subvol_snapshot(src, rw, false) == -EEXIST, "snapshot onto an existing path: EEXIST");
 	CHECK1(btrfs_subvol_snapshot(pathf("%s/dir", src), pathf("%s/x", pool), false) < 0,
-	      "snapshot of a plain directory fails");
+	       "snapshot of a plain directory fails");
 	CHECK_STR(read_file(pathf("%s/a.txt", ro)), "hello", "ro snapshot has a.txt");
 	CHECK_STR(read_file(pathf("%s/dir/b.txt", ro)), "world", "ro snapshot has dir/b.txt");
 	CHECK_STR(read_file(pathf("%s/a.txt", rw)), "hello", "rw snapshot has a.txt");
@@ -170,20 +170,20 @@ static void test_subvolumes(const char *pool)
 
 	CHECK1(write_file(pathf("%s/new.txt", ro), "x") == -EROFS, "ro snapshot rejects a new file: EROFS");
 	CHECK1(open(pathf("%s/a.txt", ro), O_WRONLY | O_CLOEXEC) < 0 && errno == EROFS,
-	      "ro snapshot rejects writing a file: EROFS");
+	       "ro snapshot rejects writing a file: EROFS");
 	CHECK1(write_file(pathf("%s/a.txt", rw), "changed") == 0 && write_file(pathf("%s/new.txt", rw), "n") == 0,
-	      "write into the rw snapshot");
+	       "write into the rw snapshot");
 	CHECK_STR(read_file(pathf("%s/a.txt", src)), "hello", "source unchanged by the snapshot's write");
 	CHECK1(!exists(pathf("%s/new.txt", src)), "source does not see the snapshot's new file");
 
 	CHECK1(btrfs_is_subvol(src) == 1 && btrfs_is_subvol(ro) == 1 && btrfs_is_subvol(rw) == 1,
-	      "is_subvol on subvolumes");
+	       "is_subvol on subvolumes");
 	CHECK1(btrfs_is_subvol(pathf("%s/dir", src)) == 0, "is_subvol on a plain directory: 0");
 	CHECK1(btrfs_is_subvol(pathf("%s/a.txt", src)) == 0, "is_subvol on a file: 0");
 	CHECK1(btrfs_is_subvol(pathf("%s/missing", pool)) == -ENOENT, "is_subvol on a missing path: ENOENT");
 
 	CHECK1(btrfs_subvol_delete(pathf("%s/dir", src)) == -EINVAL && exists(pathf("%s/dir/b.txt", src)),
-	      "delete refuses a plain directory and leaves it alone");
+	       "delete refuses a plain directory and leaves it alone");
 	CHECK1(btrfs_subvol_delete(ro) == 0 && !exists(ro), "delete the ro snapshot");
 	CHECK1(btrfs_subvol_delete(rw) == 0 && !exists(rw), "delete the rw snapshot (with files)");
 	CHECK1(btrfs_subvol_delete(src) == 0 && !exists(src), "delete the source (with files and dirs)");
@@ -294,10 +294,10 @@ static void test_pool_lifecycle(const char *data)
 	CHECK1(strcmp(dir, pathf("%s/pool", data)) == 0, "pool dir is <data>/pool");
 	CHECK1(p.loop_backed == 1, "pool is loop-backed on a non-btrfs data dir");
 	CHECK1(stat(img, &st) == 0 && (uint64_t)st.st_size == GIB && (uint64_t)st.st_blocks * 512 < GIB / 4,
-	      "pool.img is a sparse 1 GiB file");
+	       "pool.img is a sparse 1 GiB file");
 	CHECK1(!exists(pathf("%s.tmp", img)), "no pool.img.tmp left behind");
 	CHECK1(statfs(dir, &sfs) == 0 && sfs.f_type == (typeof(sfs.f_type))BTRFS_SUPER_MAGIC,
-	      "a btrfs is mounted at the pool dir");
+	       "a btrfs is mounted at the pool dir");
 	CHECK1(is_mountpoint(dir), "the pool dir is a mount point");
 	CHECK1(btrfs_is_btrfs(dir) == 1 && btrfs_is_btrfs(data) == 0, "is_btrfs on pool and data dir");
 	CHECK1(stat(dir, &st) == 0 && (st.st_mode & 07777) == 0700, "pool root is mode 0700");
@@ -311,12 +311,12 @@ static void test_pool_lifecycle(const char *data)
 	char keep[PATH_MAX];
 	pathcpy(keep, sizeof(keep), "%s/keep", dir);
 	CHECK1(btrfs_subvol_create(keep) == 0 && write_file(pathf("%s/f", keep), "persisted") == 0,
-	      "write a subvolume to survive remounting");
+	       "write a subvolume to survive remounting");
 
 	memset(&p, 0, sizeof(p));
 	r = pool_open(&p, data, GIB, &err);
 	CHECK1(r == 0 && p.loop_backed == 1 && strcmp(p.dir, dir) == 0, "pool_open on a mounted pool (%d %s)", r,
-	      err.msg);
+	       err.msg);
 	CHECK1(loops_backing(img) == 1, "no new loop device for the mounted pool");
 
 	CHECK1(umount2(dir, 0) == 0, "umount the pool");
@@ -341,10 +341,10 @@ static void test_half_created(const char *data)
 	pathcpy(tmp, sizeof(tmp), "%s/pool.img.tmp", data);
 
 	CHECK1(mkdir(data, 0700) == 0 && write_file(tmp, "garbage, not a file system") == 0,
-	      "leave a half-created pool.img.tmp");
+	       "leave a half-created pool.img.tmp");
 	int r = pool_open(&p, data, GIB, &err);
 	CHECK1(r == 0 && is_mountpoint(p.dir) && btrfs_is_btrfs(p.dir) == 1,
-	      "pool_open recovers from a half-created pool (%d %s)", r, err.msg);
+	       "pool_open recovers from a half-created pool (%d %s)", r, err.msg);
 	CHECK1(!exists(tmp) && exists(pathf("%s/pool.img", data)), "pool.img.tmp replaced by pool.img");
 	if (r == 0)
 		CHECK1(umount2(p.dir, 0) == 0, "umount the recovered pool");
@@ -361,7 +361,7 @@ static void test_mkfs_failure(const char *data)
 	int r = pool_open(&p, data, 16ULL << 20, &err);
 	CHECK1(r < 0 && strstr(err.msg, "mkfs.btrfs") != NULL, "a too small pool fails in mkfs (%s)", err.msg);
 	CHECK1(!exists(pathf("%s/pool.img", data)) && !exists(pathf("%s/pool.img.tmp", data)),
-	      "no pool file left after mkfs failed");
+	       "no pool file left after mkfs failed");
 }
 
 /* Something other than btrfs mounted at <data>/pool is not mounted over. */
@@ -401,7 +401,7 @@ static void cleanup(void)
 			;
 	}
 	CHECK1(nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 && !exists(base),
-	      "remove the test directory");
+	       "remove the test directory");
 }
 
 int main(void)

@@ -154,8 +154,8 @@ static void test_names(const char *root)
 
 static void test_v2_fake(void)
 {
-	static const char *const files[] = { "memory.max", "memory.swap.max", "cpu.max", "pids.max", "cgroup.procs",
-					     "cgroup.freeze" };
+	static const char *const files[] = { "memory.max", "memory.swap.max", "cpu.max",
+					     "pids.max",   "cgroup.procs",    "cgroup.freeze" };
 	char root[] = "/tmp/cove-cg2-XXXXXX";
 	struct cove_err err = { 0 };
 	struct cgroup_layout l;
@@ -214,7 +214,7 @@ static void test_v2_fake(void)
 	put(at(root, "cove/cgroup.subtree_control"), "");
 	cgroup_layout_init(&l, CGROUP_V2, root, 0);
 	CHECK_ONCE(cgroup_v2_enable(&l, &err) == 0 && l.controllers == (CGROUP_CTRL_MEMORY | CGROUP_CTRL_PIDS),
-	      "cpu unavailable is ignored");
+		   "cpu unavailable is ignored");
 	CHECK_STR(slurp(at(root, "cove/cgroup.subtree_control")), "+memory +pids", "only available ones enabled");
 	put(at(root, "cgroup.controllers"), "cpu memory\n");
 	struct cove_err e3 = { 0 };
@@ -266,7 +266,7 @@ static void test_v1_fake(void)
 
 	struct cove_err e2 = { 0 };
 	CHECK_ONCE(cgroup_detect(&l, root, &e2) < 0 && strstr(e2.msg, "not a cgroup v1 mount"),
-	      "detect refuses a plain tree: %s", e2.msg);
+		   "detect refuses a plain tree: %s", e2.msg);
 	rm_tree(root);
 }
 
@@ -340,7 +340,7 @@ static void test_v2_unified(void)
 	bool had_parent = exists(at(root, "cove"));
 
 	CHECK_ONCE(cgroup_detect(&l, root, &e2) == -ENOTSUP && strstr(e2.msg, "'memory'"),
-	      "detect refuses a cgroup2 mount without memory: %s", e2.msg);
+		   "detect refuses a cgroup2 mount without memory: %s", e2.msg);
 	CHECK_ONCE(cgroup_layout_init(&l, CGROUP_V2, root, 0) == 0, "v2 layout on %s", root);
 	snprintf(name, sizeof(name), "unit-%d", (int)getpid());
 	snprintf(dir, sizeof(dir), "%s/cove/%s", root, name);
@@ -351,7 +351,7 @@ static void test_v2_unified(void)
 	lim.memory_bytes = 64 * MIB;
 	struct cove_err e3 = { 0 };
 	CHECK_ONCE(cgroup_create(&l, name, &lim, &e3) < 0 && strstr(e3.msg, "memory.max"),
-	      "a memory limit without the controller fails: %s", e3.msg);
+		   "a memory limit without the controller fails: %s", e3.msg);
 
 	child = spawn_sleeper();
 	CHECK_ONCE(child > 0, "fork sleeper");

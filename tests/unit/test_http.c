@@ -77,10 +77,10 @@ static int run_cuts(const char *in, size_t len, const size_t *cuts, size_t ncuts
 struct parse_case {
 	const char *name;
 	const char *in;
-	int want;          /* 0 complete, -1 error */
+	int want; /* 0 complete, -1 error */
 	int status;
 	const char *body;
-	size_t trailing;   /* bytes after the response, left unconsumed */
+	size_t trailing; /* bytes after the response, left unconsumed */
 	int keep_alive;
 	const char *content_type;
 };
@@ -88,26 +88,30 @@ struct parse_case {
 static const struct parse_case cases[] = {
 	{ "content-length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: application/json\r\n\r\nhello", 0,
 	  200, "hello", 0, 1, "application/json" },
-	{ "content-length, next response left unconsumed",
-	  "HTTP/1.1 200 OK\r\ncontent-LENGTH:   2  \r\n\r\nokHTTP/1.1", 0, 200, "ok", 8, 1, "" },
+	{ "content-length, next response left unconsumed", "HTTP/1.1 200 OK\r\ncontent-LENGTH:   2  \r\n\r\nokHTTP/1.1",
+	  0, 200, "ok", 8, 1, "" },
 	{ "chunked with extensions and trailers",
 	  "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\nCONTENT-TYPE: text/x\r\n\r\n"
 	  "5;name=value\r\nhello\r\n7 ;a;b=\"c d\"\r\n, world\r\nA\r\n0123456789\r\n"
 	  "0;last\r\nX-Checksum: abc\r\nX-Other: 1\r\n\r\n",
 	  0, 200, "hello, world0123456789", 0, 1, "text/x" },
-	{ "chunked, no trailers, uppercase hex", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-	  "1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\nXX", 0, 200, "abcdefghijklmnopqrstuvwxyz", 2, 1, "" },
+	{ "chunked, no trailers, uppercase hex",
+	  "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	  "1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\nXX",
+	  0, 200, "abcdefghijklmnopqrstuvwxyz", 2, 1, "" },
 	{ "body until EOF (HTTP/1.0)", "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil eof", 0, 200,
 	  "until eof", 0, 0, "text/plain" },
 	{ "body until EOF, empty", "HTTP/1.1 500 Oops\r\n\r\n", 0, 500, "", 0, 0, "" },
 	{ "204 has no body", "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\nabc", 0, 204, "", 3, 1, "" },
 	{ "304 has no body", "HTTP/1.1 304 Not Modified\r\n\r\n", 0, 304, "", 0, 1, "" },
-	{ "100-continue then 200", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\nContent-Type: a/b\r\n\r\n"
-	  "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok", 0, 201, "ok", 0, 1, "" },
-	{ "Connection: close", "HTTP/1.1 200 OK\r\nConnection: foo, close\r\nContent-Length: 0\r\n\r\n", 0, 200, "",
-	  0, 0, "" },
-	{ "HTTP/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1\r\n\r\nx", 0, 200,
-	  "x", 0, 1, "" },
+	{ "100-continue then 200",
+	  "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\nContent-Type: a/b\r\n\r\n"
+	  "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+	  0, 201, "ok", 0, 1, "" },
+	{ "Connection: close", "HTTP/1.1 200 OK\r\nConnection: foo, close\r\nContent-Length: 0\r\n\r\n", 0, 200, "", 0,
+	  0, "" },
+	{ "HTTP/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1\r\n\r\nx", 0, 200, "x",
+	  0, 1, "" },
 	{ "status without reason, same content-length twice",
 	  "HTTP/1.1 404\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n!", 0, 404, "!", 0, 1, "" },
 
@@ -125,8 +129,8 @@ static const struct parse_case cases[] = {
 	  NULL },
 	{ "chunk size overflows", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n", -1, 0,
 	  NULL, 0, 0, NULL },
-	{ "space inside chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1 0\r\n", -1, 0, NULL, 0,
-	  0, NULL },
+	{ "space inside chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1 0\r\n", -1, 0, NULL, 0, 0,
+	  NULL },
 	{ "bare LF after chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n", -1,
 	  0, NULL, 0, 0, NULL },
 	{ "missing CRLF after chunk data",
@@ -134,8 +138,8 @@ static const struct parse_case cases[] = {
 	{ "bare LF in trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: y\n\r\n", -1, 0, NULL, 0,
 	  0, NULL },
 	{ "negative content-length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", -1, 0, NULL, 0, 0, NULL },
-	{ "content-length overflows", "HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775808\r\n\r\n", -1, 0, NULL,
-	  0, 0, NULL },
+	{ "content-length overflows", "HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775808\r\n\r\n", -1, 0, NULL, 0,
+	  0, NULL },
 	{ "content-length list", "HTTP/1.1 200 OK\r\nContent-Length: 1, 1\r\n\r\nx", -1, 0, NULL, 0, 0, NULL },
 	{ "conflicting content-length", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx", -1, 0,
 	  NULL, 0, 0, NULL },
@@ -215,7 +219,8 @@ static void test_head_limit(void)
 		if (extra == 0)
 			CHECK(rc == 0 && used == len, "head of exactly %zu bytes accepted", len);
 		else
-			CHECK(rc == -1 && parser.why && strstr(parser.why, "too large"), "head of %zu bytes refused", len);
+			CHECK(rc == -1 && parser.why && strstr(parser.why, "too large"), "head of %zu bytes refused",
+			      len);
 	}
 	/* Without a terminator at all, fed in pieces. */
 	memset(in, 'a', cap + 1);
@@ -358,8 +363,10 @@ static void server(int lfd)
 	static char req[2 << 20];
 	const char *want1 = "POST /v1/echo HTTP/1.1\r\nHost: cove\r\nX-Token: t\r\n"
 			    "Content-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}";
-	const char *reply1[] = { "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
-				 "8;x=y\r\n{\"echo\":\r\n", "7\r\n{\"a\":1}\r\n", "1\r\n}\r\n", "0\r\n\r\n" };
+	const char *reply1[] = {
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"8;x=y\r\n{\"echo\":\r\n", "7\r\n{\"a\":1}\r\n", "1\r\n}\r\n", "0\r\n\r\n"
+	};
 	char reply3[256];
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 

@@ -40,12 +40,11 @@ enum sandbox_mode { SANDBOX_FILTER_ONLY, SANDBOX_FULL };
 #define RC_SIGNALED 256
 
 #define CAP_BIT(cap) (UINT64_C(1) << (cap))
-static const uint64_t docker_caps =
-	CAP_BIT(CAP_CHOWN) | CAP_BIT(CAP_DAC_OVERRIDE) | CAP_BIT(CAP_FSETID) |
-	CAP_BIT(CAP_FOWNER) | CAP_BIT(CAP_MKNOD) | CAP_BIT(CAP_NET_RAW) | CAP_BIT(CAP_SETGID) |
-	CAP_BIT(CAP_SETUID) | CAP_BIT(CAP_SETFCAP) | CAP_BIT(CAP_SETPCAP) |
-	CAP_BIT(CAP_NET_BIND_SERVICE) | CAP_BIT(CAP_SYS_CHROOT) | CAP_BIT(CAP_KILL) |
-	CAP_BIT(CAP_AUDIT_WRITE);
+static const uint64_t docker_caps = CAP_BIT(CAP_CHOWN) | CAP_BIT(CAP_DAC_OVERRIDE) | CAP_BIT(CAP_FSETID) |
+				    CAP_BIT(CAP_FOWNER) | CAP_BIT(CAP_MKNOD) | CAP_BIT(CAP_NET_RAW) |
+				    CAP_BIT(CAP_SETGID) | CAP_BIT(CAP_SETUID) | CAP_BIT(CAP_SETFCAP) |
+				    CAP_BIT(CAP_SETPCAP) | CAP_BIT(CAP_NET_BIND_SERVICE) | CAP_BIT(CAP_SYS_CHROOT) |
+				    CAP_BIT(CAP_KILL) | CAP_BIT(CAP_AUDIT_WRITE);
 
 struct denied_call {
 	const char *name;
@@ -339,8 +338,7 @@ static void check_status(void)
 	CHECK(rc == 0, "full: /proc/self/status readable (got %d)", rc);
 	CHECK(strstr(status, "\nNoNewPrivs:\t1\n") != NULL, "full: NoNewPrivs is 1");
 	CHECK(strstr(status, "\nSeccomp:\t2\n") != NULL, "full: Seccomp is 2 (filter)");
-	CHECK(!(bnd & CAP_BIT(CAP_SYS_ADMIN)), "full: CapBnd lacks CAP_SYS_ADMIN (%016llx)",
-	      (unsigned long long)bnd);
+	CHECK(!(bnd & CAP_BIT(CAP_SYS_ADMIN)), "full: CapBnd lacks CAP_SYS_ADMIN (%016llx)", (unsigned long long)bnd);
 	CHECK((bnd & ~docker_caps) == 0, "full: CapBnd within Docker's default set");
 	CHECK((eff & ~docker_caps) == 0, "full: CapEff within Docker's default set");
 	CHECK(status_hex(status, "\nCapPrm:\t") == eff, "full: CapPrm equals CapEff");
@@ -366,8 +364,7 @@ static void check_exec(const char *shell, const char *script)
 	probe_argv[2] = script;
 	probe_argv[3] = NULL;
 	rc = sandbox_run(SANDBOX_FULL, probe_exec, out, sizeof(out));
-	CHECK(rc == 0 && strcmp(out, "hi\n") == 0, "full: %s -c '%s' exits 0 and prints hi (rc %d)",
-	      shell, script, rc);
+	CHECK(rc == 0 && strcmp(out, "hi\n") == 0, "full: %s -c '%s' exits 0 and prints hi (rc %d)", shell, script, rc);
 }
 
 static void check_probes(enum sandbox_mode mode, const char *label)
@@ -417,7 +414,8 @@ int main(void)
 	check_denied(SANDBOX_FULL, "full");
 	check_status();
 	check_exec("/bin/sh", "ls / >/dev/null && echo hi");
-	check_exec("/bin/sh", "ls / >/dev/null; { [ ! -e /etc/hostname ] || cat /etc/hostname; } >/dev/null && echo hi");
+	check_exec("/bin/sh",
+		   "ls / >/dev/null; { [ ! -e /etc/hostname ] || cat /etc/hostname; } >/dev/null && echo hi");
 	check_exec("/bin/bash", "x=$(ls /) && [ -n \"$x\" ] && echo hi");
 	return tap_done();
 }
