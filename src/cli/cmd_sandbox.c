@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <unistd.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -122,9 +123,10 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 }
 
 /* cove run's sandbox must not outlive it, however it ends (Ctrl-C, kill -9,
- * a lost terminal): a watcher in its own session waits on a pipe, and when
- * the pipe closes without a "done" byte, deletes the sandbox. */
-static int watch_for_death(const struct cli *cli, const char *id)
+ * a lost terminal): a watcher in its own session reads the sandbox's ID from
+ * a pipe, and when the pipe then closes without a "done" byte, deletes the
+ * sandbox. Returns the pipe's write end, or -1. */
+static int start_watcher(const struct cli *cli)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -135,25 +137,31 @@ static int watch_for_death(const struct cli *cli, const char *id)
 		close(p[1]);
 		return -1;
 	}
-	if (pid == 0) {
-		close(p[1]);
-		setsid();
-		char c;
-		ssize_t n;
-		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
-			;
-		if (n == 1)
-			_exit(0);
-		struct cove *c2;
-		struct cove_error err;
-		if (cove_open(cli->socket_path, &c2, &err) == 0) {
-			(void)cove_delete(c2, id, &err);
-			cove_close(c2);
-		}
-		_exit(0);
+	if (pid > 0) {
+		close(p[0]);
+		return p[1];
 	}
-	close(p[0]);
-	return p[1];
+	close(p[1]);
+	setsid();
+	char buf[32];
+	size_t len = 0;
+	ssize_t n;
+	while (len < sizeof(buf) - 1 && (n = read(p[0], buf + len, sizeof(buf) - 1 - len)) != 0) {
+		if (n < 0 && errno != EINTR)
+			break;
+		len += n > 0 ? (size_t)n : 0;
+		if (len > 0 && buf[len - 1] == 'd')
+			_exit(0);
+	}
+	buf[len] = '\0';
+	struct cove *c;
+	struct cove_error err;
+	if (len >= 15 && cove_open(cli->socket_path, &c, &err) == 0) {
+		buf[15] = '\0';
+		(void)cove_delete(c, buf, &err);
+		cove_close(c);
+	}
+	_exit(0);
 }
 
 int cmd_run(struct cli *cli, int argc, char **argv)
@@ -164,12 +172,31 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		json_decref(spec);
 		return first < 0 ? 2 : cli_usage_error("run", "no command given (cove run [OPTIONS] -- CMD...)");
 	}
+	/* Signals wait while the sandbox is made and its ID handed to the
+	 * watcher, so that no moment exists where it could be leaked. */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &block, &old);
 	char id[16];
-	int r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id, false);
+	int watch = -1;
+	int r = cli_connect(cli) < 0 ? 1 : 0;
+	if (r == 0 && (watch = start_watcher(cli)) < 0)
+		r = cli_usage_error("run", "cannot start the cleanup watcher");
+	if (r == 0)
+		r = create(cli, spec, id, false);
 	json_decref(spec);
-	if (r)
+	if (r == 0)
+		(void)!write(watch, id, strlen(id));
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		if (watch >= 0)
+			close(watch);
 		return r;
-	int watch = watch_for_death(cli, id);
+	}
 	json_t *cmd = json_array();
 	for (int i = first; i < argc; i++)
 		json_array_append_new(cmd, json_string(argv[i]));

@@ -46,7 +46,8 @@ struct exec_stream {
 struct exec {
 	struct exec *next;
 	struct sandbox *sb;
-	struct evhttp_request *req; /* NULL once the client is gone */
+	struct evhttp_request *req;    /* NULL once answered or the client is gone */
+	struct evhttp_connection *conn; /* whose close callback points here, or NULL */
 	bool stream;
 	bool paused;
 	size_t max_output;
@@ -93,8 +94,8 @@ static void exec_free(struct exec *e)
 		evbuffer_free(e->stdin_buf);
 	if (e->timeout_ev)
 		event_free(e->timeout_ev);
-	if (e->req)
-		evhttp_connection_set_closecb(evhttp_request_get_connection(e->req), NULL, NULL);
+	if (e->conn)
+		evhttp_connection_set_closecb(e->conn, NULL, NULL);
 	free(e);
 }
 
@@ -329,6 +330,7 @@ static void on_client_closed(struct evhttp_connection *conn, void *arg)
 {
 	struct exec *e = arg;
 	e->req = NULL;
+	e->conn = NULL; /* being freed by libevent */
 	signal_process(e, SIGKILL);
 	if (e->paused)
 		set_paused(e, false);
@@ -535,7 +537,8 @@ int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec
 		e->timeout_ev = evtimer_new(daemon_ctx->base, on_timeout, e);
 		evtimer_add(e->timeout_ev, &tv);
 	}
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_closed, e);
+	e->conn = evhttp_request_get_connection(req);
+	evhttp_connection_set_closecb(e->conn, on_client_closed, e);
 	return 0;
 fail:
 	for (int i = 0; i < nfds; i++)
