@@ -183,6 +183,8 @@ static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 static int parse_argv(json_t *cmd, json_t **ret, struct cove_err *err)
 {
 	if (json_is_string(cmd)) {
+		if (json_string_length(cmd) == 0 || strlen(json_string_value(cmd)) != json_string_length(cmd))
+			return err_set(err, COVE_EINVAL, "'cmd' must not be empty or hold NUL bytes");
 		*ret = json_pack("[s, s, O]", "/bin/sh", "-c", cmd);
 		return 0;
 	}
@@ -293,7 +295,7 @@ static struct sandbox *lookup(const char *id, struct cove_err *err)
 {
 	struct sandbox *sb = sandbox_find(daemon_ctx, id);
 	if (!sb)
-		err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id);
+		err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	return sb;
 }
 

@@ -61,12 +61,15 @@ struct daemon {
 	struct sandbox *sandboxes[MAX_SANDBOXES]; /* indexed by slot; deleting ones too, until cleaned up */
 	int count;                                /* not counting deleting ones */
 	uint64_t requests;
+	bool stopping; /* SIGTERM: exit once no deletion is under way */
 };
 
 extern struct daemon *daemon_ctx;
 
 /* sandboxes.c */
 int sandboxes_load(struct daemon *d, struct cove_err *err);
+/* When stopping and no deletion is under way, leave the loop. */
+void sandboxes_stop_if_idle(struct daemon *d);
 struct sandbox *sandbox_find(struct daemon *d, const char *id);
 int sandbox_create(struct daemon *d, struct sandbox_spec *spec, struct sandbox **ret, struct cove_err *err);
 /* Deletion is two steps: at once the sandbox is gone from the API and its

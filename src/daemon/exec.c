@@ -46,7 +46,7 @@ struct exec_stream {
 struct exec {
 	struct exec *next;
 	struct sandbox *sb;
-	struct evhttp_request *req;    /* NULL once answered or the client is gone */
+	struct evhttp_request *req;     /* NULL once answered or the client is gone */
 	struct evhttp_connection *conn; /* whose close callback points here, or NULL */
 	bool stream;
 	bool paused;
@@ -58,6 +58,7 @@ struct exec {
 	struct event *stdin_ev;
 	struct evbuffer *stdin_buf;
 	struct event *timeout_ev;
+	struct event *hangup_ev; /* the client's socket closing, before a reply starts */
 	bool timed_out;
 	bool exited;
 	int status;
@@ -94,6 +95,8 @@ static void exec_free(struct exec *e)
 		evbuffer_free(e->stdin_buf);
 	if (e->timeout_ev)
 		event_free(e->timeout_ev);
+	if (e->hangup_ev)
+		event_free(e->hangup_ev);
 	if (e->conn)
 		evhttp_connection_set_closecb(e->conn, NULL, NULL);
 	free(e);
@@ -163,6 +166,10 @@ static json_t *collected_text(struct exec_stream *s, const char *name, json_t *j
 
 static void finish(struct exec *e)
 {
+	if (e->hangup_ev) {
+		event_free(e->hangup_ev);
+		e->hangup_ev = NULL;
+	}
 	if (e->req) {
 		if (e->stream) {
 			send_line(e, exit_fields(e, json_pack("{s:s}", "type", "exit")), NULL);
@@ -325,12 +332,36 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	signal_process(e, SIGKILL);
 }
 
+/* libevent notices a client's hangup only once a reply has started, so a
+ * collected exec watches the socket itself: a hangup kills the process, whose
+ * exit then answers into the void and frees the exec as usual. */
+static void on_hangup(evutil_socket_t fd, short what, void *arg)
+{
+	struct exec *e = arg;
+	signal_process(e, SIGKILL);
+}
+
+static void watch_hangup(struct exec *e)
+{
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(e->conn);
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	if (fd < 0)
+		return;
+	e->hangup_ev = event_new(daemon_ctx->base, fd, EV_CLOSED, on_hangup, e);
+	if (e->hangup_ev)
+		event_add(e->hangup_ev, NULL);
+}
+
 /* The client went away: the process is killed; its exit frees the exec. */
 static void on_client_closed(struct evhttp_connection *conn, void *arg)
 {
 	struct exec *e = arg;
 	e->req = NULL;
 	e->conn = NULL; /* being freed by libevent */
+	if (e->hangup_ev) {
+		event_free(e->hangup_ev);
+		e->hangup_ev = NULL;
+	}
 	signal_process(e, SIGKILL);
 	if (e->paused)
 		set_paused(e, false);
@@ -539,6 +570,8 @@ int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec
 	}
 	e->conn = evhttp_request_get_connection(req);
 	evhttp_connection_set_closecb(e->conn, on_client_closed, e);
+	if (!e->stream)
+		watch_hangup(e);
 	return 0;
 fail:
 	for (int i = 0; i < nfds; i++)

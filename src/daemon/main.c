@@ -111,7 +111,12 @@ static void on_sigchld(evutil_socket_t sig, short what, void *arg)
 static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 {
 	log_info("signal %d: stopping (sandboxes keep running)", (int)sig);
-	event_base_loopbreak(daemon_ctx->base);
+	/* Deletions under way get a few seconds to finish; what is left then
+	 * is finished by the next start. */
+	daemon_ctx->stopping = true;
+	struct timeval grace = { 5, 0 };
+	event_base_loopexit(daemon_ctx->base, &grace);
+	sandboxes_stop_if_idle(daemon_ctx);
 }
 
 static void usage(FILE *f)
@@ -168,7 +173,11 @@ static int lock_data_root(const char *data_dir, struct cove_err *err)
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return err_sys(err, errno, "open '%s'", path);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	/* A POSIX record lock, not flock: forked setup processes must not
+	 * inherit it, or a coved restarted right after a crash would find the
+	 * root still locked by its predecessor's children. */
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	if (fcntl(fd, F_SETLK, &fl) < 0) {
 		close(fd);
 		return err_set(err, COVE_ESTATE, "another coved is using data root '%s'", data_dir);
 	}
@@ -182,7 +191,9 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 		return err_sys(err, errno, "create data root '%s'", d->data_dir);
 	if (lock_data_root(d->data_dir, err) < 0)
 		return -1;
-	if (pool_open(&d->pool, d->data_dir, POOL_SIZE, err) < 0 || host_image_ensure(d->pool.dir, err) < 0)
+	bool image_rebuilt;
+	if (pool_open(&d->pool, d->data_dir, POOL_SIZE, err) < 0 ||
+	    host_image_ensure(d->pool.dir, &image_rebuilt, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/sandboxes", d->pool.dir);
 	if (mkdir_p(path, 0700) < 0)
@@ -202,7 +213,7 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 		return -1;
 	if (sandboxes_load(d, err) < 0)
 		return -1;
-	int r2 = spares_start(d->pool.dir, "host");
+	int r2 = spares_start(d->pool.dir, "host", image_rebuilt);
 	if (r2 < 0)
 		log_warn("spare roots disabled: %s", strerror(-r2));
 	return 0;
@@ -216,8 +227,11 @@ static int serve(struct daemon *d, struct cove_err *err)
 	d->http = evhttp_new(d->base);
 	evhttp_set_max_headers_size(d->http, 16384);
 	evhttp_set_max_body_size(d->http, MAX_BODY);
+	/* Every method reaches the router, which answers with the JSON error
+	 * shape (libevent's own refusal would be an HTML page). */
 	evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT |
-						    EVHTTP_REQ_HEAD);
+						    EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS |
+						    EVHTTP_REQ_CONNECT | EVHTTP_REQ_TRACE);
 	evhttp_set_gencb(d->http, api_handle, d);
 	if (!evhttp_accept_socket_with_handle(d->http, fd)) {
 		close(fd);

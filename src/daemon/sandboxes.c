@@ -1,5 +1,6 @@
 /* Sandboxes in coved: creation (subvolume, cgroups, runtime), the
  * connection to each cove-init, deletion, and re-attaching after a restart. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -325,6 +326,17 @@ static void finish_delete(struct daemon *d, struct sandbox *sb)
 	}
 	d->sandboxes[sb->slot] = NULL;
 	sandbox_free(sb);
+	sandboxes_stop_if_idle(d);
+}
+
+void sandboxes_stop_if_idle(struct daemon *d)
+{
+	if (!d->stopping)
+		return;
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		if (d->sandboxes[i] && d->sandboxes[i]->state == SB_DELETING)
+			return;
+	event_base_loopbreak(d->base);
 }
 
 static void on_deleted_init_exit(evutil_socket_t fd, short what, void *arg)
@@ -476,8 +488,34 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	log_info("sandbox %s: started again (its previous init was gone)", sb->id);
 }
 
+/* A crash between taking a root and recording it leaves a subvolume that
+ * no row names: nothing was acknowledged for it, so it goes. */
+static void remove_unrecorded_roots(struct daemon *d)
+{
+	char dir[600], path[700];
+	snprintf(dir, sizeof(dir), "%s/sandboxes", d->pool.dir);
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	while (dh && (e = readdir(dh))) {
+		if (!sandbox_id_valid(e->d_name))
+			continue;
+		bool known = false;
+		for (int i = 0; i < MAX_SANDBOXES && !known; i++)
+			known = d->sandboxes[i] && strcmp(d->sandboxes[i]->id, e->d_name) == 0;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (!known && btrfs_subvol_delete(path) == 0)
+			log_info("removed '%s', a sandbox root with no record (an interrupted create)", path);
+	}
+	if (dh)
+		closedir(dh);
+}
+
 int sandboxes_load(struct daemon *d, struct cove_err *err)
 {
 	struct load_ctx ctx = { .d = d };
-	return store_each_sandbox(d->store, load_one, &ctx, err);
+	if (store_each_sandbox(d->store, load_one, &ctx, err) < 0)
+		return -1;
+	if (ctx.failed == 0) /* a row it could not read may own a root */
+		remove_unrecorded_roots(d);
+	return 0;
 }

@@ -47,7 +47,7 @@ static void *worker(void *arg)
 }
 
 /* Spares left from an earlier run are ready as they are. */
-static void adopt_existing(void)
+static void adopt_existing(bool discard)
 {
 	char prefix[96];
 	snprintf(prefix, sizeof(prefix), ".spare-%s-", sp.image);
@@ -62,7 +62,7 @@ static void adopt_existing(void)
 		sscanf(e->d_name + strlen(prefix), "%u", &n);
 		if (n >= sp.next)
 			sp.next = n + 1;
-		if (sp.count < SPARES_TARGET && btrfs_is_subvol(path) == 1)
+		if (!discard && sp.count < SPARES_TARGET && btrfs_is_subvol(path) == 1)
 			snprintf(sp.ready[sp.count++], sizeof(sp.ready[0]), "%s", path);
 		else
 			(void)btrfs_subvol_delete(path);
@@ -71,12 +71,12 @@ static void adopt_existing(void)
 		closedir(dir);
 }
 
-int spares_start(const char *pool_dir, const char *image)
+int spares_start(const char *pool_dir, const char *image, bool image_changed)
 {
 	snprintf(sp.image, sizeof(sp.image), "%s", image);
 	snprintf(sp.image_path, sizeof(sp.image_path), "%s/images/%s", pool_dir, image);
 	snprintf(sp.dir, sizeof(sp.dir), "%s/sandboxes", pool_dir);
-	adopt_existing();
+	adopt_existing(image_changed);
 	int r = pthread_create(&sp.thread, NULL, worker, NULL);
 	if (r)
 		return -r;

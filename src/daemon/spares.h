@@ -8,8 +8,9 @@
 
 #define SPARES_TARGET 4
 
-/* Start the worker for <pool>/images/<image> with spares in <pool>/sandboxes. */
-int spares_start(const char *pool_dir, const char *image);
+/* Start the worker for <pool>/images/<image> with spares in <pool>/sandboxes.
+ * Spares left by an earlier run are reused unless the image changed. */
+int spares_start(const char *pool_dir, const char *image, bool image_changed);
 /* Move a spare to dst (a path in the same directory tree). true if done;
  * false when none is ready (the caller snapshots the image itself). */
 bool spares_take(const char *image, const char *dst);

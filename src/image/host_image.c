@@ -5,12 +5,16 @@
 #include <ftw.h>
 #include <stdbool.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "common/cleanup.h"
 
 #include "sandbox/runtime.h"
 #include "sys/btrfs.h"
@@ -21,21 +25,6 @@ static int mkdir_mode(const char *path, mode_t mode, struct cove_err *err)
 		return err_sys(err, errno, "mkdir '%s'", path);
 	if (chmod(path, mode) < 0)
 		return err_sys(err, errno, "chmod '%s'", path);
-	return 0;
-}
-
-/* mkdir -p of rel under base, each new directory 0755. */
-static int mkdir_parents(const char *base, const char *rel, struct cove_err *err)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/%s", base, rel);
-	for (char *s = p + strlen(base) + 1; (s = strchr(s, '/')); s++) {
-		*s = '\0';
-		int r = mkdir_mode(p, 0755, err);
-		*s = '/';
-		if (r < 0)
-			return r;
-	}
 	return 0;
 }
 
@@ -70,7 +59,6 @@ static const struct {
 	{ "lower", 0755 },
 	{ "upper", 0755 },
 	{ "work", 0755 },
-	{ "mask", 0755 },
 };
 
 /* The host's merged-/usr links (/bin -> usr/bin, ...), copied as they are. */
@@ -106,40 +94,74 @@ static int run_cp(const char *src, const char *dst, struct cove_err *err)
 	return 0;
 }
 
-static const char *mask_base;
-static struct cove_err *mask_err;
+/* The copy of /etc, made with nftw: its callback has no argument, hence
+ * these two. */
+static const char *copy_dst;
+static struct cove_err *copy_err;
 
-/* An /etc entry that others cannot read is a secret (shadow, private keys,
- * credentials): the sandbox's root would own it through the idmap, so it is
- * whited out of the layer rather than shown. */
-static int mask_entry(const char *path, const struct stat *st, int type, struct FTW *f)
+static int copy_file(const char *src, const char *dst, const struct stat *st)
 {
-	if (f->level == 0 || type == FTW_SL)
-		return FTW_CONTINUE;
-	bool dir = type == FTW_D || type == FTW_DNR;
-	bool readable = dir ? (st->st_mode & 005) == 005 : (st->st_mode & 004) != 0;
-	if (type != FTW_DNR && type != FTW_NS && readable)
-		return FTW_CONTINUE;
-	const char *rel = path + 1; /* "etc/..." */
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/%s", mask_base, rel);
-	if (mkdir_parents(mask_base, rel, mask_err) < 0)
-		return FTW_STOP;
-	if (mknod(p, S_IFCHR | 0000, makedev(0, 0)) < 0 && errno != EEXIST) {
-		err_sys(mask_err, errno, "whiteout '%s'", p);
-		return FTW_STOP;
+	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0)
+		return errno == EACCES || errno == ENOENT ? 0 : -errno; /* vanished or unreadable: skip */
+	_cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st->st_mode & 07777);
+	if (out < 0)
+		return -errno;
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(out, buf, n) != n)
+			return n < 0 ? -errno : -EIO;
 	}
-	return dir ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
+	struct timespec times[2] = { st->st_atim, st->st_mtim };
+	if (fchown(out, st->st_uid, st->st_gid) < 0 || fchmod(out, st->st_mode & 07777) < 0 || futimens(out, times) < 0)
+		return -errno;
+	return 0;
 }
 
-static int build_mask(const char *dir, struct cove_err *err)
+/* Copy one /etc entry. What others cannot read on the host is a secret
+ * (shadow, gshadow, private keys, credentials): through the idmap the
+ * sandbox's root would own it, so it is left out, with all below it. */
+static int copy_entry(const char *path, const struct stat *st, int type, struct FTW *f)
 {
-	char base[PATH_MAX];
-	snprintf(base, sizeof(base), "%s/mask", dir);
-	mask_base = base;
-	mask_err = err;
-	int r = nftw("/etc", mask_entry, 64, FTW_PHYS | FTW_ACTIONRETVAL);
-	return r == FTW_STOP || r < 0 ? err_set(err, COVE_EINTERNAL, "masking /etc failed") : 0;
+	bool dir = type == FTW_D || type == FTW_DNR;
+	bool readable = dir ? (st->st_mode & 005) == 005 : (st->st_mode & 004) != 0;
+	if (type == FTW_NS || type == FTW_DNR || (type != FTW_SL && !readable))
+		return dir ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
+	char dst[PATH_MAX], target[PATH_MAX];
+	snprintf(dst, sizeof(dst), "%s%s", copy_dst, path + strlen("/etc"));
+	int r = 0;
+	if (dir) {
+		if ((mkdir(dst, st->st_mode & 07777) < 0 && errno != EEXIST) ||
+		    lchown(dst, st->st_uid, st->st_gid) < 0 || chmod(dst, st->st_mode & 07777) < 0)
+			r = -errno;
+	} else if (type == FTW_SL) {
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		if (n >= 0) {
+			target[n] = '\0';
+			if (symlink(target, dst) < 0 || lchown(dst, st->st_uid, st->st_gid) < 0)
+				r = -errno;
+		}
+	} else if (S_ISREG(st->st_mode)) {
+		r = copy_file(path, dst, st);
+	}
+	if (r < 0) {
+		err_sys(copy_err, -r, "copy '%s' to '%s'", path, dst);
+		return FTW_STOP;
+	}
+	return FTW_CONTINUE;
+}
+
+static int copy_etc(const char *dir, struct cove_err *err)
+{
+	char dst[PATH_MAX];
+	snprintf(dst, sizeof(dst), "%s/rootfs/etc", dir);
+	copy_dst = dst;
+	copy_err = err;
+	int r = nftw("/etc", copy_entry, 64, FTW_PHYS | FTW_ACTIONRETVAL);
+	return r == FTW_STOP || r < 0 ? err_set(err, COVE_EINTERNAL, "copying /etc failed") : 0;
 }
 
 static int populate(const char *dir, struct cove_err *err)
@@ -166,29 +188,100 @@ static int populate(const char *dir, struct cove_err *err)
 	snprintf(p, sizeof(p), "%s/rootfs/var/lib/dpkg", dir);
 	if (access("/var/lib/dpkg", F_OK) == 0 && run_cp("/var/lib/dpkg", p, err) < 0)
 		return -1;
-	return build_mask(dir, err);
+	return copy_etc(dir, err);
 }
 
-int host_image_ensure(const char *pool_dir, struct cove_err *err)
+/* What the image copies from the host, summed up: every /etc entry's path,
+ * mode, owner, size and mtime, and the dpkg database's. FNV-1a. */
+static uint64_t fingerprint;
+
+static void fp_add(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		fingerprint = (fingerprint ^ b[i]) * 0x100000001b3ull;
+}
+
+static void fp_stat(const char *path, const struct stat *st)
+{
+	uint64_t v[6] = { st->st_mode,
+			  st->st_uid,
+			  st->st_gid,
+			  (uint64_t)st->st_size,
+			  (uint64_t)st->st_mtim.tv_sec,
+			  (uint64_t)st->st_mtim.tv_nsec };
+	fp_add(path, strlen(path) + 1);
+	fp_add(v, sizeof(v));
+}
+
+static int fp_entry(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	if (type != FTW_NS)
+		fp_stat(path, st);
+	return 0;
+}
+
+static uint64_t host_fingerprint(void)
+{
+	struct stat st;
+	fingerprint = 0xcbf29ce484222325ull;
+	(void)nftw("/etc", fp_entry, 64, FTW_PHYS);
+	if (stat("/var/lib/dpkg/status", &st) == 0)
+		fp_stat("/var/lib/dpkg/status", &st);
+	return fingerprint;
+}
+
+static bool image_current(const char *image, uint64_t fp)
+{
+	char path[PATH_MAX], buf[32] = "";
+	snprintf(path, sizeof(path), "%s/fingerprint", image);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		(void)!fgets(buf, sizeof(buf), f);
+		fclose(f);
+	}
+	return strtoull(buf, NULL, 16) == fp;
+}
+
+static int write_fingerprint(const char *dir, uint64_t fp, struct cove_err *err)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/fingerprint", dir);
+	FILE *f = fopen(path, "we");
+	if (!f || fprintf(f, "%016llx\n", (unsigned long long)fp) < 0 || fclose(f) != 0)
+		return err_sys(err, errno, "write '%s'", path);
+	return 0;
+}
+
+int host_image_ensure(const char *pool_dir, bool *ret_rebuilt, struct cove_err *err)
 {
 	char images[PATH_MAX], image[PATH_MAX], tmp[PATH_MAX];
 	snprintf(images, sizeof(images), "%s/images", pool_dir);
 	snprintf(image, sizeof(image), "%s/host", images);
 	snprintf(tmp, sizeof(tmp), "%s/.host.tmp", images);
+	*ret_rebuilt = false;
 	if (mkdir_mode(images, 0700, err) < 0)
 		return -1;
-	if (btrfs_is_subvol(image) == 1)
+	uint64_t fp = host_fingerprint();
+	bool exists = btrfs_is_subvol(image) == 1;
+	if (exists && image_current(image, fp))
 		return 0;
 	int r = btrfs_subvol_delete(tmp);
 	if (r < 0 && r != -ENOENT)
 		return err_sys(err, -r, "delete '%s'", tmp);
 	if ((r = btrfs_subvol_create(tmp)) < 0)
 		return err_sys(err, -r, "create subvolume '%s'", tmp);
-	if (populate(tmp, err) < 0)
+	if (populate(tmp, err) < 0 || write_fingerprint(tmp, fp, err) < 0)
 		return -1;
 	sync();
+	/* Sandboxes made from the old image are snapshots of their own: the
+	 * old image can go. A crash right here leaves no image, and the next
+	 * start builds one. */
+	if (exists && (r = btrfs_subvol_delete(image)) < 0)
+		return err_sys(err, -r, "delete '%s'", image);
 	if ((r = btrfs_subvol_snapshot(tmp, image, true)) < 0)
 		return err_sys(err, -r, "snapshot '%s'", image);
 	(void)btrfs_subvol_delete(tmp);
+	*ret_rebuilt = true;
 	return 0;
 }

@@ -32,7 +32,7 @@
 #include "sys/caps.h"
 #include "sys/seccomp.h"
 
-const char *const runtime_host_layers[] = { "usr", "etc", "opt", NULL };
+const char *const runtime_host_layers[] = { "usr", "opt", NULL };
 
 /* Written to the status pipe by the child that failed. */
 struct start_status {
@@ -210,12 +210,8 @@ static void mount_overlays(void)
 	char opts[512], target[128];
 	for (int i = 0; runtime_host_layers[i]; i++) {
 		const char *l = runtime_host_layers[i];
-		/* mask/<l> holds whiteouts for the host's secrets (shadow, keys). */
-		snprintf(target, sizeof(target), "mask/%s", l);
-		bool masked = access(target, F_OK) == 0;
-		snprintf(opts, sizeof(opts),
-			 "lowerdir=%s%slower/%s,upperdir=upper/%s,workdir=work/%s,index=off,xino=off",
-			 masked ? target : "", masked ? ":" : "", l, l, l);
+		snprintf(opts, sizeof(opts), "lowerdir=lower/%s,upperdir=upper/%s,workdir=work/%s,index=off,xino=off",
+			 l, l, l);
 		snprintf(target, sizeof(target), "rootfs/%s", l);
 		mountf("overlay", target, "overlay", MS_NOSUID, opts);
 	}
@@ -321,8 +317,13 @@ static void run_init(const struct runtime_config *c, int listen_fd)
 	loopback_up();
 	if (dup2(listen_fd, 3) < 0)
 		fail("dup2 listen socket");
-	if (dup2(c->init_exe_fd, 4) < 0 || dup3(status_fd, 5, O_CLOEXEC) < 0)
-		fail("dup2 init exe");
+	/* A fresh open of the sealed memfd, close-on-exec: no process of the
+	 * sandbox inherits it, and no two sandboxes share its file offset. */
+	char exe_path[64];
+	snprintf(exe_path, sizeof(exe_path), "/proc/self/fd/%d", c->init_exe_fd);
+	int exe = open(exe_path, O_RDONLY | O_CLOEXEC);
+	if (exe < 0 || dup3(exe, 4, O_CLOEXEC) < 0 || dup3(status_fd, 5, O_CLOEXEC) < 0)
+		fail("reopen cove-init");
 	status_fd = 5;
 	/* Nothing else of coved's may reach the sandbox: close every other fd
 	 * but the status pipe, which closes itself on exec. */
@@ -463,6 +464,8 @@ int runtime_start(const struct runtime_config *c, pid_t *ret_pid, struct cove_er
 		return err_sys(err, errno, "fork");
 	}
 	if (setup == 0) {
+		/* If coved dies mid-start, the half-made sandbox goes with it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
 		status_fd = p[1];
 		run_setup(c, listen_fd);

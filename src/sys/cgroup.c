@@ -114,7 +114,12 @@ static int write_str(const char *path, const char *val, struct cove_err *err)
 {
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
 	size_t len = strlen(val);
-	ssize_t n = fd < 0 ? -1 : write(fd, val, len);
+	ssize_t n = -1;
+	/* memory limit writes fail with EINTR while a signal is pending
+	 * (coved gets many SIGCHLDs): that is a reason to try again. */
+	for (int tries = 0; fd >= 0 && tries < 100; tries++)
+		if ((n = write(fd, val, len)) >= 0 || errno != EINTR)
+			break;
 	if (n < 0)
 		return fail(err, -errno, "write", path);
 	return (size_t)n == len ? 0 : fail(err, -EIO, "short write to", path);
