@@ -256,6 +256,10 @@ static void reap(void)
 
 int main(void)
 {
+	/* Not dumpable: the sandbox's own processes run with init's uid, and
+	 * must not ptrace it or take its fds (pidfd_getfd) to speak to coved in
+	 * its name. Commands it spawns are dumpable again after their execve. */
+	prctl(PR_SET_DUMPABLE, 0);
 	sigset_t mask;
 	sigfillset(&mask);
 	sigprocmask(SIG_BLOCK, &mask, NULL);

@@ -386,3 +386,21 @@ def test_overlay_writes_stay_inside(cv):
         assert os.path.exists("/usr/bin/true")
         assert _sh(cv, other, "ls /usr/local/bin /etc /opt | grep %s || echo none" % tag) == "none\n"
         assert "hacked" not in _sh(cv, other, "cat /usr/lib/os-release")
+
+
+def test_init_cannot_be_hijacked(cv):
+    # cove-init holds the connection to coved: the sandbox's own processes
+    # (same uid as init) must not ptrace it or take its fds.
+    script = ("import ctypes, os\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "pidfd = libc.syscall(434, 1, 0)\n"
+              "got = libc.syscall(438, pidfd, 3, 0) if pidfd >= 0 else -1\n"
+              "print('getfd', got, ctypes.get_errno())\n"
+              "print('attach', libc.ptrace(16, 1, 0, 0), ctypes.get_errno())\n"
+              "try:\n  os.readlink('/proc/1/fd/3'); print('readlink ok')\n"
+              "except OSError as e: print('readlink', e.errno)\n")
+    with _sandbox(cv) as sid:
+        out = cv.exec(sid, ["python3", "-c", script])["stdout"].split("\n")
+        assert out[0] == "getfd -1 1", out  # EPERM
+        assert out[1].startswith("attach -1 "), out
+        assert out[2].startswith("readlink ") and out[2] != "readlink ok", out
