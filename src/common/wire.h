@@ -32,6 +32,7 @@ enum wire_type {
 enum wire_flags {
 	WIRE_FLAG_STDIN = 1 << 0, /* the first fd is stdin; else stdin is /dev/null */
 	WIRE_FLAG_GROUP = 1 << 1, /* signal the process group */
+	WIRE_FLAG_TREE = 1 << 2,  /* signal every descendant, the group, and the process */
 };
 
 enum wire_stage { WIRE_STAGE_FORK = 1, WIRE_STAGE_USER, WIRE_STAGE_CWD, WIRE_STAGE_EXEC, WIRE_STAGE_STDIO };

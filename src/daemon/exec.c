@@ -321,7 +321,7 @@ static void signal_process(struct exec *e, int sig)
 {
 	if (e->pid <= 0 || e->exited)
 		return;
-	struct wire_hdr h = { .type = WIRE_SIGNAL, .pid = e->pid, .value = sig, .flags = WIRE_FLAG_GROUP };
+	struct wire_hdr h = { .type = WIRE_SIGNAL, .pid = e->pid, .value = sig, .flags = WIRE_FLAG_TREE };
 	(void)sandbox_send(e->sb, &h, sizeof(h), NULL, 0);
 }
 

@@ -7,6 +7,7 @@
  * replaces the old one, which is how a restarted coved re-attaches.
  * Spawned processes get their stdio straight from coved (SCM_RIGHTS), so
  * their output never passes through init. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -130,6 +131,10 @@ static void child_exec(struct wire_spawn *sp, int *fds, int nfds, uint32_t flags
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	setsid();
+	/* Orphans of its descendants stay below it (not re-parented to init)
+	 * while it runs, so that a timeout can find and kill the whole tree,
+	 * also what left the process group with setsid. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	int base = (flags & WIRE_FLAG_STDIN) ? 1 : 0;
 	if (nfds < base + 2)
 		report_and_exit(err_pipe, WIRE_STAGE_STDIO, EBADF);
@@ -205,6 +210,51 @@ static void handle_spawn(const struct wire_hdr *h, const char *payload, int *fds
 	send_msg(WIRE_SPAWNED, h->seq, pid, 0);
 }
 
+/* Send sig to pid's whole tree: every process whose parent chain reaches
+ * it, then its group and itself. Descendants go first (they would be
+ * re-parented to init once pid is gone); rounds repeat while a scan still
+ * finds some, since a process may fork while it is being killed. */
+static void kill_tree(pid_t root, int sig)
+{
+	static pid_t pids[65536], ppids[65536];
+	for (int round = 0; round < 16; round++) {
+		DIR *d = opendir("/proc");
+		int n = 0, found = 0;
+		struct dirent *e;
+		while (d && (e = readdir(d)) && n < 65536) {
+			char path[64], buf[512];
+			pid_t pid = atoi(e->d_name), ppid;
+			if (pid <= 1)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+			if (read_file(path, buf, sizeof(buf)) <= 0 || !strrchr(buf, ')') ||
+			    sscanf(strrchr(buf, ')') + 2, "%*c %d", &ppid) != 1)
+				continue;
+			pids[n] = pid;
+			ppids[n++] = ppid;
+		}
+		if (d)
+			closedir(d);
+		for (int i = 0; i < n; i++) {
+			pid_t p = ppids[i];
+			for (int depth = 0; p > 1 && p != root && depth < 64; depth++) {
+				int j = 0;
+				while (j < n && pids[j] != p)
+					j++;
+				p = j < n ? ppids[j] : 0;
+			}
+			if (p == root && pids[i] != root) {
+				kill(pids[i], sig);
+				found++;
+			}
+		}
+		if (!found)
+			break;
+	}
+	kill(-root, sig);
+	kill(root, sig);
+}
+
 static void handle_packet(void)
 {
 	static char buf[WIRE_MAX_PACKET];
@@ -236,6 +286,8 @@ static void handle_packet(void)
 	if (wire_check_hdr(buf, n, &h) == 0 && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		if (h.type == WIRE_SPAWN)
 			handle_spawn(&h, buf + sizeof(h), fds, nfds);
+		else if (h.type == WIRE_SIGNAL && h.pid > 1 && (h.flags & WIRE_FLAG_TREE))
+			kill_tree(h.pid, h.value);
 		else if (h.type == WIRE_SIGNAL && h.pid > 1)
 			(void)kill((h.flags & WIRE_FLAG_GROUP) ? -h.pid : h.pid, h.value);
 		else if (h.type == WIRE_PING)

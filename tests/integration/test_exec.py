@@ -76,7 +76,9 @@ def test_spawn_errors_are_4xx(cv):
 def test_timeout_kills_the_tree(cv):
     sid = _sb(cv)
     t0 = time.time()
-    r = cv.exec(sid, ["sh", "-c", "sleep 300 & sleep 301 & echo started; wait"], timeout=1)
+    # setsid leaves the process group; the timeout still finds it.
+    r = cv.exec(sid, ["sh", "-c", "sleep 300 & setsid sleep 301 & (sh -c 'setsid sleep 302 &') ; echo started; wait"],
+                timeout=1)
     assert r["timed_out"] is True and r["signal"] == "KILL", r
     assert r["stdout"] == "started\n" and time.time() - t0 < 10, r
     left = wait_until(lambda: "sleep 30" not in cv.exec(sid, ["ps", "-eo", "args"])["stdout"], 5)
