@@ -168,3 +168,22 @@ def test_cli_run_leaves_no_sandbox_when_killed(cv):
         p.send_signal(sig)
         p.wait(timeout=10)
         assert wait_until(lambda: ids() == before, 10), (sig, ids() - before)
+
+
+def test_limits_reach_the_cgroups(cv):
+    # This host is cgroup v1 (the v2 writer is covered by tests/unit/test_cgroup.c).
+    sid = cv.create(memory="96M", cpus=0.5, pids=77)
+    try:
+        base = "/sys/fs/cgroup/%s/cove/" + sid + "/%s"
+        read = lambda ctl, f: open(base % (ctl, f)).read().strip()
+        assert read("memory", "memory.limit_in_bytes") == str(96 << 20)
+        assert read("cpu", "cpu.cfs_quota_us") == "50000" and read("cpu", "cpu.cfs_period_us") == "100000"
+        assert read("pids", "pids.max") == "77"
+        init = str(cv.api("GET", "/v1/sandboxes/" + sid)[1]["init_pid"])
+        for ctl in ("memory", "cpu", "pids", "freezer"):
+            assert init in read(ctl, "cgroup.procs").split(), ctl
+        # Inside, the cgroup namespace makes the sandbox's cgroup the root.
+        assert cv.exec(sid, ["cat", "/proc/self/cgroup"])["stdout"].count(":/\n") >= 4
+    finally:
+        cv.api("DELETE", "/v1/sandboxes/" + sid)
+    assert wait_until(lambda: not os.path.exists("/sys/fs/cgroup/memory/cove/" + sid), 10)
