@@ -20,7 +20,8 @@ struct exec;
 
 struct sandbox_spec {
 	char name[64];
-	char image[64];
+	char image[64];     /* what was asked for: "host" */
+	char image_dir[64]; /* the image subvolume it was made from: "host-<fingerprint>" */
 	uint64_t memory;
 	uint32_t cpu_millis;
 	uint32_t pids;
@@ -55,6 +56,7 @@ struct daemon {
 	char run_dir[600];
 	struct pool pool;
 	struct cgroup_layout cgroups;
+	char host_image[64]; /* the current host image's subvolume name */
 	struct store *store;
 	int init_exe_fd;
 	struct sock_fprog seccomp;

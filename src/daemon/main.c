@@ -23,7 +23,6 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "daemon/daemon.h"
-#include "daemon/spares.h"
 #include "daemon/store.h"
 #include "image/host_image.h"
 #include "sys/seccomp.h"
@@ -191,9 +190,8 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 		return err_sys(err, errno, "create data root '%s'", d->data_dir);
 	if (lock_data_root(d->data_dir, err) < 0)
 		return -1;
-	bool image_rebuilt;
 	if (pool_open(&d->pool, d->data_dir, POOL_SIZE, err) < 0 ||
-	    host_image_ensure(d->pool.dir, &image_rebuilt, err) < 0)
+	    host_image_ensure(d->pool.dir, d->host_image, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/sandboxes", d->pool.dir);
 	if (mkdir_p(path, 0700) < 0)
@@ -213,9 +211,6 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 		return -1;
 	if (sandboxes_load(d, err) < 0)
 		return -1;
-	int r2 = spares_start(d->pool.dir, "host", image_rebuilt);
-	if (r2 < 0)
-		log_warn("spare roots disabled: %s", strerror(-r2));
 	return 0;
 }
 
@@ -276,7 +271,6 @@ int main(int argc, char **argv)
 	event_free(chld);
 	event_free(term);
 	event_free(intr);
-	spares_stop();
 	store_close(d.store);
 	event_base_free(d.base);
 	return 0;

@@ -20,8 +20,8 @@
 #include "common/parse.h"
 #include "common/wire.h"
 #include "daemon/daemon.h"
-#include "daemon/spares.h"
 #include "daemon/store.h"
+#include "image/host_image.h"
 #include "sandbox/runtime.h"
 #include "sys/btrfs.h"
 
@@ -53,28 +53,29 @@ void sandbox_spec_free(struct sandbox_spec *spec)
 
 static json_t *spec_to_json(const struct sandbox_spec *s)
 {
-	return json_pack("{s:s, s:s, s:I, s:f, s:i, s:O, s:s, s:s, s:I}", "name", s->name, "image", s->image, "memory",
-			 (json_int_t)s->memory, "cpus", s->cpu_millis / 1000.0, "pids", (int)s->pids, "env",
-			 s->env ? s->env : json_object(), "cwd", s->cwd, "user", s->user, "created_at",
-			 (json_int_t)s->created_at);
+	return json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:O, s:s, s:s, s:I}", "name", s->name, "image", s->image,
+			 "image_dir", s->image_dir, "memory", (json_int_t)s->memory, "cpus", s->cpu_millis / 1000.0,
+			 "pids", (int)s->pids, "env", s->env ? s->env : json_object(), "cwd", s->cwd, "user", s->user,
+			 "created_at", (json_int_t)s->created_at);
 }
 
 static int spec_from_json(const char *text, struct sandbox_spec *s)
 {
 	json_t *j = json_loads(text, 0, NULL);
-	const char *name = "", *image = "host", *cwd = "", *user = "";
+	const char *name = "", *image = "host", *image_dir = "", *cwd = "", *user = "";
 	json_int_t memory = 0, created = 0;
 	double cpus = 0;
 	int pids = 0;
 	json_t *env = NULL;
-	if (!j || json_unpack(j, "{s?s, s?s, s?I, s?F, s?i, s?o, s?s, s?s, s?I}", "name", &name, "image", &image,
-			      "memory", &memory, "cpus", &cpus, "pids", &pids, "env", &env, "cwd", &cwd, "user", &user,
-			      "created_at", &created) < 0) {
+	if (!j || json_unpack(j, "{s?s, s?s, s?s, s?I, s?F, s?i, s?o, s?s, s?s, s?I}", "name", &name, "image", &image,
+			      "image_dir", &image_dir, "memory", &memory, "cpus", &cpus, "pids", &pids, "env", &env,
+			      "cwd", &cwd, "user", &user, "created_at", &created) < 0) {
 		json_decref(j);
 		return -1;
 	}
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->image, sizeof(s->image), "%s", image);
+	snprintf(s->image_dir, sizeof(s->image_dir), "%s", image_dir);
 	snprintf(s->cwd, sizeof(s->cwd), "%s", cwd);
 	snprintf(s->user, sizeof(s->user), "%s", user);
 	s->memory = (uint64_t)memory;
@@ -185,9 +186,10 @@ static int attach(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 /* Start cove-init on the sandbox's existing subvolume. */
 static int boot(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 {
-	char subvol[600], sock[700];
+	char subvol[600], sock[700], image[600];
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	socket_path(d, sb->id, sock, sizeof(sock));
+	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
 	struct cgroup_limits lim = { sb->spec.memory, sb->spec.cpu_millis, sb->spec.pids };
 	double t0 = now_ms();
 	if (cgroup_create(&d->cgroups, sb->id, &lim, err) < 0)
@@ -195,6 +197,7 @@ static int boot(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	double t1 = now_ms();
 	struct runtime_config rc = { .id = sb->id,
 				     .subvol = subvol,
+				     .image = image,
 				     .uid_base = UID_BASE + (uid_t)sb->slot * RUNTIME_UID_COUNT,
 				     .init_socket = sock,
 				     .init_exe_fd = d->init_exe_fd,
@@ -260,17 +263,24 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, struct sandbox *
 	sb->spec.created_at = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 
 	char image[600], subvol[600];
-	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image);
+	if (strcmp(sb->spec.image, "host") == 0)
+		snprintf(sb->spec.image_dir, sizeof(sb->spec.image_dir), "%s", d->host_image);
+	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
-	if (btrfs_is_subvol(image) != 1) {
+	if (!sb->spec.image_dir[0] || btrfs_is_subvol(image) != 1) {
 		err_set(err, COVE_EINVAL, "unknown image '%s'", sb->spec.image);
 		goto fail;
 	}
+	/* The sandbox's subvolume holds only its own changes, over the shared
+	 * read-only image: a new subvolume needs no transaction commit, where
+	 * a snapshot of the image would (milliseconds, far more under load). */
 	double t0 = now_ms();
-	int r = spares_take(sb->spec.image, subvol) ? 0 : btrfs_subvol_snapshot(image, subvol, false);
+	int r = btrfs_subvol_create(subvol);
+	if (r == 0 && (r = runtime_prepare(subvol)) < 0)
+		(void)btrfs_subvol_delete(subvol);
 	double t1 = now_ms();
 	if (r < 0) {
-		err_sys(err, -r, "snapshot image '%s'", sb->spec.image);
+		err_sys(err, -r, "create subvolume '%s'", subvol);
 		goto fail;
 	}
 	/* Recorded before it runs, so that a crash from here on leaves a row
@@ -280,7 +290,7 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, struct sandbox *
 	ok = ok && boot(d, sb, err) == 0;
 	double t3 = now_ms();
 	ok = ok && save(d, sb, err) == 0;
-	log_debug("sandbox %s: snapshot %.2f ms, save %.2f ms, boot %.2f ms, save %.2f ms", sb->id, t1 - t0, t2 - t1,
+	log_debug("sandbox %s: subvolume %.2f ms, save %.2f ms, boot %.2f ms, save %.2f ms", sb->id, t1 - t0, t2 - t1,
 		  t3 - t2, now_ms() - t3);
 	if (!ok) {
 		detach(sb);
@@ -510,12 +520,25 @@ static void remove_unrecorded_roots(struct daemon *d)
 		closedir(dh);
 }
 
+static bool image_in_use(void *arg, const char *name)
+{
+	struct daemon *d = arg;
+	if (strcmp(name, d->host_image) == 0)
+		return true;
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		if (d->sandboxes[i] && strcmp(d->sandboxes[i]->spec.image_dir, name) == 0)
+			return true;
+	return false;
+}
+
 int sandboxes_load(struct daemon *d, struct cove_err *err)
 {
 	struct load_ctx ctx = { .d = d };
 	if (store_each_sandbox(d->store, load_one, &ctx, err) < 0)
 		return -1;
-	if (ctx.failed == 0) /* a row it could not read may own a root */
+	if (ctx.failed == 0) { /* a row it could not read may own a root, or need an image */
 		remove_unrecorded_roots(d);
+		host_image_gc(d->pool.dir, image_in_use, d);
+	}
 	return 0;
 }

@@ -1,5 +1,6 @@
 #include "image/host_image.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -28,37 +29,20 @@ static int mkdir_mode(const char *path, mode_t mode, struct cove_err *err)
 	return 0;
 }
 
+#define HOST_IMAGE_LAYOUT "host image layout 2"
+
 static const struct {
 	const char *path;
 	mode_t mode;
 } skeleton[] = {
-	{ "rootfs", 0755 },
-	{ "rootfs/dev", 0755 },
-	{ "rootfs/proc", 0555 },
-	{ "rootfs/sys", 0555 },
-	{ "rootfs/tmp", 01777 },
-	{ "rootfs/root", 0700 },
-	{ "rootfs/home", 0755 },
-	{ "rootfs/run", 0755 },
-	{ "rootfs/mnt", 0755 },
-	{ "rootfs/srv", 0755 },
-	{ "rootfs/media", 0755 },
-	{ "rootfs/usr", 0755 },
-	{ "rootfs/etc", 0755 },
-	{ "rootfs/opt", 0755 },
-	{ "rootfs/var", 0755 },
-	{ "rootfs/var/tmp", 01777 },
-	{ "rootfs/var/lib", 0755 },
-	{ "rootfs/var/cache", 0755 },
-	{ "rootfs/var/log", 0755 },
-	{ "rootfs/var/spool", 0755 },
-	{ "rootfs/var/mail", 02775 },
-	{ "rootfs/var/local", 0755 },
-	{ "rootfs/var/opt", 0755 },
-	{ "rootfs/var/backups", 0755 },
-	{ "lower", 0755 },
-	{ "upper", 0755 },
-	{ "work", 0755 },
+	{ "rootfs", 0755 },           { "rootfs/dev", 0755 },       { "rootfs/proc", 0555 },
+	{ "rootfs/sys", 0555 },       { "rootfs/tmp", 01777 },      { "rootfs/root", 0700 },
+	{ "rootfs/home", 0755 },      { "rootfs/run", 0755 },       { "rootfs/mnt", 0755 },
+	{ "rootfs/srv", 0755 },       { "rootfs/media", 0755 },     { "rootfs/usr", 0755 },
+	{ "rootfs/etc", 0755 },       { "rootfs/opt", 0755 },       { "rootfs/var", 0755 },
+	{ "rootfs/var/tmp", 01777 },  { "rootfs/var/lib", 0755 },   { "rootfs/var/cache", 0755 },
+	{ "rootfs/var/log", 0755 },   { "rootfs/var/spool", 0755 }, { "rootfs/var/mail", 02775 },
+	{ "rootfs/var/local", 0755 }, { "rootfs/var/opt", 0755 },   { "rootfs/var/backups", 0755 },
 };
 
 /* The host's merged-/usr links (/bin -> usr/bin, ...), copied as they are. */
@@ -172,14 +156,6 @@ static int populate(const char *dir, struct cove_err *err)
 		if (mkdir_mode(p, skeleton[i].mode, err) < 0)
 			return -1;
 	}
-	for (int i = 0; runtime_host_layers[i]; i++) {
-		static const char *const kinds[] = { "lower", "upper", "work" };
-		for (int k = 0; k < 3; k++) {
-			snprintf(p, sizeof(p), "%s/%s/%s", dir, kinds[k], runtime_host_layers[i]);
-			if (mkdir_mode(p, 0755, err) < 0)
-				return -1;
-		}
-	}
 	snprintf(p, sizeof(p), "%s/rootfs", dir);
 	if (copy_root_links(p, err) < 0)
 		return -1;
@@ -225,63 +201,55 @@ static uint64_t host_fingerprint(void)
 {
 	struct stat st;
 	fingerprint = 0xcbf29ce484222325ull;
+	fp_add(HOST_IMAGE_LAYOUT, sizeof(HOST_IMAGE_LAYOUT)); /* a new layout makes a new image */
 	(void)nftw("/etc", fp_entry, 64, FTW_PHYS);
 	if (stat("/var/lib/dpkg/status", &st) == 0)
 		fp_stat("/var/lib/dpkg/status", &st);
 	return fingerprint;
 }
 
-static bool image_current(const char *image, uint64_t fp)
+int host_image_ensure(const char *pool_dir, char ret_name[HOST_IMAGE_NAME_MAX], struct cove_err *err)
 {
-	char path[PATH_MAX], buf[32] = "";
-	snprintf(path, sizeof(path), "%s/fingerprint", image);
-	FILE *f = fopen(path, "re");
-	if (f) {
-		(void)!fgets(buf, sizeof(buf), f);
-		fclose(f);
-	}
-	return strtoull(buf, NULL, 16) == fp;
-}
-
-static int write_fingerprint(const char *dir, uint64_t fp, struct cove_err *err)
-{
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/fingerprint", dir);
-	FILE *f = fopen(path, "we");
-	if (!f || fprintf(f, "%016llx\n", (unsigned long long)fp) < 0 || fclose(f) != 0)
-		return err_sys(err, errno, "write '%s'", path);
-	return 0;
-}
-
-int host_image_ensure(const char *pool_dir, bool *ret_rebuilt, struct cove_err *err)
-{
-	char images[PATH_MAX], image[PATH_MAX], tmp[PATH_MAX];
+	char images[PATH_MAX], image[PATH_MAX], tmp[PATH_MAX], name[HOST_IMAGE_NAME_MAX];
 	snprintf(images, sizeof(images), "%s/images", pool_dir);
-	snprintf(image, sizeof(image), "%s/host", images);
 	snprintf(tmp, sizeof(tmp), "%s/.host.tmp", images);
-	*ret_rebuilt = false;
 	if (mkdir_mode(images, 0700, err) < 0)
 		return -1;
 	uint64_t fp = host_fingerprint();
-	bool exists = btrfs_is_subvol(image) == 1;
-	if (exists && image_current(image, fp))
+	snprintf(name, sizeof(name), "host-%016llx", (unsigned long long)fp);
+	snprintf(image, sizeof(image), "%s/%s", images, name);
+	if (btrfs_is_subvol(image) == 1) {
+		strcpy(ret_name, name);
 		return 0;
+	}
 	int r = btrfs_subvol_delete(tmp);
 	if (r < 0 && r != -ENOENT)
 		return err_sys(err, -r, "delete '%s'", tmp);
 	if ((r = btrfs_subvol_create(tmp)) < 0)
 		return err_sys(err, -r, "create subvolume '%s'", tmp);
-	if (populate(tmp, err) < 0 || write_fingerprint(tmp, fp, err) < 0)
+	if (populate(tmp, err) < 0)
 		return -1;
 	sync();
-	/* Sandboxes made from the old image are snapshots of their own: the
-	 * old image can go. A crash right here leaves no image, and the next
-	 * start builds one. */
-	if (exists && (r = btrfs_subvol_delete(image)) < 0)
-		return err_sys(err, -r, "delete '%s'", image);
 	if ((r = btrfs_subvol_snapshot(tmp, image, true)) < 0)
 		return err_sys(err, -r, "snapshot '%s'", image);
 	(void)btrfs_subvol_delete(tmp);
-	*ret_rebuilt = true;
+	strcpy(ret_name, name);
 	return 0;
+}
+
+void host_image_gc(const char *pool_dir, bool (*in_use)(void *arg, const char *name), void *arg)
+{
+	char images[PATH_MAX], path[PATH_MAX + 256];
+	snprintf(images, sizeof(images), "%s/images", pool_dir);
+	DIR *d = opendir(images);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		bool host_image = strncmp(e->d_name, "host-", 5) == 0 || strcmp(e->d_name, "host") == 0;
+		if (!host_image || in_use(arg, e->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", images, e->d_name);
+		(void)btrfs_subvol_delete(path);
+	}
+	if (d)
+		closedir(d);
 }

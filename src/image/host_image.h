@@ -11,16 +11,21 @@
  *   upper/… work/…    the overlays' writable layers (the sandbox's changes)
  *
  * /etc is a copy, not a live layer, so that a secret put into the host's
- * /etc later never shows in a sandbox. A copy goes stale: the image is made
- * again when coved starts and the host's /etc or package database changed
- * (see host_image_ensure); running sandboxes keep theirs. */
+ * /etc later never shows in a sandbox. A copy goes stale: a new image is made
+ * when coved starts and the host's /etc or package database changed (see
+ * host_image_ensure); existing sandboxes keep theirs. */
 #pragma once
 #include <stdbool.h>
 
 #include "common/error.h"
 
-/* Make <pool>/images/host, or make it again when the host's /etc or dpkg
- * database changed since. Safe against a crash at any point: it is built
- * under a temporary name and snapshotted into place. *ret_rebuilt tells
- * whether it changed (spare roots made from the old one must go). */
-int host_image_ensure(const char *pool_dir, bool *ret_rebuilt, struct cove_err *err);
+#define HOST_IMAGE_NAME_MAX 32
+
+/* Make the host image for the host as it is now, if it does not exist yet:
+ * <pool>/images/host-<fingerprint of /etc and the dpkg database>, and put
+ * that name in ret_name. Sandboxes keep the image they were made from; a
+ * host that changed gets a new one. Safe against a crash at any point: it
+ * is built under a temporary name and snapshotted into place. */
+int host_image_ensure(const char *pool_dir, char ret_name[HOST_IMAGE_NAME_MAX], struct cove_err *err);
+/* Delete every host image that in_use() says no sandbox needs. */
+void host_image_gc(const char *pool_dir, bool (*in_use)(void *arg, const char *name), void *arg);

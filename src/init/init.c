@@ -217,6 +217,10 @@ static void handle_spawn(const struct wire_hdr *h, const char *payload, int *fds
 static void kill_tree(pid_t root, int sig)
 {
 	static pid_t pids[65536], ppids[65536];
+	/* Stopped, the process cannot see its children die and exit on its
+	 * own before the signal reaches it: it dies of sig, as reported. */
+	if (sig == SIGKILL)
+		kill(root, SIGSTOP);
 	for (int round = 0; round < 16; round++) {
 		DIR *d = opendir("/proc");
 		int n = 0, found = 0;

@@ -151,18 +151,18 @@ static void make_dev_node(const char *dev, const char *name)
 	mountf(src, dst, NULL, MS_BIND, NULL);
 }
 
-/* A minimal /dev: device nodes are bind mounts of the host's harmless ones
- * (a tmpfs made in a user namespace could not hold working nodes anyway). */
-static void setup_dev(const char *rootfs, uid_t base)
+/* A minimal /dev, made as the sandbox's root (ids are its own): device
+ * nodes are bind mounts of the host's harmless ones (a tmpfs made in a user
+ * namespace could not hold working nodes anyway). */
+static void setup_dev(const char *rootfs)
 {
 	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
 	static const char *const links[][2] = { { "/proc/self/fd", "fd" },       { "/proc/self/fd/0", "stdin" },
 						{ "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
 						{ "pts/ptmx", "ptmx" },          { "/proc/kcore", "core" } };
-	char dev[4096], opts[128], p[4096];
+	char dev[4096], p[4096];
 	snprintf(dev, sizeof(dev), "%s/dev", rootfs);
-	snprintf(opts, sizeof(opts), "mode=755,size=65536k,nr_inodes=4096,uid=%u,gid=%u", base, base);
-	mountf("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, opts);
+	mountf("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536k,nr_inodes=4096");
 	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++)
 		make_dev_node(dev, nodes[i]);
 	for (size_t i = 0; i < ARRAY_SIZE(links) - 1; i++) {
@@ -173,17 +173,20 @@ static void setup_dev(const char *rootfs, uid_t base)
 	static const char *const dirs[] = { "pts", "shm", "mqueue" };
 	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
 		snprintf(p, sizeof(p), "%s/%s", dev, dirs[i]);
-		if (mkdir(p, 0755) < 0 || chown(p, base, base) < 0)
+		if (mkdir(p, 0755) < 0)
 			fail("mkdir '%s'", p);
 	}
 	snprintf(p, sizeof(p), "%s/shm", dev);
-	snprintf(opts, sizeof(opts), "mode=1777,size=65536k,uid=%u,gid=%u", base, base);
-	mountf("shm", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts);
+	mountf("shm", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k");
 }
 
-/* As host root, in C's private mount namespace: everything that needs host
- * privileges. The overlays come later (mount_overlays). */
-static void setup_rootfs(const struct runtime_config *c, int userns, char *rootfs, size_t cap)
+/* As host root, in C's private mount namespace: the idmapped mounts, which
+ * only host root may make. They are the overlays' layers, below the
+ * sandbox's subvolume (see runtime_prepare):
+ *   <subvol>              the sandbox's own files, idmapped onto itself
+ *   <subvol>/lower/image  the image's root (read-only)
+ *   <subvol>/lower/usr …  the host's /usr and /opt (read-only) */
+static void mount_layers(const struct runtime_config *c, int userns)
 {
 	char lower[4096];
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -191,30 +194,52 @@ static void setup_rootfs(const struct runtime_config *c, int userns, char *rootf
 	/* The subvolume holds image-relative ids on disk; the sandbox sees them
 	 * shifted into its own range, and its writes are stored unshifted. */
 	mount_idmapped(c->subvol, c->subvol, userns, false);
-	snprintf(rootfs, cap, "%s/rootfs", c->subvol);
-	mountf(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL);
+	snprintf(lower, sizeof(lower), "%s/lower/image", c->subvol);
+	mount_idmapped(c->image, lower, userns, true);
 	for (int i = 0; runtime_host_layers[i]; i++) {
 		char host[64];
 		snprintf(host, sizeof(host), "/%s", runtime_host_layers[i]);
 		snprintf(lower, sizeof(lower), "%s/lower/%s", c->subvol, runtime_host_layers[i]);
 		mount_idmapped(host, lower, userns, true);
 	}
-	setup_dev(rootfs, c->uid_base);
 }
 
-/* As the sandbox's root, with the cwd at the (idmapped) subvolume: overlay
- * creates its upper files with the mounter's credentials, and host root has
- * no id in the sandbox's idmapped upper layer, so the sandbox mounts them. */
-static void mount_overlays(void)
+static void mount_overlay(const char *lower, const char *layer, const char *target)
 {
-	char opts[512], target[128];
+	char opts[512];
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=upper/%s,workdir=work/%s,index=off,xino=off", lower, layer,
+		 layer);
+	mountf("overlay", target, "overlay", MS_NOSUID, opts);
+}
+
+/* As the sandbox's root, with the cwd at the (idmapped) subvolume: the root
+ * overlay (the image under the sandbox's writes), the host layers in it, and
+ * /dev. Overlay creates upper files with the mounter's credentials, and host
+ * root has no id in the idmapped upper layer, so the sandbox mounts them. */
+static void mount_root(void)
+{
+	char lower[64], target[64];
+	mount_overlay("lower/image/rootfs", "root", "root");
 	for (int i = 0; runtime_host_layers[i]; i++) {
-		const char *l = runtime_host_layers[i];
-		snprintf(opts, sizeof(opts), "lowerdir=lower/%s,upperdir=upper/%s,workdir=work/%s,index=off,xino=off",
-			 l, l, l);
-		snprintf(target, sizeof(target), "rootfs/%s", l);
-		mountf("overlay", target, "overlay", MS_NOSUID, opts);
+		snprintf(lower, sizeof(lower), "lower/%s", runtime_host_layers[i]);
+		snprintf(target, sizeof(target), "root/%s", runtime_host_layers[i]);
+		mount_overlay(lower, runtime_host_layers[i], target);
 	}
+	setup_dev("root");
+}
+
+int runtime_prepare(const char *subvol)
+{
+	static const char *const dirs[] = { "upper",     "work",        "lower",     "root",     "upper/root",
+					    "work/root", "lower/image", "upper/usr", "work/usr", "lower/usr",
+					    "upper/opt", "work/opt",    "lower/opt" };
+	char p[4096];
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		snprintf(p, sizeof(p), "%s/%s", subvol, dirs[i]);
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
 }
 
 static void bind_ro(const char *rootfs, const char *path)
@@ -270,16 +295,6 @@ static void setup_kernel_views(const char *rootfs)
 		bind_ro(rootfs, readonly[i]);
 }
 
-/* The root mount was made by host root, so in this namespace it is locked,
- * and pivot_root refuses a locked new root. A recursive copy made here is
- * not locked itself, while every mount inside it stays locked. */
-static void rebind_root(void)
-{
-	_cleanup_close_ int fd = sys_open_tree(AT_FDCWD, ".", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-	if (fd < 0 || sys_move_mount(fd, "", AT_FDCWD, ".", MOVE_MOUNT_F_EMPTY_PATH) < 0 || fchdir(fd) < 0)
-		fail("rebind root");
-}
-
 static void enter_root(void)
 {
 	/* pivot_root(".", ".") stacks the old root on the new one; detaching it
@@ -307,7 +322,6 @@ static void run_init(const struct runtime_config *c, int listen_fd)
 	/* The cwd is the new root (entered while still host root): the data
 	 * root's 0700 directories above it are not ours to traverse now. */
 	trace("init");
-	rebind_root();
 	setup_kernel_views(".");
 	trace("views");
 	enter_root();
@@ -362,14 +376,13 @@ static void become_sandbox_root(int userns)
 /* C: everything between coved and pid 1. Never returns. */
 static void run_setup(const struct runtime_config *c, int listen_fd)
 {
-	char rootfs[4096];
 	trace("setup");
 	int userns = make_userns(c->uid_base);
 	trace("userns");
 	if (unshare(CLONE_NEWNS) < 0)
 		fail("unshare mount namespace");
-	setup_rootfs(c, userns, rootfs, sizeof(rootfs));
-	trace("rootfs");
+	mount_layers(c, userns);
+	trace("layers");
 	if (chdir(c->subvol) < 0)
 		fail("chdir '%s'", c->subvol);
 	struct cove_err e = { 0 };
@@ -381,14 +394,16 @@ static void run_setup(const struct runtime_config *c, int listen_fd)
 	become_sandbox_root(userns);
 	/* The new mount namespace is owned by the sandbox's user namespace, so
 	 * every mount copied into it is locked: it cannot be unmounted or
-	 * remounted to uncover what is beneath. */
+	 * remounted to uncover what is beneath. The sandbox's own mounts made
+	 * from here on are not; capabilities and seccomp keep it from touching
+	 * them. */
 	if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWCGROUP) < 0)
 		fail("unshare namespaces");
 	trace("unshare");
-	mount_overlays();
-	trace("overlays");
-	if (chdir("rootfs") < 0)
-		fail("chdir rootfs");
+	mount_root();
+	trace("root");
+	if (chdir("root") < 0)
+		fail("chdir root");
 	pid_t pid = fork();
 	if (pid < 0)
 		fail("fork init");

@@ -3,11 +3,13 @@
  *
  *   coved ── fork ──► C (host root)
  *                     makes the user namespace (via a short-lived helper),
- *                     a private mount namespace, and in it, as host root:
- *                     the idmapped sandbox root, the idmapped read-only host
- *                     layers, the overlays, /dev. Joins the cgroups.
+ *                     a private mount namespace, and in it, as host root,
+ *                     the idmapped layers: the sandbox's subvolume, the
+ *                     image (read-only), the host's /usr and /opt
+ *                     (read-only). Joins the cgroups.
  *                     setns(userns), unshare(mnt pid ipc uts net cgroup):
- *                     every mount made so far is now locked.
+ *                     every mount made so far is now locked. As the
+ *                     sandbox's root: the overlays (root, /usr, /opt), /dev.
  *                ── fork ──► init (pid 1 in the new pid namespace)
  *                     proc, sysfs (ro), devpts; masks; pivot_root;
  *                     hostname; loopback; capabilities, no_new_privs,
@@ -24,13 +26,18 @@
 
 struct runtime_config {
 	const char *id;          /* sandbox ID, also its hostname */
-	const char *subvol;      /* the sandbox's subvolume: rootfs/ upper/ work/ lower/ mask/ */
+	const char *subvol;      /* the sandbox's subvolume, laid out by runtime_prepare */
+	const char *image;       /* the image's read-only subvolume (it holds rootfs/) */
 	uid_t uid_base;          /* host uid of the sandbox's root */
 	const char *init_socket; /* path where cove-init listens */
 	int init_exe_fd;         /* sealed memfd holding cove-init */
 	const struct cgroup_layout *cgroups;
 	const struct sock_fprog *seccomp; /* compiled once, see seccomp.h */
 };
+
+/* Lay out a new, empty sandbox subvolume: upper/ and work/ for the
+ * overlays (root, usr, opt), mount points lower/ and root/. -errno. */
+int runtime_prepare(const char *subvol);
 
 /* Start the sandbox. On success *ret_pid is cove-init's host pid; it is a
  * child of the caller (coved is a subreaper) and listens on init_socket. */
