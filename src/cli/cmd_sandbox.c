@@ -143,21 +143,21 @@ static int start_watcher(const struct cli *cli)
 	}
 	close(p[1]);
 	setsid();
-	char buf[32];
+	/* The ID (15 bytes), then one more byte when the run ended well. */
+	char buf[17];
 	size_t len = 0;
 	ssize_t n;
-	while (len < sizeof(buf) - 1 && (n = read(p[0], buf + len, sizeof(buf) - 1 - len)) != 0) {
+	while (len < 16 && (n = read(p[0], buf + len, 16 - len)) != 0) {
 		if (n < 0 && errno != EINTR)
 			break;
 		len += n > 0 ? (size_t)n : 0;
-		if (len > 0 && buf[len - 1] == 'd')
-			_exit(0);
 	}
-	buf[len] = '\0';
+	if (len != 15) /* done, or no ID was ever sent */
+		_exit(0);
+	buf[15] = '\0';
 	struct cove *c;
 	struct cove_error err;
-	if (len >= 15 && cove_open(cli->socket_path, &c, &err) == 0) {
-		buf[15] = '\0';
+	if (cove_open(cli->socket_path, &c, &err) == 0) {
 		(void)cove_delete(c, buf, &err);
 		cove_close(c);
 	}

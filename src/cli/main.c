@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,9 @@ int main(int argc, char **argv)
 		cli.socket_path = COVE_DEFAULT_SOCKET;
 	if (!cli.data_dir || !*cli.data_dir)
 		cli.data_dir = "/var/lib/cove";
+	/* A write to a pipe whose reader is gone is an error to handle, not a
+	 * reason to die. */
+	signal(SIGPIPE, SIG_IGN);
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
