@@ -56,8 +56,12 @@ $(BUILD)/libcove.a: $(CLIENT_OBJ)
 $(BUILD)/coved: $(DAEMON_OBJ) $(CORE_OBJ)
 	$(CC) $(PIE_LDFLAGS) -o $@ $^ $(LIBS_DAEMON)
 
+# The CLI is linked statically (static-pie keeps ASLR): loading shared
+# libraries costs a third of a `cove exec` on this kind of VM. Sanitizer
+# builds link dynamically, as the sanitizers need.
+CLI_LDFLAGS = $(if $(SAN),$(PIE_LDFLAGS),-static-pie -Wl,-z,relro,-z,now)
 $(BUILD)/cove: $(CLI_OBJ) $(BUILD)/libcove.a
-	$(CC) $(PIE_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcove.a $(LIBS_CLIENT)
+	$(CC) $(CLI_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcove.a $(LIBS_CLIENT)
 
 $(BUILD)/cove-init: $(call iobj,$(INIT_SRC) $(INIT_COMMON))
 	$(CC) -static -no-pie -o $@ $^
