@@ -51,6 +51,8 @@ struct sandbox {
 struct daemon {
 	struct event_base *base;
 	struct evhttp *http;
+	int api_fd;                             /* the API's listening socket */
+	struct evhttp_bound_socket *api_handle; /* NULL once stopping */
 	char data_dir[512];
 	char socket_path[512];
 	char run_dir[600];

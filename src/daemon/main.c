@@ -113,6 +113,12 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 	/* Deletions under way get a few seconds to finish; what is left then
 	 * is finished by the next start. */
 	daemon_ctx->stopping = true;
+	/* No new requests: the socket goes at once (a new coved may take it). */
+	if (daemon_ctx->api_handle) {
+		evhttp_del_accept_socket(daemon_ctx->http, daemon_ctx->api_handle);
+		daemon_ctx->api_handle = NULL;
+		(void)unlink(daemon_ctx->socket_path);
+	}
 	struct timeval grace = { 5, 0 };
 	event_base_loopexit(daemon_ctx->base, &grace);
 	sandboxes_stop_if_idle(daemon_ctx);
@@ -209,6 +215,11 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 	snprintf(path, sizeof(path), "%s/state.db", d->data_dir);
 	if (store_open(&d->store, path, err) < 0)
 		return -1;
+	/* Bound before the sandboxes are re-attached: a second coved on the
+	 * same socket must fail before it touches anything. Requests wait in
+	 * the backlog until the loop runs. */
+	if ((d->api_fd = listen_api(d->socket_path, err)) < 0)
+		return -1;
 	if (sandboxes_load(d, err) < 0)
 		return -1;
 	return 0;
@@ -216,9 +227,7 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 
 static int serve(struct daemon *d, struct cove_err *err)
 {
-	int fd = listen_api(d->socket_path, err);
-	if (fd < 0)
-		return -1;
+	int fd = d->api_fd;
 	d->http = evhttp_new(d->base);
 	evhttp_set_max_headers_size(d->http, 16384);
 	evhttp_set_max_body_size(d->http, MAX_BODY);
@@ -228,7 +237,7 @@ static int serve(struct daemon *d, struct cove_err *err)
 						    EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS |
 						    EVHTTP_REQ_CONNECT | EVHTTP_REQ_TRACE);
 	evhttp_set_gencb(d->http, api_handle, d);
-	if (!evhttp_accept_socket_with_handle(d->http, fd)) {
+	if (!(d->api_handle = evhttp_accept_socket_with_handle(d->http, fd))) {
 		close(fd);
 		return err_set(err, COVE_EINTERNAL, "evhttp accept");
 	}
@@ -266,8 +275,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	event_base_dispatch(d.base);
+	if (d.api_handle)
+		(void)unlink(d.socket_path);
 	evhttp_free(d.http);
-	(void)unlink(d.socket_path);
 	event_free(chld);
 	event_free(term);
 	event_free(intr);

@@ -320,12 +320,15 @@ static void finish_delete(struct daemon *d, struct sandbox *sb)
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	socket_path(d, sb->id, sock, sizeof(sock));
 	detach(sb);
+	double t0 = now_ms();
 	if (cgroup_destroy(&d->cgroups, sb->id, 5000, &err) < 0) {
 		log_error("sandbox %s: delete: %s", sb->id, err.msg);
 		return;
 	}
 	(void)unlink(sock);
+	double t1 = now_ms();
 	int r = btrfs_subvol_delete(subvol);
+	log_debug("sandbox %s: deleted: cgroups %.2f ms, subvolume %.2f ms", sb->id, t1 - t0, now_ms() - t1);
 	if (r < 0 && r != -ENOENT) {
 		log_error("sandbox %s: delete subvolume '%s': %s", sb->id, subvol, strerror(-r));
 		return;
