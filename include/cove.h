@@ -66,6 +66,16 @@ struct cove_exec_result {
 int cove_exec(struct cove *c, const char *id, const char *request_json, const struct cove_exec_events *events,
 	      struct cove_exec_result *ret, struct cove_error *err);
 
+/* A regular file of a sandbox, whole, into *ret_data (free it; a NUL
+ * follows the bytes). Bounded by libcove's maximum response (64 MiB). The
+ * path is resolved inside the sandbox, never on the host. */
+int cove_read_file(struct cove *c, const char *id, const char *path, char **ret_data, size_t *ret_len,
+		   struct cove_error *err);
+/* Create or replace a sandbox's file with len bytes, owned by the
+ * sandbox's user; mode like "0755", or NULL for 0644 (new files). */
+int cove_write_file(struct cove *c, const char *id, const char *path, const void *data, size_t len, const char *mode,
+		    struct cove_error *err);
+
 #ifdef __cplusplus
 }
 #endif

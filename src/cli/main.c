@@ -26,6 +26,7 @@ static const struct verb {
 	{ "ls", cmd_ls, "ls                           list sandboxes" },
 	{ "info", cmd_info, "info ID                      a sandbox as JSON" },
 	{ "rm", cmd_rm, "rm ID...                     delete sandboxes" },
+	{ "cp", cmd_cp, "cp SRC ID:DST | ID:SRC DST   copy a file into or out of a sandbox (- is stdin/stdout)" },
 };
 
 static void usage(FILE *f)

@@ -87,8 +87,8 @@ static int error_from_body(int status, const char *body, struct cove_error *err)
 	return -1;
 }
 
-static int request(struct cove *c, const char *method, const char *path, const char *body, http_body_cb on_body,
-		   void *arg, struct http_response *res, struct cove_error *err)
+static int request_raw(struct cove *c, const char *method, const char *path, const char *body, size_t body_len,
+		       http_body_cb on_body, void *arg, struct http_response *res, struct cove_error *err)
 {
 	struct cove_err e = { 0 };
 	/* A kept-alive connection may have been closed by the daemon since the
@@ -100,8 +100,7 @@ static int request(struct cove *c, const char *method, const char *path, const c
 		memset(&e, 0, sizeof(e));
 		memset(res, 0, sizeof(*res));
 		bool reused = c->requests_on_fd++ > 0;
-		if (http_request(c->fd, method, path, NULL, body, body ? strlen(body) : 0, on_body, arg, MAX_RESPONSE,
-				 res, &e) == 0)
+		if (http_request(c->fd, method, path, NULL, body, body_len, on_body, arg, MAX_RESPONSE, res, &e) == 0)
 			return 0;
 		close(c->fd);
 		c->fd = -1;
@@ -109,6 +108,12 @@ static int request(struct cove *c, const char *method, const char *path, const c
 			break;
 	}
 	return set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
+}
+
+static int request(struct cove *c, const char *method, const char *path, const char *body, http_body_cb on_body,
+		   void *arg, struct http_response *res, struct cove_error *err)
+{
+	return request_raw(c, method, path, body, body ? strlen(body) : 0, on_body, arg, res, err);
 }
 
 int cove_call(struct cove *c, const char *method, const char *path, const char *body, char **ret_json,
@@ -250,5 +255,64 @@ int cove_exec(struct cove *c, const char *id, const char *request_json, const st
 	free(s.line);
 	if (r == 0)
 		*ret = result;
+	return r;
+}
+
+/* "/v1/sandboxes/<id>/files?path=<path, percent-encoded>" into buf. */
+static int files_target(char *buf, size_t cap, const char *id, const char *path, struct cove_error *err)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	int n = snprintf(buf, cap, "/v1/sandboxes/%s/files?path=", id);
+	size_t off = n < 0 ? cap : (size_t)n;
+	for (const unsigned char *p = (const unsigned char *)path; *p && off + 4 < cap; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    strchr("/-_.~", *p)) {
+			buf[off++] = (char)*p;
+		} else {
+			buf[off++] = '%';
+			buf[off++] = hex[*p >> 4];
+			buf[off++] = hex[*p & 15];
+		}
+	}
+	if (off + 4 >= cap)
+		return set_error(err, 0, "invalid_argument", "path too long");
+	buf[off] = '\0';
+	return 0;
+}
+
+int cove_read_file(struct cove *c, const char *id, const char *path, char **ret_data, size_t *ret_len,
+		   struct cove_error *err)
+{
+	char target[3 * 4096 + 128];
+	struct http_response res;
+	if (files_target(target, sizeof(target), id, path, err) < 0 ||
+	    request_raw(c, "GET", target, NULL, 0, NULL, NULL, &res, err) < 0)
+		return -1;
+	if (res.status >= 300 || strncmp(res.content_type, "application/octet-stream", 24) != 0) {
+		if (res.status < 300)
+			set_error(err, res.status, "invalid_argument", "'%s' is a directory", path);
+		else
+			error_from_body(res.status, res.body, err);
+		free(res.body);
+		return -1;
+	}
+	*ret_data = res.body;
+	*ret_len = res.body_len;
+	return 0;
+}
+
+int cove_write_file(struct cove *c, const char *id, const char *path, const void *data, size_t len, const char *mode,
+		    struct cove_error *err)
+{
+	char target[3 * 4096 + 160];
+	struct http_response res;
+	if (files_target(target, sizeof(target) - 32, id, path, err) < 0)
+		return -1;
+	if (mode)
+		snprintf(target + strlen(target), 32, "&mode=%.8s", mode);
+	if (request_raw(c, "PUT", target, data, len, NULL, NULL, &res, err) < 0)
+		return -1;
+	int r = res.status >= 300 ? error_from_body(res.status, res.body, err) : 0;
+	free(res.body);
 	return r;
 }

@@ -47,6 +47,8 @@ const char *err_code_name(int code)
 		return "too_large";
 	case COVE_EFULL:
 		return "no_capacity";
+	case COVE_EPERM:
+		return "permission_denied";
 	default:
 		return "internal";
 	}

@@ -12,6 +12,7 @@ enum cove_errcode {
 	COVE_ETOOBIG,       /* too large: 413 */
 	COVE_EFULL,         /* no slot: 429 */
 	COVE_EINTERNAL,     /* a bug or the host failing: 500 */
+	COVE_EPERM,         /* not permitted (a file the user may not touch): 403 */
 };
 
 struct cove_err {

@@ -105,7 +105,45 @@ int wire_check_hdr(const void *pkt, size_t len, struct wire_hdr *ret)
 	if (len < sizeof(*ret))
 		return -EINVAL;
 	memcpy(ret, pkt, sizeof(*ret));
-	if (ret->payload_len != len - sizeof(*ret) || ret->type < WIRE_SPAWN || ret->type > WIRE_PONG)
+	if (ret->payload_len != len - sizeof(*ret) || ret->type < WIRE_SPAWN || ret->type > WIRE_TYPE_LAST)
+		return -EINVAL;
+	return 0;
+}
+
+/* Path payload layout: u32 mode, then NUL-terminated path, path2, user. */
+long wire_encode_path(char *buf, size_t cap, struct wire_hdr *hdr, const struct wire_path *p)
+{
+	if (!p->path || p->path[0] != '/')
+		return -EINVAL;
+	if (cap > WIRE_MAX_PACKET)
+		cap = WIRE_MAX_PACKET;
+	size_t off = sizeof(*hdr);
+	if (off + 4 > cap)
+		return -E2BIG;
+	memcpy(buf + off, &p->mode, 4);
+	off += 4;
+	int r = put_str(buf, cap, &off, p->path);
+	if (r == 0)
+		r = put_str(buf, cap, &off, p->path2 ? p->path2 : "");
+	if (r == 0)
+		r = put_str(buf, cap, &off, p->user ? p->user : "");
+	if (r < 0)
+		return r;
+	hdr->payload_len = off - sizeof(*hdr);
+	memcpy(buf, hdr, sizeof(*hdr));
+	return (long)off;
+}
+
+int wire_decode_path(const char *payload, size_t len, struct wire_path *ret)
+{
+	if (len < 4)
+		return -EINVAL;
+	memcpy(&ret->mode, payload, 4);
+	size_t off = 4;
+	ret->path = take_str(payload, len, &off);
+	ret->path2 = take_str(payload, len, &off);
+	ret->user = take_str(payload, len, &off);
+	if (!ret->path || !ret->path2 || !ret->user || ret->path[0] != '/' || off != len)
 		return -EINVAL;
 	return 0;
 }

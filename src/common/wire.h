@@ -8,6 +8,14 @@
  *   coved -> init   WIRE_SIGNAL   pid, value = signal; WIRE_FLAG_GROUP kills the group
  *   init  -> coved  WIRE_EXITED   pid, value = wait status
  *   coved -> init   WIRE_PING     -> WIRE_PONG (value = number of live spawned processes)
+ *   coved -> init   WIRE_OPEN     payload: path request; value = enum wire_open_kind
+ *   init  -> coved  WIRE_OPENED   fd: the open file; WIRE_FLAG_CREATED if it was made
+ *   init  -> coved  WIRE_OPEN_FAILED  value = errno
+ *   coved -> init   WIRE_FSOP     payload: path request; value = enum wire_fsop
+ *   init  -> coved  WIRE_FSOP_DONE  value = 0 or errno; pid = 1 if something changed
+ *
+ * Paths in WIRE_OPEN and WIRE_FSOP are resolved by init inside the
+ * sandbox's root (openat2 RESOLVE_IN_ROOT), as the request's user.
  *
  * The encoder and decoder are pure and bounds-checked: init trusts nothing
  * about the packet beyond what the decoder validated. */
@@ -27,13 +35,32 @@ enum wire_type {
 	WIRE_EXITED,
 	WIRE_PING,
 	WIRE_PONG,
+	WIRE_OPEN,
+	WIRE_OPENED,
+	WIRE_OPEN_FAILED,
+	WIRE_FSOP,
+	WIRE_FSOP_DONE,
+	WIRE_TYPE_LAST = WIRE_FSOP_DONE,
 };
 
 enum wire_flags {
-	WIRE_FLAG_STDIN = 1 << 0, /* the first fd is stdin; else stdin is /dev/null */
-	WIRE_FLAG_GROUP = 1 << 1, /* signal the process group */
-	WIRE_FLAG_TREE = 1 << 2,  /* signal every descendant, the group, and the process */
+	WIRE_FLAG_STDIN = 1 << 0,     /* the first fd is stdin; else stdin is /dev/null */
+	WIRE_FLAG_GROUP = 1 << 1,     /* signal the process group */
+	WIRE_FLAG_TREE = 1 << 2,      /* signal every descendant, the group, and the process */
+	WIRE_FLAG_MODE = 1 << 3,      /* WIRE_OPEN: apply mode also to an existing file */
+	WIRE_FLAG_PARENTS = 1 << 4,   /* WIRE_OPEN write: make missing parent directories */
+	WIRE_FLAG_RECURSIVE = 1 << 5, /* WIRE_FSOP remove: directories with their contents */
+	WIRE_FLAG_OVERWRITE = 1 << 6, /* WIRE_FSOP rename: replace an existing target */
+	WIRE_FLAG_CREATED = 1 << 7,   /* WIRE_OPENED: the file did not exist before */
 };
+
+enum wire_open_kind {
+	WIRE_OPEN_READ = 1, /* a regular file or a directory, for reading */
+	WIRE_OPEN_WRITE,    /* a regular file, created or truncated */
+	WIRE_OPEN_STAT,     /* O_PATH, not following a trailing symlink */
+};
+
+enum wire_fsop { WIRE_FS_REMOVE = 1, WIRE_FS_MKDIR, WIRE_FS_RENAME };
 
 enum wire_stage { WIRE_STAGE_FORK = 1, WIRE_STAGE_USER, WIRE_STAGE_CWD, WIRE_STAGE_EXEC, WIRE_STAGE_STDIO };
 
@@ -54,6 +81,20 @@ struct wire_spawn {
 	const char *argv[WIRE_MAX_ARGS + 1]; /* NULL-terminated */
 	const char *envp[WIRE_MAX_ARGS + 1]; /* NULL-terminated */
 };
+
+/* A WIRE_OPEN or WIRE_FSOP request. Strings point into the decoded packet. */
+struct wire_path {
+	uint32_t mode;     /* permission bits for what is created */
+	const char *path;  /* absolute, inside the sandbox */
+	const char *path2; /* rename's target, else "" */
+	const char *user;  /* name or decimal uid; "" = root */
+};
+
+/* Encode hdr (type set by the caller, payload_len filled in) and p into buf.
+ * Returns the packet length, or -E2BIG / -EINVAL. */
+long wire_encode_path(char *buf, size_t cap, struct wire_hdr *hdr, const struct wire_path *p);
+/* Decode a path payload. 0 or -EINVAL. */
+int wire_decode_path(const char *payload, size_t len, struct wire_path *ret);
 
 /* Encode hdr (payload_len is filled in) and spawn into buf. Returns the
  * packet length, or -E2BIG / -EINVAL. */

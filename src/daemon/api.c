@@ -30,6 +30,8 @@ static int status_of(int code)
 		return 413;
 	case COVE_EFULL:
 		return 429;
+	case COVE_EPERM:
+		return 403;
 	default:
 		return 500;
 	}
@@ -361,10 +363,18 @@ static const struct route {
 	const char *pattern; /* fnmatch; '*' is the {id} segment */
 	handler_fn fn;
 } routes[] = {
-	{ EVHTTP_REQ_GET, "/v1/health", h_health },          { EVHTTP_REQ_GET, "/v1/capabilities", h_capabilities },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes", h_create },      { EVHTTP_REQ_GET, "/v1/sandboxes", h_list },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*", h_get },        { EVHTTP_REQ_DELETE, "/v1/sandboxes/*", h_delete },
+	{ EVHTTP_REQ_GET, "/v1/health", h_health },
+	{ EVHTTP_REQ_GET, "/v1/capabilities", h_capabilities },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes", h_create },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes", h_list },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*", h_get },
+	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*", h_delete },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/exec", h_exec },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/files", files_get },
+	{ EVHTTP_REQ_PUT, "/v1/sandboxes/*/files", files_put },
+	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*/files", files_delete },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/files/mkdir", files_mkdir },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/files/move", files_move },
 };
 
 void api_handle(struct evhttp_request *req, void *arg)

@@ -17,6 +17,7 @@
 #define UID_BASE 0x10000000u
 
 struct exec;
+struct file_op;
 
 struct sandbox_spec {
 	char name[64];
@@ -45,7 +46,8 @@ struct sandbox {
 	int conn_fd; /* SOCK_SEQPACKET to cove-init */
 	struct event *conn_ev;
 	uint32_t next_seq;
-	struct exec *execs; /* this sandbox's execs, linked by exec->next */
+	struct exec *execs;       /* this sandbox's execs, linked by exec->next */
+	struct file_op *file_ops; /* Files API requests waiting for cove-init */
 };
 
 struct daemon {
@@ -104,6 +106,19 @@ void exec_on_spawn_failed(struct sandbox *sb, uint32_t seq, int stage, int errnu
 void exec_on_exited(struct sandbox *sb, pid_t pid, int status);
 /* The sandbox is going away: fail and free all its execs. */
 void exec_abort_all(struct sandbox *sb, const char *why);
+
+/* files.c: the Files API's handlers (routes in api.c) */
+int files_get(struct evhttp_request *req, const char *id, struct cove_err *err);
+int files_put(struct evhttp_request *req, const char *id, struct cove_err *err);
+int files_delete(struct evhttp_request *req, const char *id, struct cove_err *err);
+int files_mkdir(struct evhttp_request *req, const char *id, struct cove_err *err);
+int files_move(struct evhttp_request *req, const char *id, struct cove_err *err);
+/* From the init connection; files_on_opened takes fd (-1 if none came). */
+void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd);
+void files_on_failed(struct sandbox *sb, uint32_t seq, int errnum);
+void files_on_done(struct sandbox *sb, uint32_t seq, int errnum, bool changed);
+/* The sandbox is going away: fail and free all its file requests. */
+void files_abort_all(struct sandbox *sb, const char *why);
 
 /* api.c */
 void api_handle(struct evhttp_request *req, void *arg);

@@ -385,6 +385,7 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 		return -1;
 	}
 	exec_abort_all(sb, "sandbox deleted");
+	files_abort_all(sb, "sandbox deleted");
 	d->count--;
 	begin_delete(d, sb);
 	return 0;
@@ -423,6 +424,7 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 {
 	log_warn("sandbox %s: %s", sb->id, why);
 	exec_abort_all(sb, why);
+	files_abort_all(sb, why);
 	detach(sb);
 	sb->state = SB_STOPPED;
 	(void)save(daemon_ctx, sb, NULL);
@@ -433,26 +435,60 @@ static void on_init_exit(evutil_socket_t fd, short what, void *arg)
 	mark_stopped(arg, "cove-init exited");
 }
 
+/* One packet from init: a header, and an fd for WIRE_OPENED. Returns the
+ * recv result; *fd is -1 unless one came. */
+static ssize_t recv_packet(int conn, struct wire_hdr *h, int *fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { h, sizeof(*h) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	ssize_t n = recvmsg(conn, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	*fd = -1;
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(fd, CMSG_DATA(c), sizeof(int));
+	return n;
+}
+
+static void dispatch(struct sandbox *sb, const struct wire_hdr *h, int fd)
+{
+	if (h->type == WIRE_OPENED) {
+		files_on_opened(sb, h->seq, h->flags, fd);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (h->type == WIRE_SPAWNED)
+		exec_on_spawned(sb, h->seq, h->pid);
+	else if (h->type == WIRE_SPAWN_FAILED)
+		exec_on_spawn_failed(sb, h->seq, h->pid, h->value);
+	else if (h->type == WIRE_EXITED)
+		exec_on_exited(sb, h->pid, h->value);
+	else if (h->type == WIRE_OPEN_FAILED)
+		files_on_failed(sb, h->seq, h->value);
+	else if (h->type == WIRE_FSOP_DONE)
+		files_on_done(sb, h->seq, h->value, h->pid != 0);
+}
+
 static void on_init_message(evutil_socket_t fd, short what, void *arg)
 {
 	struct sandbox *sb = arg;
 	for (;;) {
-		struct wire_hdr h;
-		ssize_t n = recv(fd, &h, sizeof(h), MSG_DONTWAIT);
+		struct wire_hdr h = { 0 };
+		int passed;
+		ssize_t n = recv_packet(fd, &h, &passed);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) {
 			mark_stopped(sb, "lost the connection to cove-init");
 			return;
 		}
-		if (n != sizeof(h) || h.payload_len != 0)
+		if (n != sizeof(h) || h.payload_len != 0) {
+			if (passed >= 0)
+				close(passed);
 			continue;
-		if (h.type == WIRE_SPAWNED)
-			exec_on_spawned(sb, h.seq, h.pid);
-		else if (h.type == WIRE_SPAWN_FAILED)
-			exec_on_spawn_failed(sb, h.seq, h.pid, h.value);
-		else if (h.type == WIRE_EXITED)
-			exec_on_exited(sb, h.pid, h.value);
+		}
+		dispatch(sb, &h, passed);
 	}
 }
 

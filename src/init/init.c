@@ -19,11 +19,13 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/passwd.h"
 #include "common/wire.h"
+#include "init/init.h"
 
 #define LISTEN_FD 3
 #define MAX_CHILDREN 65536
@@ -34,6 +36,7 @@ extern char **environ;
  * reported; every other child is only reaped. An open-addressed set. */
 static pid_t spawned[MAX_CHILDREN];
 static int client_fd = -1;
+static unsigned client_gen; /* counts connections: a reply is for the one it was asked on */
 
 static unsigned slot_of(pid_t pid)
 {
@@ -67,18 +70,51 @@ static int spawned_count(void)
 	return n;
 }
 
+int init_send(const struct wire_hdr *h, int fd, bool block)
+{
+	if (client_fd < 0)
+		return -ENOTCONN;
+	struct iovec iov = { (void *)h, sizeof(*h) };
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd >= 0) {
+		m.msg_control = cbuf;
+		m.msg_controllen = sizeof(cbuf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	ssize_t r;
+	do
+		r = sendmsg(client_fd, &m, MSG_NOSIGNAL | (block ? 0 : MSG_DONTWAIT));
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : 0;
+}
+
+unsigned init_connection(void)
+{
+	return client_gen;
+}
+
 static void send_msg(uint32_t type, uint32_t seq, pid_t pid, int value)
 {
 	struct wire_hdr h = { .type = type, .seq = seq, .pid = pid, .value = value };
-	if (client_fd >= 0)
-		(void)send(client_fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)init_send(&h, -1, false);
 }
 
+/* Only regular files: the sandbox may have put a FIFO at /etc/passwd. */
 static ssize_t read_file(const char *path, char *buf, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -1;
+	}
 	size_t n = 0;
 	ssize_t r;
 	while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0)
@@ -88,8 +124,7 @@ static ssize_t read_file(const char *path, char *buf, size_t cap)
 	return n;
 }
 
-/* In the child: become the requested user. Returns 0 or an errno. */
-static int become_user(const char *spec, struct passwd_entry *pw)
+int init_become_user(const char *spec, struct passwd_entry *pw)
 {
 	static char text[1 << 20];
 	ssize_t n = read_file("/etc/passwd", text, sizeof(text));
@@ -148,7 +183,7 @@ static void child_exec(struct wire_spawn *sp, int *fds, int nfds, uint32_t flags
 		close(fd);
 	}
 	struct passwd_entry pw;
-	int e = become_user(sp->user, &pw);
+	int e = init_become_user(sp->user, &pw);
 	if (e)
 		report_and_exit(err_pipe, WIRE_STAGE_USER, e);
 	const char *cwd = *sp->cwd ? sp->cwd : pw.home;
@@ -296,6 +331,8 @@ static void handle_packet(void)
 			(void)kill((h.flags & WIRE_FLAG_GROUP) ? -h.pid : h.pid, h.value);
 		else if (h.type == WIRE_PING)
 			send_msg(WIRE_PONG, h.seq, 0, spawned_count());
+		else if (h.type == WIRE_OPEN || h.type == WIRE_FSOP)
+			files_handle(&h, buf + sizeof(h));
 	}
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
@@ -308,6 +345,8 @@ static void reap(void)
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
 		if (spawned_take(pid))
 			send_msg(WIRE_EXITED, 0, pid, status);
+		else
+			files_reaped(pid, status);
 }
 
 int main(void)
@@ -342,6 +381,7 @@ int main(void)
 				if (client_fd >= 0)
 					close(client_fd);
 				client_fd = fd;
+				client_gen++;
 			}
 		}
 		if (client_fd >= 0 && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))

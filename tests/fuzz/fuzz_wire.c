@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > WIRE_MAX_PACKET)
 		return 0;
 	if (wire_check_hdr(p, size, &h) == 0) {
-		if (h.type < WIRE_SPAWN || h.type > WIRE_PONG || h.payload_len != size - sizeof(h))
+		if (h.type < WIRE_SPAWN || h.type > WIRE_TYPE_LAST || h.payload_len != size - sizeof(h))
 			abort();
 		if (h.type == WIRE_SPAWN)
 			check_decoded(p + sizeof(h), h.payload_len);

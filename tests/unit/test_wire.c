@@ -202,16 +202,16 @@ static void test_check_hdr(void)
 
 	h.payload_len = 0;
 	int bad = 0;
-	uint32_t types[] = { 0, WIRE_PONG + 1, 100, UINT32_MAX, 0x80000000u };
+	uint32_t types[] = { 0, WIRE_TYPE_LAST + 1, 100, UINT32_MAX, 0x80000000u };
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		h.type = types[i];
 		memcpy(buf, &h, sizeof(h));
 		if (wire_check_hdr(buf, sizeof(h), &got) != -EINVAL)
 			bad++;
 	}
-	CHECK(bad == 0, "unknown types (0, PONG+1, 100, 2^31, 2^32-1) rejected");
+	CHECK(bad == 0, "unknown types (0, LAST+1, 100, 2^31, 2^32-1) rejected");
 	bad = 0;
-	for (uint32_t t = WIRE_SPAWN; t <= WIRE_PONG; t++) {
+	for (uint32_t t = WIRE_SPAWN; t <= WIRE_TYPE_LAST; t++) {
 		h.type = t;
 		memcpy(buf, &h, sizeof(h));
 		if (wire_check_hdr(buf, sizeof(h), &got) != 0)
@@ -235,6 +235,29 @@ static void test_stage_names(void)
 	CHECK_STR(wire_stage_name(-1), "spawn", "negative stage falls back to \"spawn\"");
 }
 
+static void test_path_requests(void)
+{
+	struct wire_path p = { .mode = 0640, .path = "/a/b", .path2 = "/c", .user = "nobody" }, got;
+	struct wire_hdr h = { .type = WIRE_FSOP, .seq = 9 }, hg;
+	long n = wire_encode_path(pkt, sizeof(pkt), &h, &p);
+	CHECK(n > (long)sizeof(h) && wire_check_hdr(pkt, (size_t)n, &hg) == 0 && hg.type == WIRE_FSOP,
+	      "a path request encodes to a valid packet (%ld)", n);
+	int r = wire_decode_path(pkt + sizeof(h), h.payload_len, &got);
+	CHECK(r == 0 && got.mode == 0640 && strcmp(got.path, "/a/b") == 0 && strcmp(got.path2, "/c") == 0 &&
+		      strcmp(got.user, "nobody") == 0,
+	      "a path request round-trips");
+	p.path = "relative";
+	CHECK(wire_encode_path(pkt, sizeof(pkt), &h, &p) == -EINVAL, "a relative path is refused by the encoder");
+	char raw[] = "\0\0\0\0rel\0\0\0";
+	CHECK(wire_decode_path(raw, sizeof(raw) - 1, &got) == -EINVAL, "a relative path is refused by the decoder");
+	char unterminated[] = "\0\0\0\0/a\0\0x";
+	CHECK(wire_decode_path(unterminated, sizeof(unterminated) - 1, &got) == -EINVAL,
+	      "an unterminated string is refused");
+	char trailing[] = "\0\0\0\0/a\0\0\0x";
+	CHECK(wire_decode_path(trailing, sizeof(trailing) - 1, &got) == -EINVAL, "trailing bytes are refused");
+	CHECK(wire_decode_path(raw, 3, &got) == -EINVAL, "a payload shorter than the mode is refused");
+}
+
 int main(void)
 {
 	test_round_trip();
@@ -244,5 +267,6 @@ int main(void)
 	test_encode_limits();
 	test_check_hdr();
 	test_stage_names();
+	test_path_requests();
 	return tap_done();
 }

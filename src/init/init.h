@@ -1,0 +1,22 @@
+/* What cove-init's parts share: the connection to coved, users, and the
+ * file operations (files.c). */
+#pragma once
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/passwd.h"
+#include "common/wire.h"
+
+/* Send one packet (h, and fd as SCM_RIGHTS when >= 0) to coved. 0 or -errno. */
+int init_send(const struct wire_hdr *h, int fd, bool block);
+/* Which connection is current: it changes when coved reconnects. */
+unsigned init_connection(void);
+/* In a child: become user spec (name or uid; "" = root) from the sandbox's
+ * /etc/passwd and /etc/group. 0 or an errno. */
+int init_become_user(const char *spec, struct passwd_entry *pw);
+
+/* A WIRE_OPEN or WIRE_FSOP packet: done in a child, which answers coved. */
+void files_handle(const struct wire_hdr *h, const char *payload);
+/* A child that is not a spawned process was reaped: if it was a file
+ * operation's and died before answering, answer for it. */
+void files_reaped(pid_t pid, int status);
