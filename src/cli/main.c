@@ -2,6 +2,7 @@
  * coved on demand so that `cove run -- CMD` works on a fresh machine. */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -125,6 +126,9 @@ int main(int argc, char **argv)
 	/* A write to a pipe whose reader is gone is an error to handle, not a
 	 * reason to die. */
 	signal(SIGPIPE, SIG_IGN);
+	/* jansson would read /dev/urandom to seed its hash tables against
+	 * collision attacks; the CLI only parses its own daemon's answers. */
+	json_object_seed(1);
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)

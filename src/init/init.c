@@ -176,12 +176,6 @@ static void child_exec(struct wire_spawn *sp, int *fds, int nfds, uint32_t flags
 	int in = base ? fds[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (in < 0 || dup2(in, 0) < 0 || dup2(fds[base], 1) < 0 || dup2(fds[base + 1], 2) < 0)
 		report_and_exit(err_pipe, WIRE_STAGE_STDIO, errno ? errno : EBADF);
-	/* The oom score coved may have lowered for init must not be inherited. */
-	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)!write(fd, "0", 1);
-		close(fd);
-	}
 	struct passwd_entry pw;
 	int e = init_become_user(sp->user, &pw);
 	if (e)
