@@ -177,7 +177,8 @@ static void bench_cold(struct cove *c, int n)
 }
 
 /* ---- (a') the same cycle, paced: with a pause before each, coved's
- * background work (spare roots made ahead, deferred subvolume deletion) is
+ * background work (deferred cgroup and subvolume deletion, the kernel's
+ * namespace teardown) is
  * done when the next create comes, as with a client that is not flooding
  * it. A diagnostic next to (a), which measures back-to-back cycles. */
 static void bench_paced(struct cove *c, int n, int gap_ms)

@@ -110,7 +110,7 @@ def _snapshot(cv, ids):
     return {
         "subvolumes": _subvols(cv),
         "sandbox roots": sorted(n for n in os.listdir(sdir) if ID_RE.match(n)),
-        "other roots (spares)": len([n for n in os.listdir(sdir) if not ID_RE.match(n)]),
+        "other entries": len([n for n in os.listdir(sdir) if not ID_RE.match(n)]),
         "mounts": _mounts(cv),
         "loop devices": _loops(cv),
         "cgroup dirs": _cgroup_dirs(ids),
@@ -162,8 +162,8 @@ def test_1000_create_exec_delete_cycles_leak_nothing(_cv):
     try:
         for _ in range(WARMUP):
             _cycle(cv, ids)
-        # Deletions finish after their reply and spares are refilled in the
-        # background: start from a quiet daemon.
+        # Deletions finish after their reply, in the background: start from
+        # a quiet daemon.
         wait_until(lambda: _snapshot(cv, ids) == _snapshot(cv, ids) and not _cgroup_dirs(ids), 10, 0.2)
         before = _snapshot(cv, ids)
         rss0 = _status(cv.pid(), "VmRSS")

@@ -194,8 +194,7 @@ def test_sigkill_during_creates(_cv):
     cv = covetest.Coved().start()
     problems, acked = [], []
     try:
-        # Bursts of creates (so that some wait for a root to be snapshotted
-        # rather than find a spare one), and kills spread over a burst.
+        # Bursts of creates, and kills spread over a burst.
         burst, rounds = 8, 14
         t0, out = time.time(), []
         for t in [_fire(cv, "POST", "/v1/sandboxes", {"name": "first%d" % k}, out) for k in range(burst)]:
@@ -206,7 +205,7 @@ def test_sigkill_during_creates(_cv):
         for i in range(rounds):
             out = []
             threads = [_fire(cv, "POST", "/v1/sandboxes", {"name": "k%d-%d" % (i, k)}, out) for k in range(burst)]
-            # Mostly late in the burst, where the spare roots have run out.
+            # Mostly late in the burst, where creates are queued up.
             delay = span * (0.3 + 0.7 * (i + 0.5) / rounds)
             time.sleep(delay)
             cv.kill()

@@ -32,7 +32,7 @@ def _nfds(pid):
 
 
 def _sb_dirs(cv):
-    """Sandbox roots on disk (spares and other helpers are not sandboxes)."""
+    """Sandbox roots on disk (only entries named like sandbox IDs)."""
     d = os.path.join(cv.data, "pool", "sandboxes")
     return sorted(n for n in os.listdir(d) if ID_RE.match(n))
 
