@@ -28,6 +28,11 @@ static const struct verb {
 	{ "info", cmd_info, "info ID                      a sandbox as JSON" },
 	{ "rm", cmd_rm, "rm ID...                     delete sandboxes" },
 	{ "cp", cmd_cp, "cp SRC ID:DST | ID:SRC DST   copy a file into or out of a sandbox (- is stdin/stdout)" },
+	{ "snapshot", cmd_snapshot, "snapshot [--name N] ID       snapshot a sandbox (running or not), print its ID" },
+	{ "snapshot rm", cmd_snapshot, "snapshot rm SNID...          delete snapshots" },
+	{ "snapshots", cmd_snapshots, "snapshots                    list snapshots" },
+	{ "restore", cmd_restore, "restore [OPTIONS] SNID       a new sandbox from a snapshot, print its ID" },
+	{ "fork", cmd_fork, "fork [-n N] ID               N copies of a running sandbox, print their IDs" },
 };
 
 static void usage(FILE *f)
@@ -37,6 +42,7 @@ static void usage(FILE *f)
 		fprintf(f, "  %s\n", verbs[i].help);
 	fprintf(f, "\nsandbox options (run, create): --image I --memory 512M --cpus 1 --pids N --env K=V\n"
 		   "  --workdir DIR --user U --name NAME\n"
+		   "restore options: --name NAME --memory 512M --cpus 1 --pids N (default: the snapshot's)\n"
 		   "exec options: --env K=V --workdir DIR --user U --timeout SECONDS -i (pass stdin)\n"
 		   "environment: COVE_SOCKET (default " COVE_DEFAULT_SOCKET "), COVE_DATA (default /var/lib/cove)\n");
 }

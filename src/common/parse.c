@@ -77,9 +77,10 @@ bool env_name_valid(const char *name)
 
 static const char id_alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
 
-bool sandbox_id_valid(const char *id)
+/* "<prefix>" and 12 characters of [a-z2-7]; prefix is 3 bytes. */
+static bool id_valid(const char *prefix, const char *id)
 {
-	if (!id || strlen(id) != 15 || strncmp(id, "sb_", 3) != 0)
+	if (!id || strlen(id) != 15 || strncmp(id, prefix, 3) != 0)
 		return false;
 	for (int i = 3; i < 15; i++)
 		if (!strchr(id_alphabet, id[i]) || !id[i])
@@ -87,14 +88,34 @@ bool sandbox_id_valid(const char *id)
 	return true;
 }
 
-int sandbox_id_new(char buf[16])
+static int id_new(const char *prefix, char buf[16])
 {
 	unsigned char r[12];
 	if (getrandom(r, sizeof(r), 0) != sizeof(r))
 		return -errno;
-	memcpy(buf, "sb_", 3);
+	memcpy(buf, prefix, 3);
 	for (int i = 0; i < 12; i++)
 		buf[3 + i] = id_alphabet[r[i] & 31];
 	buf[15] = '\0';
 	return 0;
+}
+
+bool sandbox_id_valid(const char *id)
+{
+	return id_valid("sb_", id);
+}
+
+int sandbox_id_new(char buf[16])
+{
+	return id_new("sb_", buf);
+}
+
+bool snapshot_id_valid(const char *id)
+{
+	return id_valid("sn_", id);
+}
+
+int snapshot_id_new(char buf[16])
+{
+	return id_new("sn_", buf);
 }

@@ -15,3 +15,7 @@ bool env_name_valid(const char *name);
 bool sandbox_id_valid(const char *id);
 /* Make a new random sandbox ID into buf (16 bytes). 0 or -errno. */
 int sandbox_id_new(char buf[16]);
+/* A snapshot ID: "sn_" and 12 characters of [a-z2-7]. */
+bool snapshot_id_valid(const char *id);
+/* Make a new random snapshot ID into buf (16 bytes). 0 or -errno. */
+int snapshot_id_new(char buf[16]);

@@ -275,7 +275,7 @@ static int h_create(struct evhttp_request *req, const char *id, struct cove_err 
 	int r = j ? parse_spec(j, &spec, err) : -1;
 	json_decref(j);
 	if (r == 0)
-		r = sandbox_create(daemon_ctx, &spec, &sb, err);
+		r = sandbox_create(daemon_ctx, &spec, NULL, &sb, err);
 	sandbox_spec_free(&spec);
 	if (r < 0)
 		return -1;
@@ -358,6 +358,129 @@ static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *e
 	return r;
 }
 
+static int h_snapshot(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	static const char *const fields[] = { "name", "memory", NULL };
+	struct sandbox *sb = lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	const char *name = "";
+	json_t *memory = json_object_get(j, "memory");
+	struct snapshot *sn;
+	int r = check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ? -1 : 0;
+	if (r == 0 && memory && !json_is_boolean(memory))
+		r = err_set(err, COVE_EINVAL, "'memory' must be a boolean");
+	if (r == 0 && json_is_true(memory))
+		r = err_set(err, COVE_EINVAL, "memory snapshots are not supported on this host");
+	if (r == 0)
+		r = snapshot_create(daemon_ctx, sb, name, &sn, err);
+	json_decref(j);
+	if (r < 0)
+		return -1;
+	api_send_json(req, 201, snapshot_to_json(sn));
+	return 0;
+}
+
+static struct snapshot *lookup_snapshot(const char *id, struct cove_err *err)
+{
+	struct snapshot *sn = snapshot_find(daemon_ctx, id);
+	if (!sn)
+		err_set(err, COVE_ENOTFOUND, "no snapshot '%s'", id ? id : "");
+	return sn;
+}
+
+static int h_snapshot_list(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	json_t *a = json_array();
+	for (const struct snapshot *sn = daemon_ctx->snapshots; sn; sn = sn->next)
+		json_array_append_new(a, snapshot_to_json(sn));
+	api_send_json(req, 200, json_pack("{s:o}", "snapshots", a));
+	return 0;
+}
+
+static int h_snapshot_get(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	struct snapshot *sn = lookup_snapshot(id, err);
+	if (!sn)
+		return -1;
+	api_send_json(req, 200, snapshot_to_json(sn));
+	return 0;
+}
+
+static int h_snapshot_delete(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	struct snapshot *sn = lookup_snapshot(id, err);
+	if (!sn || snapshot_delete(daemon_ctx, sn, err) < 0)
+		return -1;
+	api_send_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+	return 0;
+}
+
+/* A restore's overrides: name and limits; what is not given stays the
+ * snapshot's (0 / "" in o). */
+static int parse_overrides(json_t *j, struct sandbox_spec *o, struct cove_err *err)
+{
+	static const char *const fields[] = { "name", "memory", "cpus", "pids", NULL };
+	const char *name = "";
+	double cpus = 0, pids = 0;
+	if (check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ||
+	    get_size(j, "memory", &o->memory, err) < 0 || get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 ||
+	    get_number(j, "pids", 16, 1 << 22, &pids, err) < 0)
+		return -1;
+	if (o->memory && o->memory < (16u << 20))
+		return err_set(err, COVE_EINVAL, "'memory' must be at least 16M");
+	snprintf(o->name, sizeof(o->name), "%s", name);
+	o->cpu_millis = (uint32_t)(cpus * 1000 + 0.5);
+	o->pids = (uint32_t)pids;
+	return 0;
+}
+
+static int h_restore(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	struct snapshot *sn = lookup_snapshot(id, err);
+	json_t *j = sn ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	struct sandbox_spec o = { 0 };
+	struct sandbox *sb;
+	int r = parse_overrides(j, &o, err);
+	json_decref(j);
+	if (r == 0)
+		r = snapshot_restore(daemon_ctx, sn, &o, &sb, err);
+	if (r < 0)
+		return -1;
+	api_send_json(req, 201, sandbox_to_json(sb));
+	return 0;
+}
+
+#define API_MAX_FORK 100
+
+static int h_fork(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	static const char *const fields[] = { "count", NULL };
+	struct sandbox *sb = lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	json_t *count = json_object_get(j, "count");
+	json_int_t n = count ? (json_is_integer(count) ? json_integer_value(count) : -1) : 1;
+	int r = check_fields(j, fields, err);
+	json_decref(j);
+	if (r == 0 && (n < 1 || n > API_MAX_FORK))
+		r = err_set(err, COVE_EINVAL, "'count' must be an integer from 1 to %d", API_MAX_FORK);
+	struct sandbox *copies[API_MAX_FORK];
+	if (r == 0)
+		r = sandbox_fork(daemon_ctx, sb, (int)n, copies, err);
+	if (r < 0)
+		return -1;
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, sandbox_to_json(copies[i]));
+	api_send_json(req, 201, json_pack("{s:o}", "sandboxes", a));
+	return 0;
+}
+
 static const struct route {
 	enum evhttp_cmd_type method;
 	const char *pattern; /* fnmatch; '*' is the {id} segment */
@@ -375,6 +498,12 @@ static const struct route {
 	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*/files", files_delete },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/files/mkdir", files_mkdir },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/files/move", files_move },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/snapshots", h_snapshot },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/fork", h_fork },
+	{ EVHTTP_REQ_GET, "/v1/snapshots", h_snapshot_list },
+	{ EVHTTP_REQ_GET, "/v1/snapshots/*", h_snapshot_get },
+	{ EVHTTP_REQ_DELETE, "/v1/snapshots/*", h_snapshot_delete },
+	{ EVHTTP_REQ_POST, "/v1/snapshots/*/restore", h_restore },
 };
 
 void api_handle(struct evhttp_request *req, void *arg)
@@ -389,9 +518,12 @@ void api_handle(struct evhttp_request *req, void *arg)
 		path_known = true;
 		if (routes[i].method != evhttp_request_get_command(req))
 			continue;
+		/* The {id} segment: the pattern's text before '*' matched
+		 * literally, so it starts at the same offset in path. */
 		char id[64] = "";
-		if (strchr(routes[i].pattern, '*'))
-			sscanf(path, "/v1/sandboxes/%63[^/]", id);
+		const char *star = strchr(routes[i].pattern, '*');
+		if (star)
+			sscanf(path + (star - routes[i].pattern), "%63[^/]", id);
 		if (routes[i].fn(req, id[0] ? id : NULL, &err) < 0)
 			api_send_error(req, &err);
 		return;

@@ -50,6 +50,18 @@ struct sandbox {
 	struct file_op *file_ops; /* Files API requests waiting for cove-init */
 };
 
+/* A snapshot: <pool>/snapshots/<id>/files, a read-only snapshot of a
+ * sandbox's subvolume (its changes only), over image_dir. */
+struct snapshot {
+	char id[16];
+	char sandbox[16];
+	char name[64];
+	char image_dir[64];
+	int64_t created_at; /* unix ms */
+	json_t *spec;       /* the sandbox's spec when it was taken */
+	struct snapshot *next;
+};
+
 struct daemon {
 	struct event_base *base;
 	struct evhttp *http;
@@ -66,6 +78,7 @@ struct daemon {
 	struct sock_fprog seccomp;
 	struct sandbox *sandboxes[MAX_SANDBOXES]; /* indexed by slot; deleting ones too, until cleaned up */
 	int count;                                /* not counting deleting ones */
+	struct snapshot *snapshots;               /* complete ones only, oldest first */
 	uint64_t requests;
 	bool stopping; /* SIGTERM: exit once no deletion is under way */
 };
@@ -77,7 +90,11 @@ int sandboxes_load(struct daemon *d, struct cove_err *err);
 /* When stopping and no deletion is under way, leave the loop. */
 void sandboxes_stop_if_idle(struct daemon *d);
 struct sandbox *sandbox_find(struct daemon *d, const char *id);
-int sandbox_create(struct daemon *d, struct sandbox_spec *spec, struct sandbox **ret, struct cove_err *err);
+/* Create and boot a sandbox from spec (its env is moved out). Its root is
+ * a new, empty one, or, when from is not NULL, a writable snapshot of the
+ * subvolume from (a snapshot's files), whose image spec->image_dir names. */
+int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from, struct sandbox **ret,
+		   struct cove_err *err);
 /* Deletion is two steps: at once the sandbox is gone from the API and its
  * init is killed; its cgroups, subvolume and uid slot are released when the
  * init has died (a row in state "deleting" finishes it after a crash). */
@@ -85,6 +102,28 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err);
 json_t *sandbox_to_json(const struct sandbox *sb);
 int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);
 void sandbox_spec_free(struct sandbox_spec *spec);
+json_t *sandbox_spec_to_json(const struct sandbox_spec *s);
+/* 0, or -1 for text that is not a spec. */
+int sandbox_spec_from_json(const char *text, struct sandbox_spec *s);
+
+/* snapshots.c */
+/* Load the snapshots state.db records, after finishing what a crash left
+ * half done. The number of rows it could not read, or -1 with err. */
+int snapshots_load(struct daemon *d, struct cove_err *err);
+struct snapshot *snapshot_find(struct daemon *d, const char *id);
+json_t *snapshot_to_json(const struct snapshot *sn);
+/* Take a durable snapshot of sb: frozen for the instant of the subvolume
+ * snapshot; on return its files, manifest and row are on disk. */
+int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret,
+		    struct cove_err *err);
+int snapshot_delete(struct daemon *d, struct snapshot *sn, struct cove_err *err);
+/* A new sandbox from sn; overrides (name, memory, cpu_millis, pids when
+ * set, i.e. non-empty or non-zero) replace the snapshot's. */
+int snapshot_restore(struct daemon *d, const struct snapshot *sn, const struct sandbox_spec *overrides,
+		     struct sandbox **ret, struct cove_err *err);
+/* count independent copies of sb, from one frozen instant: ret (count
+ * entries) gets them. All or nothing. */
+int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox **ret, struct cove_err *err);
 
 /* exec.c */
 struct exec_request {

@@ -51,7 +51,7 @@ void sandbox_spec_free(struct sandbox_spec *spec)
 	spec->env = NULL;
 }
 
-static json_t *spec_to_json(const struct sandbox_spec *s)
+json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 {
 	return json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:O, s:s, s:s, s:I}", "name", s->name, "image", s->image,
 			 "image_dir", s->image_dir, "memory", (json_int_t)s->memory, "cpus", s->cpu_millis / 1000.0,
@@ -59,7 +59,7 @@ static json_t *spec_to_json(const struct sandbox_spec *s)
 			 "created_at", (json_int_t)s->created_at);
 }
 
-static int spec_from_json(const char *text, struct sandbox_spec *s)
+int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 {
 	json_t *j = json_loads(text, 0, NULL);
 	const char *name = "", *image = "host", *image_dir = "", *cwd = "", *user = "";
@@ -94,7 +94,7 @@ static const char *state_name(enum sandbox_state s)
 
 json_t *sandbox_to_json(const struct sandbox *sb)
 {
-	json_t *j = spec_to_json(&sb->spec);
+	json_t *j = sandbox_spec_to_json(&sb->spec);
 	json_object_set_new(j, "id", json_string(sb->id));
 	json_object_set_new(j, "state", json_string(state_name(sb->state)));
 	json_object_set_new(j, "init_pid", json_integer(sb->init_pid));
@@ -104,7 +104,7 @@ json_t *sandbox_to_json(const struct sandbox *sb)
 
 static int save(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 {
-	json_t *j = spec_to_json(&sb->spec);
+	json_t *j = sandbox_spec_to_json(&sb->spec);
 	_cleanup_free_ char *spec = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	struct store_sandbox row = { .id = sb->id,
@@ -246,7 +246,24 @@ static void sandbox_free(struct sandbox *sb)
 	free(sb);
 }
 
-int sandbox_create(struct daemon *d, struct sandbox_spec *spec, struct sandbox **ret, struct cove_err *err)
+/* The "take a root" step of a create: a new, empty subvolume laid out for
+ * the overlays, or a writable snapshot of a snapshot's files (which hold
+ * that layout already). */
+static int take_root(const char *from, const char *subvol, struct cove_err *err)
+{
+	int r;
+	if (from) {
+		r = btrfs_subvol_snapshot(from, subvol, false);
+		return r < 0 ? err_sys(err, -r, "snapshot '%s' to '%s'", from, subvol) : 0;
+	}
+	r = btrfs_subvol_create(subvol);
+	if (r == 0 && (r = runtime_prepare(subvol)) < 0)
+		(void)btrfs_subvol_delete(subvol);
+	return r < 0 ? err_sys(err, -r, "create subvolume '%s'", subvol) : 0;
+}
+
+int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from, struct sandbox **ret,
+		   struct cove_err *err)
 {
 	int slot = alloc_slot(d);
 	if (slot < 0)
@@ -263,26 +280,25 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, struct sandbox *
 	sb->spec.created_at = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 
 	char image[600], subvol[600];
-	if (strcmp(sb->spec.image, "host") == 0)
+	/* A restored root keeps the image it was made on, whatever "host" is
+	 * today: its changes are only meaningful over that one. */
+	if (!from && strcmp(sb->spec.image, "host") == 0)
 		snprintf(sb->spec.image_dir, sizeof(sb->spec.image_dir), "%s", d->host_image);
 	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	if (!sb->spec.image_dir[0] || btrfs_is_subvol(image) != 1) {
-		err_set(err, COVE_EINVAL, "unknown image '%s'", sb->spec.image);
+		err_set(err, COVE_EINVAL, "unknown image '%s'", from ? sb->spec.image_dir : sb->spec.image);
 		goto fail;
 	}
-	/* The sandbox's subvolume holds only its own changes, over the shared
-	 * read-only image: a new subvolume needs no transaction commit, where
-	 * a snapshot of the image would (milliseconds, far more under load). */
+	/* A new sandbox's subvolume holds only its own changes, over the
+	 * shared read-only image: a new subvolume needs no transaction
+	 * commit, where a snapshot of the image would (milliseconds, far more
+	 * under load). A restore's is a snapshot of those changes. */
 	double t0 = now_ms();
-	int r = btrfs_subvol_create(subvol);
-	if (r == 0 && (r = runtime_prepare(subvol)) < 0)
-		(void)btrfs_subvol_delete(subvol);
+	int r = take_root(from, subvol, err);
 	double t1 = now_ms();
-	if (r < 0) {
-		err_sys(err, -r, "create subvolume '%s'", subvol);
+	if (r < 0)
 		goto fail;
-	}
 	/* Recorded before it runs, so that a crash from here on leaves a row
 	 * that the next start can boot or clean up, never a leaked subvolume. */
 	bool ok = save(d, sb, err) == 0;
@@ -506,7 +522,7 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	struct cove_err err = { 0 };
 	struct sandbox *sb = sandbox_new(row->slot);
 	if (!sb || row->slot < 0 || row->slot >= MAX_SANDBOXES || d->sandboxes[row->slot] ||
-	    !sandbox_id_valid(row->id) || spec_from_json(row->spec, &sb->spec) < 0) {
+	    !sandbox_id_valid(row->id) || sandbox_spec_from_json(row->spec, &sb->spec) < 0) {
 		log_error("state.db: bad sandbox row '%s'", row->id);
 		free(sb);
 		ctx->failed++;
@@ -567,17 +583,24 @@ static bool image_in_use(void *arg, const char *name)
 	for (int i = 0; i < MAX_SANDBOXES; i++)
 		if (d->sandboxes[i] && strcmp(d->sandboxes[i]->spec.image_dir, name) == 0)
 			return true;
+	for (const struct snapshot *sn = d->snapshots; sn; sn = sn->next)
+		if (strcmp(sn->image_dir, name) == 0)
+			return true;
 	return false;
 }
 
+/* Snapshots are loaded first: the images they need are kept too. */
 int sandboxes_load(struct daemon *d, struct cove_err *err)
 {
 	struct load_ctx ctx = { .d = d };
+	int bad_snapshots = snapshots_load(d, err);
+	if (bad_snapshots < 0)
+		return -1;
 	if (store_each_sandbox(d->store, load_one, &ctx, err) < 0)
 		return -1;
-	if (ctx.failed == 0) { /* a row it could not read may own a root, or need an image */
+	if (ctx.failed == 0) /* a row it could not read may own a root, or need an image */
 		remove_unrecorded_roots(d);
+	if (ctx.failed == 0 && bad_snapshots == 0)
 		host_image_gc(d->pool.dir, image_in_use, d);
-	}
 	return 0;
 }

@@ -6,6 +6,7 @@
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *put, *del, *each;
+	sqlite3_stmt *snap_put, *snap_del, *snap_each;
 };
 
 static const char schema[] = "PRAGMA journal_mode=WAL;"
@@ -17,6 +18,14 @@ static const char schema[] = "PRAGMA journal_mode=WAL;"
 			     " slot INTEGER NOT NULL,"
 			     " init_pid INTEGER NOT NULL,"
 			     " init_start INTEGER NOT NULL,"
+			     " spec TEXT NOT NULL);"
+			     "CREATE TABLE IF NOT EXISTS snapshots ("
+			     " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+			     " id TEXT UNIQUE NOT NULL,"
+			     " sandbox TEXT NOT NULL,"
+			     " name TEXT NOT NULL,"
+			     " image_dir TEXT NOT NULL,"
+			     " created_at INTEGER NOT NULL,"
 			     " spec TEXT NOT NULL);";
 
 static int db_err(struct store *s, struct cove_err *err, const char *what)
@@ -40,7 +49,15 @@ int store_open(struct store **ret, const char *path, struct cove_err *err)
 		    -1, &s->put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "SELECT id, state, slot, init_pid, init_start, spec FROM sandboxes ORDER BY seq",
-			       -1, &s->each, NULL) != SQLITE_OK) {
+			       -1, &s->each, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(
+		    s->db,
+		    "INSERT INTO snapshots (id, sandbox, name, image_dir, created_at, spec) VALUES (?,?,?,?,?,?)", -1,
+		    &s->snap_put, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "DELETE FROM snapshots WHERE id = ?", -1, &s->snap_del, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db,
+			       "SELECT id, sandbox, name, image_dir, created_at, spec FROM snapshots ORDER BY seq", -1,
+			       &s->snap_each, NULL) != SQLITE_OK) {
 		int r = err_set(err, COVE_EINTERNAL, "open state store '%s': %s", path,
 				s->db ? sqlite3_errmsg(s->db) : "out of memory");
 		store_close(s);
@@ -58,6 +75,9 @@ void store_close(struct store *s)
 	sqlite3_finalize(s->put);
 	sqlite3_finalize(s->del);
 	sqlite3_finalize(s->each);
+	sqlite3_finalize(s->snap_put);
+	sqlite3_finalize(s->snap_del);
+	sqlite3_finalize(s->snap_each);
 	sqlite3_close(s->db);
 	free(s);
 }
@@ -103,5 +123,56 @@ int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store
 	}
 	int r = rc == SQLITE_DONE ? 0 : db_err(s, err, "list sandboxes");
 	sqlite3_reset(s->each);
+	return r;
+}
+
+/* synchronous=NORMAL (the store's default) may lose the last commits in a
+ * power failure, which a sandbox's row survives (the next start cleans up
+ * either way) but a snapshot reported durable must not: its row is
+ * committed with a WAL sync. */
+int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct cove_err *err)
+{
+	if (sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(s, err, "save snapshot");
+	sqlite3_reset(s->snap_put);
+	sqlite3_bind_text(s->snap_put, 1, sn->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s->snap_put, 2, sn->sandbox, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s->snap_put, 3, sn->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s->snap_put, 4, sn->image_dir, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s->snap_put, 5, (sqlite3_int64)sn->created_at);
+	sqlite3_bind_text(s->snap_put, 6, sn->spec, -1, SQLITE_STATIC);
+	int r = sqlite3_step(s->snap_put) == SQLITE_DONE ? 0 : db_err(s, err, "save snapshot");
+	sqlite3_reset(s->snap_put);
+	(void)sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+	return r;
+}
+
+int store_delete_snapshot(struct store *s, const char *id, struct cove_err *err)
+{
+	sqlite3_reset(s->snap_del);
+	sqlite3_bind_text(s->snap_del, 1, id, -1, SQLITE_STATIC);
+	int r = sqlite3_step(s->snap_del) == SQLITE_DONE ? 0 : db_err(s, err, "delete snapshot");
+	sqlite3_reset(s->snap_del);
+	return r;
+}
+
+int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct store_snapshot *sn), void *arg,
+			struct cove_err *err)
+{
+	int rc;
+	sqlite3_reset(s->snap_each);
+	while ((rc = sqlite3_step(s->snap_each)) == SQLITE_ROW) {
+		struct store_snapshot sn = {
+			.id = (const char *)sqlite3_column_text(s->snap_each, 0),
+			.sandbox = (const char *)sqlite3_column_text(s->snap_each, 1),
+			.name = (const char *)sqlite3_column_text(s->snap_each, 2),
+			.image_dir = (const char *)sqlite3_column_text(s->snap_each, 3),
+			.created_at = (int64_t)sqlite3_column_int64(s->snap_each, 4),
+			.spec = (const char *)sqlite3_column_text(s->snap_each, 5),
+		};
+		cb(arg, &sn);
+	}
+	int r = rc == SQLITE_DONE ? 0 : db_err(s, err, "list snapshots");
+	sqlite3_reset(s->snap_each);
 	return r;
 }

@@ -18,6 +18,15 @@ struct store_sandbox {
 	const char *spec;    /* JSON: image, limits, env, cwd, user, name, created_at */
 };
 
+struct store_snapshot {
+	const char *id;
+	const char *sandbox; /* the sandbox it was taken of (which may be gone) */
+	const char *name;
+	const char *image_dir;
+	int64_t created_at; /* unix ms */
+	const char *spec;   /* JSON: the sandbox's spec, as in store_sandbox */
+};
+
 int store_open(struct store **ret, const char *path, struct cove_err *err);
 void store_close(struct store *s);
 /* Insert or replace a sandbox's row. */
@@ -26,3 +35,10 @@ int store_delete_sandbox(struct store *s, const char *id, struct cove_err *err);
 /* Calls cb for every sandbox, in creation order; cb's strings are borrowed. */
 int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store_sandbox *sb), void *arg,
 		       struct cove_err *err);
+/* Insert a snapshot's row, committed durably (a WAL sync, whatever the
+ * store's default). */
+int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct cove_err *err);
+int store_delete_snapshot(struct store *s, const char *id, struct cove_err *err);
+/* Calls cb for every snapshot, oldest first; cb's strings are borrowed. */
+int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct store_snapshot *sn), void *arg,
+			struct cove_err *err);

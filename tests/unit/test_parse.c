@@ -171,11 +171,24 @@ static void test_sandbox_id(void)
 	CHECK(distinct, "consecutive new IDs differ");
 }
 
+static void test_snapshot_id(void)
+{
+	CHECK(snapshot_id_valid("sn_abcdefgh2345"), "sn_abcdefgh2345");
+	CHECK(!snapshot_id_valid("sb_abcdefgh2345"), "a sandbox ID is not a snapshot ID");
+	CHECK(!sandbox_id_valid("sn_abcdefgh2345"), "a snapshot ID is not a sandbox ID");
+	CHECK(!snapshot_id_valid("sn_abcdefgh234"), "11 characters");
+	CHECK(!snapshot_id_valid("sn_abcdefgh/.."), "path characters");
+	CHECK(!snapshot_id_valid(NULL), "NULL");
+	char id[16];
+	CHECK(snapshot_id_new(id) == 0 && snapshot_id_valid(id), "a new snapshot ID is valid (%s)", id);
+}
+
 int main(void)
 {
 	test_parse_size();
 	test_parse_cpus();
 	test_env_name();
 	test_sandbox_id();
+	test_snapshot_id();
 	return tap_done();
 }

@@ -1,0 +1,184 @@
+/* cove snapshot / snapshots / restore / fork */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/parse.h"
+
+/* POST body to path; the answer parsed into *ret. Exit status. */
+static int post(struct cli *cli, const char *path, json_t *body, json_t **ret)
+{
+	struct cove_error err = { 0 };
+	char *text = json_dumps(body, JSON_COMPACT), *answer = NULL;
+	int r = cove_call(cli->client, "POST", path, text, &answer, &err);
+	free(text);
+	if (r < 0)
+		return cli_fail(&err);
+	*ret = json_loads(answer, 0, NULL);
+	free(answer);
+	return 0;
+}
+
+static void print_json(json_t *j)
+{
+	json_dumpf(j, stdout, JSON_INDENT(2));
+	putchar('\n');
+}
+
+static int snapshot_rm(struct cli *cli, int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error("snapshot rm", "want one or more snapshot IDs");
+	if (cli_connect(cli) < 0)
+		return 1;
+	int r = 0;
+	for (int i = 1; i < argc; i++) {
+		struct cove_error err = { 0 };
+		char path[256], *answer = NULL;
+		snprintf(path, sizeof(path), "/v1/snapshots/%s", argv[i]);
+		if (cove_call(cli->client, "DELETE", path, NULL, &answer, &err) < 0)
+			r = cli_fail(&err);
+		else
+			printf("%s\n", argv[i]);
+		free(answer);
+	}
+	return r;
+}
+
+int cmd_snapshot(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = { { "name", required_argument, NULL, 'n' }, { 0 } };
+	if (argc > 1 && strcmp(argv[1], "rm") == 0)
+		return snapshot_rm(cli, argc - 1, argv + 1);
+	json_t *body = json_object(), *j = NULL;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (c != 'n') {
+			json_decref(body);
+			return cli_usage_error("snapshot", "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+		json_object_set_new(body, "name", json_string(optarg));
+	}
+	if (optind != argc - 1) {
+		json_decref(body);
+		return cli_usage_error("snapshot", "want exactly one sandbox ID");
+	}
+	char path[256];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/snapshots", argv[optind]);
+	int r = cli_connect(cli) < 0 ? 1 : post(cli, path, body, &j);
+	json_decref(body);
+	if (r == 0 && cli->json)
+		print_json(j);
+	else if (r == 0)
+		printf("%s\n", json_string_value(json_object_get(j, "id")) ?: "");
+	json_decref(j);
+	return r;
+}
+
+int cmd_snapshots(struct cli *cli, int argc, char **argv)
+{
+	if (argc > 1)
+		return cli_usage_error("snapshots", "unexpected '%s'", argv[1]);
+	struct cove_error err = { 0 };
+	char *body;
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_call(cli->client, "GET", "/v1/snapshots", NULL, &body, &err) < 0)
+		return cli_fail(&err);
+	json_t *j = json_loads(body, 0, NULL);
+	free(body);
+	if (cli->json) {
+		print_json(json_object_get(j, "snapshots"));
+		json_decref(j);
+		return 0;
+	}
+	size_t i;
+	json_t *sn;
+	printf("%-16s %-16s %-14s  %s\n", "ID", "SANDBOX", "CREATED (ms)", "NAME");
+	json_array_foreach(json_object_get(j, "snapshots"), i, sn)
+	{
+		printf("%-16s %-16s %-14lld  %s\n", json_string_value(json_object_get(sn, "id")),
+		       json_string_value(json_object_get(sn, "sandbox")),
+		       (long long)json_integer_value(json_object_get(sn, "created_at")),
+		       json_string_value(json_object_get(sn, "name")));
+	}
+	json_decref(j);
+	return 0;
+}
+
+int cmd_restore(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = { { "name", required_argument, NULL, 'n' },
+					      { "memory", required_argument, NULL, 'm' },
+					      { "cpus", required_argument, NULL, 'c' },
+					      { "pids", required_argument, NULL, 'p' },
+					      { 0 } };
+	json_t *body = json_object(), *j = NULL;
+	uint64_t size;
+	uint32_t millis;
+	int c, r = 0;
+	optind = 1;
+	opterr = 0;
+	while (r == 0 && (c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (c == 'n')
+			json_object_set_new(body, "name", json_string(optarg));
+		else if (c == 'm' && parse_size(optarg, &size) == 0)
+			json_object_set_new(body, "memory", json_integer((json_int_t)size));
+		else if (c == 'c' && parse_cpus(optarg, &millis) == 0)
+			json_object_set_new(body, "cpus", json_real(millis / 1000.0));
+		else if (c == 'p')
+			json_object_set_new(body, "pids", json_integer(atoi(optarg)));
+		else
+			r = cli_usage_error("restore", "bad or unknown option '%s'", argv[optind - 1]);
+	}
+	if (r == 0 && optind != argc - 1)
+		r = cli_usage_error("restore", "want exactly one snapshot ID");
+	char path[256];
+	if (r == 0) {
+		snprintf(path, sizeof(path), "/v1/snapshots/%s/restore", argv[optind]);
+		r = cli_connect(cli) < 0 ? 1 : post(cli, path, body, &j);
+	}
+	json_decref(body);
+	if (r == 0 && cli->json)
+		print_json(j);
+	else if (r == 0)
+		printf("%s\n", json_string_value(json_object_get(j, "id")) ?: "");
+	json_decref(j);
+	return r;
+}
+
+int cmd_fork(struct cli *cli, int argc, char **argv)
+{
+	json_t *body = json_object(), *j = NULL;
+	int c, r = 0;
+	optind = 1;
+	opterr = 0;
+	while (r == 0 && (c = getopt(argc, argv, "+n:")) != -1) {
+		char *end;
+		long n = c == 'n' ? strtol(optarg, &end, 10) : 0;
+		if (c == 'n' && *optarg && !*end)
+			json_object_set_new(body, "count", json_integer(n));
+		else
+			r = cli_usage_error("fork", "bad or unknown option '%s'", argv[optind - 1]);
+	}
+	if (r == 0 && optind != argc - 1)
+		r = cli_usage_error("fork", "want exactly one sandbox ID");
+	char path[256];
+	if (r == 0) {
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/fork", argv[optind]);
+		r = cli_connect(cli) < 0 ? 1 : post(cli, path, body, &j);
+	}
+	json_decref(body);
+	json_t *copies = json_object_get(j, "sandboxes");
+	if (r == 0 && cli->json)
+		print_json(copies);
+	for (size_t i = 0; r == 0 && !cli->json && i < json_array_size(copies); i++)
+		printf("%s\n", json_string_value(json_object_get(json_array_get(copies, i), "id")));
+	json_decref(j);
+	return r;
+}

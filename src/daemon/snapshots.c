@@ -1,0 +1,413 @@
+/* Snapshots of sandboxes, restores and forks.
+ *
+ * A sandbox's subvolume holds only its own changes over a shared read-only
+ * image, so a snapshot is one read-only subvolume snapshot of it plus its
+ * spec (which names the image):
+ *
+ *   <pool>/snapshots/<id>/files          read-only snapshot of the sandbox's subvolume
+ *   <pool>/snapshots/<id>/manifest.json  id, sandbox, name, image_dir, created_at, spec
+ *
+ * and a row in state.db. What makes a snapshot whole is, in this order: the
+ * files on disk (syncfs), the manifest renamed into place and its directory
+ * synced, the row committed. The row is the commit point: at start, a
+ * directory without a row or without a manifest is the rest of a snapshot
+ * that was never acknowledged and is deleted, and a row whose files or
+ * manifest are gone is dropped. So nothing half made is ever listed. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "daemon/daemon.h"
+#include "daemon/store.h"
+#include "sys/btrfs.h"
+
+#define MANIFEST "manifest.json"
+
+static void snap_dir(const struct daemon *d, const char *id, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/snapshots/%s", d->pool.dir, id);
+}
+
+static void snap_files(const struct daemon *d, const char *id, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/snapshots/%s/files", d->pool.dir, id);
+}
+
+struct snapshot *snapshot_find(struct daemon *d, const char *id)
+{
+	if (!snapshot_id_valid(id))
+		return NULL;
+	for (struct snapshot *sn = d->snapshots; sn; sn = sn->next)
+		if (strcmp(sn->id, id) == 0)
+			return sn;
+	return NULL;
+}
+
+static void snapshot_free(struct snapshot *sn)
+{
+	if (!sn)
+		return;
+	json_decref(sn->spec);
+	free(sn);
+}
+
+static void list_append(struct daemon *d, struct snapshot *sn)
+{
+	struct snapshot **p = &d->snapshots;
+	while (*p)
+		p = &(*p)->next;
+	*p = sn;
+}
+
+static void list_remove(struct daemon *d, struct snapshot *sn)
+{
+	for (struct snapshot **p = &d->snapshots; *p; p = &(*p)->next)
+		if (*p == sn) {
+			*p = sn->next;
+			return;
+		}
+}
+
+json_t *snapshot_to_json(const struct snapshot *sn)
+{
+	return json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:O}", "id", sn->id, "sandbox", sn->sandbox, "name", sn->name,
+			 "created_at", (json_int_t)sn->created_at, "durable", 1, "image_dir", sn->image_dir, "spec",
+			 sn->spec);
+}
+
+/* Everything of a snapshot directory, whatever state a crash left it in:
+ * the files subvolume, the manifest and its temporary, the directory. */
+static int remove_dir(const char *dir)
+{
+	char p[700];
+	snprintf(p, sizeof(p), "%s/files", dir);
+	int r = btrfs_subvol_delete(p);
+	if (r < 0 && r != -ENOENT && !(r == -EINVAL && rmdir(p) == 0))
+		return r;
+	snprintf(p, sizeof(p), "%s/" MANIFEST, dir);
+	(void)unlink(p);
+	snprintf(p, sizeof(p), "%s/" MANIFEST ".tmp", dir);
+	(void)unlink(p);
+	return rmdir(dir) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* Snapshot sb's subvolume read-only to <dir>/files, with its processes
+ * frozen for that instant, so that the copy is what they had written at
+ * one point in time (no write half in, no file ahead of another). The
+ * sandbox is thawed whatever happens. dir is created here; on failure
+ * nothing of it is left. */
+static int freeze_and_snapshot(struct daemon *d, struct sandbox *sb, const char *dir, struct cove_err *err)
+{
+	char subvol[600], files[700];
+	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
+	snprintf(files, sizeof(files), "%s/files", dir);
+	if (mkdir(dir, 0700) < 0)
+		return err_sys(err, errno, "mkdir '%s'", dir);
+	/* A sandbox whose init is gone has nothing running to freeze. */
+	bool frozen = sb->state == SB_RUNNING;
+	if (frozen && cgroup_freeze(&d->cgroups, sb->id, true, err) < 0) {
+		(void)cgroup_freeze(&d->cgroups, sb->id, false, NULL);
+		(void)rmdir(dir);
+		return -1;
+	}
+	int r = btrfs_subvol_snapshot(subvol, files, true);
+	struct cove_err thaw = { 0 };
+	if (frozen && cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0 &&
+	    cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0)
+		log_error("sandbox %s: after a snapshot: %s", sb->id, thaw.msg);
+	if (r < 0) {
+		(void)rmdir(dir);
+		return err_sys(err, -r, "snapshot '%s' to '%s'", subvol, files);
+	}
+	return 0;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The manifest goes to a temporary file that is synced, then renamed into
+ * place, then the directory is synced: a manifest on disk is always whole. */
+static int write_manifest(const char *dir, json_t *manifest, struct cove_err *err)
+{
+	char tmp[700], path[700];
+	snprintf(tmp, sizeof(tmp), "%s/" MANIFEST ".tmp", dir);
+	snprintf(path, sizeof(path), "%s/" MANIFEST, dir);
+	_cleanup_free_ char *text = json_dumps(manifest, JSON_INDENT(2));
+	if (!text)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int r = fd < 0 ? -errno : write_all(fd, text, strlen(text));
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		return err_sys(err, -r, "write '%s'", path);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0)
+		return err_sys(err, errno, "sync '%s'", dir);
+	return 0;
+}
+
+/* Everything written to the pool so far, the new subvolume included, on
+ * disk (a btrfs transaction commit). */
+static int sync_pool(struct daemon *d, struct cove_err *err)
+{
+	_cleanup_close_ int fd = open(d->pool.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syncfs(fd) < 0)
+		return err_sys(err, errno, "sync the pool '%s'", d->pool.dir);
+	return 0;
+}
+
+static int64_t now_unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Manifest, then row: see the top of the file. */
+static int make_durable(struct daemon *d, const struct snapshot *sn, const char *dir, struct cove_err *err)
+{
+	json_t *m = snapshot_to_json(sn);
+	json_object_del(m, "durable");
+	int r = sync_pool(d, err) < 0 || write_manifest(dir, m, err) < 0 ? -1 : 0;
+	json_decref(m);
+	if (r < 0)
+		return -1;
+	_cleanup_free_ char *spec = json_dumps(sn->spec, JSON_COMPACT);
+	struct store_snapshot row = { .id = sn->id,
+				      .sandbox = sn->sandbox,
+				      .name = sn->name,
+				      .image_dir = sn->image_dir,
+				      .created_at = sn->created_at,
+				      .spec = spec };
+	if (!spec)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	return store_put_snapshot(d->store, &row, err);
+}
+
+int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
+{
+	struct snapshot *sn = calloc(1, sizeof(*sn));
+	if (!sn || snapshot_id_new(sn->id) < 0) {
+		free(sn);
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	}
+	snprintf(sn->sandbox, sizeof(sn->sandbox), "%s", sb->id);
+	snprintf(sn->name, sizeof(sn->name), "%s", name ? name : "");
+	snprintf(sn->image_dir, sizeof(sn->image_dir), "%s", sb->spec.image_dir);
+	sn->created_at = now_unix_ms();
+	sn->spec = sandbox_spec_to_json(&sb->spec);
+	char dir[600];
+	snap_dir(d, sn->id, dir, sizeof(dir));
+	if (!sn->spec) {
+		snapshot_free(sn);
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	}
+	if (freeze_and_snapshot(d, sb, dir, err) < 0) {
+		snapshot_free(sn);
+		return -1;
+	}
+	if (make_durable(d, sn, dir, err) < 0) {
+		(void)store_delete_snapshot(d->store, sn->id, NULL);
+		(void)remove_dir(dir);
+		snapshot_free(sn);
+		return -1;
+	}
+	log_info("sandbox %s: snapshot %s taken", sb->id, sn->id);
+	list_append(d, sn);
+	*ret = sn;
+	return 0;
+}
+
+/* The row goes first: from then on the snapshot is gone from the API and
+ * from the next start's view, which deletes whatever files are left. */
+int snapshot_delete(struct daemon *d, struct snapshot *sn, struct cove_err *err)
+{
+	char dir[600];
+	snap_dir(d, sn->id, dir, sizeof(dir));
+	if (store_delete_snapshot(d->store, sn->id, err) < 0)
+		return -1;
+	list_remove(d, sn);
+	int r = remove_dir(dir);
+	if (r < 0)
+		log_error("snapshot %s: delete '%s': %s (the next start tries again)", sn->id, dir, strerror(-r));
+	snapshot_free(sn);
+	return 0;
+}
+
+int snapshot_restore(struct daemon *d, const struct snapshot *sn, const struct sandbox_spec *overrides,
+		     struct sandbox **ret, struct cove_err *err)
+{
+	struct sandbox_spec spec = { 0 };
+	_cleanup_free_ char *text = json_dumps(sn->spec, JSON_COMPACT);
+	if (!text || sandbox_spec_from_json(text, &spec) < 0)
+		return err_set(err, COVE_EINTERNAL, "snapshot %s: unreadable spec", sn->id);
+	/* The files are only meaningful over the image they were made on. */
+	snprintf(spec.image_dir, sizeof(spec.image_dir), "%s", sn->image_dir);
+	if (overrides && overrides->name[0])
+		snprintf(spec.name, sizeof(spec.name), "%s", overrides->name);
+	if (overrides && overrides->memory)
+		spec.memory = overrides->memory;
+	if (overrides && overrides->cpu_millis)
+		spec.cpu_millis = overrides->cpu_millis;
+	if (overrides && overrides->pids)
+		spec.pids = overrides->pids;
+	char files[700];
+	snap_files(d, sn->id, files, sizeof(files));
+	int r = sandbox_create(d, &spec, files, ret, err);
+	sandbox_spec_free(&spec);
+	return r;
+}
+
+static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
+{
+	*to = *from;
+	to->env = json_deep_copy(from->env ? from->env : json_object());
+	return to->env ? 0 : -1;
+}
+
+/* The frozen instant is a temporary snapshot directory without manifest or
+ * row: a crash leaves something the next start deletes. */
+int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox **ret, struct cove_err *err)
+{
+	char id[16], dir[600], files[700];
+	if (snapshot_id_new(id) < 0)
+		return err_set(err, COVE_EINTERNAL, "no random bytes");
+	snap_dir(d, id, dir, sizeof(dir));
+	snap_files(d, id, files, sizeof(files));
+	if (freeze_and_snapshot(d, sb, dir, err) < 0)
+		return -1;
+	int n = 0;
+	for (; n < count; n++) {
+		struct sandbox_spec spec;
+		if (spec_copy(&sb->spec, &spec) < 0) {
+			err_set(err, COVE_EINTERNAL, "out of memory");
+			break;
+		}
+		int r = sandbox_create(d, &spec, files, &ret[n], err);
+		sandbox_spec_free(&spec);
+		if (r < 0)
+			break;
+	}
+	if (n < count)
+		for (int i = 0; i < n; i++)
+			(void)sandbox_delete(d, ret[i], NULL);
+	int r = remove_dir(dir);
+	if (r < 0)
+		log_error("sandbox %s: fork: delete '%s': %s (the next start tries again)", sb->id, dir, strerror(-r));
+	return n < count ? -1 : 0;
+}
+
+/* A row is kept only when its files and manifest are there. */
+static bool complete_on_disk(struct daemon *d, const char *id)
+{
+	char path[700];
+	struct stat st;
+	snap_dir(d, id, path, sizeof(path));
+	strcat(path, "/" MANIFEST);
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	snap_files(d, id, path, sizeof(path));
+	return btrfs_is_subvol(path) == 1;
+}
+
+struct load_ctx {
+	struct daemon *d;
+	int bad;          /* rows that could not be read */
+	char (*drop)[16]; /* rows whose snapshot is not whole on disk */
+	size_t ndrop;
+};
+
+static void load_one(void *arg, const struct store_snapshot *row)
+{
+	struct load_ctx *ctx = arg;
+	struct daemon *d = ctx->d;
+	struct snapshot *sn = calloc(1, sizeof(*sn));
+	if (!sn || !snapshot_id_valid(row->id) || !row->sandbox || !row->name || !row->image_dir || !row->spec ||
+	    !(sn->spec = json_loads(row->spec, 0, NULL))) {
+		log_error("state.db: bad snapshot row '%s'", row->id ? row->id : "");
+		snapshot_free(sn);
+		ctx->bad++;
+		return;
+	}
+	snprintf(sn->id, sizeof(sn->id), "%s", row->id);
+	snprintf(sn->sandbox, sizeof(sn->sandbox), "%s", row->sandbox);
+	snprintf(sn->name, sizeof(sn->name), "%s", row->name);
+	snprintf(sn->image_dir, sizeof(sn->image_dir), "%s", row->image_dir);
+	sn->created_at = row->created_at;
+	if (complete_on_disk(d, sn->id)) {
+		list_append(d, sn);
+		return;
+	}
+	/* Dropped after the walk: its statement is still reading the rows. */
+	char(*more)[16] = realloc(ctx->drop, (ctx->ndrop + 1) * sizeof(*more));
+	if (more) {
+		ctx->drop = more;
+		memcpy(ctx->drop[ctx->ndrop++], sn->id, sizeof(sn->id));
+	}
+	snapshot_free(sn);
+}
+
+/* Directories that no loaded snapshot names: a snapshot or fork
+ * interrupted before its row, a delete interrupted after it. */
+static void sweep(struct daemon *d, const char *dir)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	char path[700];
+	while (dh && (e = readdir(dh))) {
+		if (!snapshot_id_valid(e->d_name) || snapshot_find(d, e->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		int r = remove_dir(path);
+		if (r < 0)
+			log_error("delete '%s', an unfinished snapshot: %s", path, strerror(-r));
+		else
+			log_info("deleted '%s', an unfinished snapshot", path);
+	}
+	if (dh)
+		closedir(dh);
+}
+
+int snapshots_load(struct daemon *d, struct cove_err *err)
+{
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s/snapshots", d->pool.dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return err_sys(err, errno, "mkdir '%s'", dir);
+	struct load_ctx ctx = { .d = d };
+	int r = store_each_snapshot(d->store, load_one, &ctx, err);
+	for (size_t i = 0; r == 0 && i < ctx.ndrop; i++) {
+		log_warn("snapshot %s: its files or manifest are missing: dropped", ctx.drop[i]);
+		r = store_delete_snapshot(d->store, ctx.drop[i], err);
+	}
+	free(ctx.drop);
+	if (r < 0)
+		return -1;
+	/* An unreadable row may own a directory: then nothing is swept. */
+	if (ctx.bad == 0)
+		sweep(d, dir);
+	return ctx.bad;
+}
