@@ -20,6 +20,7 @@ int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((forma
 
 int cmd_run(struct cli *cli, int argc, char **argv);
 int cmd_create(struct cli *cli, int argc, char **argv);
+int cmd_timeout(struct cli *cli, int argc, char **argv);
 int cmd_exec(struct cli *cli, int argc, char **argv);
 int cmd_ls(struct cli *cli, int argc, char **argv);
 int cmd_info(struct cli *cli, int argc, char **argv);

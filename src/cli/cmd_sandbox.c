@@ -1,9 +1,7 @@
-/* cove run / create / ls / info / rm */
+/* cove run / create / timeout / ls / info / rm */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <signal.h>
-#include <unistd.h>
+#include <time.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +11,11 @@
 #include "common/parse.h"
 
 static const struct option spec_opts[] = {
-	{ "image", required_argument, NULL, 'I' },
-	{ "memory", required_argument, NULL, 'm' },
-	{ "cpus", required_argument, NULL, 'c' },
-	{ "pids", required_argument, NULL, 'p' },
-	{ "env", required_argument, NULL, 'e' },
-	{ "workdir", required_argument, NULL, 'w' },
-	{ "user", required_argument, NULL, 'u' },
-	{ "name", required_argument, NULL, 'n' },
-	{ 0 },
+	{ "image", required_argument, NULL, 'I' },   { "memory", required_argument, NULL, 'm' },
+	{ "cpus", required_argument, NULL, 'c' },    { "pids", required_argument, NULL, 'p' },
+	{ "env", required_argument, NULL, 'e' },     { "workdir", required_argument, NULL, 'w' },
+	{ "user", required_argument, NULL, 'u' },    { "name", required_argument, NULL, 'n' },
+	{ "timeout", required_argument, NULL, 't' }, { 0 },
 };
 
 /* "K=V" into an env object. */
@@ -42,12 +36,25 @@ int cli_add_env(json_t *spec, const char *kv)
 	return 0;
 }
 
+/* Seconds, a number above 0 (coved checks the upper bound). */
+static int parse_seconds(const char *s, double *ret)
+{
+	char *end;
+	errno = 0;
+	double t = strtod(s, &end);
+	if (end == s || *end || errno || !(t > 0))
+		return -1;
+	*ret = t;
+	return 0;
+}
+
 /* Parse sandbox options; returns the index of the first operand or -1. */
 static int parse_spec(const char *verb, int argc, char **argv, json_t *spec)
 {
 	int c;
 	uint64_t size;
 	uint32_t millis;
+	double seconds;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+e:w:u:", spec_opts, NULL)) != -1) {
@@ -80,6 +87,11 @@ static int parse_spec(const char *verb, int argc, char **argv, json_t *spec)
 			break;
 		case 'n':
 			json_object_set_new(spec, "name", json_string(optarg));
+			break;
+		case 't':
+			if (parse_seconds(optarg, &seconds) < 0)
+				return cli_usage_error(verb, "bad --timeout '%s' (seconds)", optarg), -1;
+			json_object_set_new(spec, "timeout", json_real(seconds));
 			break;
 		default:
 			return cli_usage_error(verb, "unknown or incomplete option '%s'", argv[optind - 1]), -1;
@@ -122,48 +134,6 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 	return r;
 }
 
-/* cove run's sandbox must not outlive it, however it ends (Ctrl-C, kill -9,
- * a lost terminal): a watcher in its own session reads the sandbox's ID from
- * a pipe, and when the pipe then closes without a "done" byte, deletes the
- * sandbox. Returns the pipe's write end, or -1. */
-static int start_watcher(const struct cli *cli)
-{
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
-	if (pid > 0) {
-		close(p[0]);
-		return p[1];
-	}
-	close(p[1]);
-	setsid();
-	/* The ID (15 bytes), then one more byte when the run ended well. */
-	char buf[17];
-	size_t len = 0;
-	ssize_t n;
-	while (len < 16 && (n = read(p[0], buf + len, 16 - len)) != 0) {
-		if (n < 0 && errno != EINTR)
-			break;
-		len += n > 0 ? (size_t)n : 0;
-	}
-	if (len != 15) /* done, or no ID was ever sent */
-		_exit(0);
-	buf[15] = '\0';
-	struct cove *c;
-	struct cove_error err;
-	if (cove_open(cli->socket_path, &c, &err) == 0) {
-		(void)cove_delete(c, buf, &err);
-		cove_close(c);
-	}
-	_exit(0);
-}
-
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	json_t *spec = json_object();
@@ -172,31 +142,17 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		json_decref(spec);
 		return first < 0 ? 2 : cli_usage_error("run", "no command given (cove run [OPTIONS] -- CMD...)");
 	}
-	/* Signals wait while the sandbox is made and its ID handed to the
-	 * watcher, so that no moment exists where it could be leaked. */
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
-	sigaddset(&block, SIGQUIT);
-	sigprocmask(SIG_BLOCK, &block, &old);
+	/* cove run's sandbox must not outlive it, however it ends (Ctrl-C,
+	 * kill -9, a lost terminal): it is ephemeral, so coved deletes it when
+	 * this process's connection closes, which the kernel does for any
+	 * death (and a coved restarted meanwhile deletes it at start). The
+	 * create and the exec therefore share cli->client's one connection. */
+	json_object_set_new(spec, "ephemeral", json_true());
 	char id[16];
-	int watch = -1;
-	int r = cli_connect(cli) < 0 ? 1 : 0;
-	if (r == 0 && (watch = start_watcher(cli)) < 0)
-		r = cli_usage_error("run", "cannot start the cleanup watcher");
-	if (r == 0)
-		r = create(cli, spec, id, false);
+	int r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id, false);
 	json_decref(spec);
-	if (r == 0)
-		(void)!write(watch, id, strlen(id));
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (r) {
-		if (watch >= 0)
-			close(watch);
+	if (r)
 		return r;
-	}
 	json_t *cmd = json_array();
 	for (int i = first; i < argc; i++)
 		json_array_append_new(cmd, json_string(argv[i]));
@@ -206,12 +162,48 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	r = cli_exec_stream(cli, id, body);
 	free(body);
 	struct cove_error err = { 0 };
-	if (cove_delete(cli->client, id, &err) < 0)
+	if (cove_delete(cli->client, id, &err) < 0 && err.status != 404)
 		cli_fail(&err);
-	if (watch >= 0) {
-		(void)!write(watch, "d", 1);
-		close(watch);
+	return r;
+}
+
+static void print_deadline(const char *id, json_int_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	char when[64] = "?";
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	printf("%s expires at %s", id, when);
+}
+
+int cmd_timeout(struct cli *cli, int argc, char **argv)
+{
+	double seconds;
+	if (argc != 3)
+		return cli_usage_error("timeout", "want a sandbox ID and a number of seconds");
+	if (parse_seconds(argv[2], &seconds) < 0)
+		return cli_usage_error("timeout", "bad number of seconds '%s'", argv[2]);
+	struct cove_error err = { 0 };
+	char path[256], *answer = NULL;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/timeout", argv[1]);
+	json_t *req = json_pack("{s:f}", "timeout", seconds);
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	int r = cli_connect(cli) < 0 ? 1 : 0;
+	if (r == 0 && cove_call(cli->client, "POST", path, body, &answer, &err) < 0)
+		r = cli_fail(&err);
+	free(body);
+	if (r == 0) {
+		json_t *j = json_loads(answer, 0, NULL);
+		if (cli->json)
+			json_dumpf(j, stdout, JSON_INDENT(2));
+		else
+			print_deadline(argv[1], json_integer_value(json_object_get(j, "expires_at")));
+		putchar('\n');
+		json_decref(j);
 	}
+	free(answer);
 	return r;
 }
 

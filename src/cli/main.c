@@ -23,6 +23,7 @@ static const struct verb {
 } verbs[] = {
 	{ "run", cmd_run, "run [OPTIONS] -- CMD...      create a sandbox, run CMD in it, delete it" },
 	{ "create", cmd_create, "create [OPTIONS]             create a sandbox, print its ID" },
+	{ "timeout", cmd_timeout, "timeout ID SECONDS           delete a sandbox SECONDS from now" },
 	{ "exec", cmd_exec, "exec [OPTIONS] ID -- CMD...  run CMD in a sandbox" },
 	{ "ls", cmd_ls, "ls                           list sandboxes" },
 	{ "info", cmd_info, "info ID                      a sandbox as JSON" },

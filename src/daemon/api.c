@@ -153,9 +153,38 @@ static int get_number(json_t *j, const char *key, double min, double max, double
 	return 0;
 }
 
+#define API_MAX_TIMEOUT (30 * 86400) /* seconds */
+
+/* "timeout": seconds from now, > 0 and at most 30 days, as a deadline in
+ * unix ms (*ret untouched when absent). */
+static int get_deadline(json_t *j, int64_t *ret, struct cove_err *err)
+{
+	json_t *v = json_object_get(j, "timeout");
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > API_MAX_TIMEOUT)
+		return err_set(err, COVE_EINVAL, "'timeout' must be a number of seconds above 0 and at most %d",
+			       API_MAX_TIMEOUT);
+	int64_t ms = (int64_t)(json_number_value(v) * 1000 + 0.5);
+	*ret = sandbox_now_ms() + (ms > 0 ? ms : 1);
+	return 0;
+}
+
+static int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err)
+{
+	json_t *v = json_object_get(j, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return err_set(err, COVE_EINVAL, "'%s' must be a boolean", key);
+	*ret = json_is_true(v);
+	return 0;
+}
+
 static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 {
-	static const char *const fields[] = { "name", "image", "memory", "cpus", "pids", "env", "cwd", "user", NULL };
+	static const char *const fields[] = { "name", "image", "memory",  "cpus",      "pids", "env",
+					      "cwd",  "user",  "timeout", "ephemeral", NULL };
 	const char *name = "", *image = "host", *cwd = "", *user = "";
 	double cpus = 1, pids = 1024;
 	s->memory = 512ull << 20;
@@ -163,7 +192,8 @@ static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	    get_string(j, "image", &image, 63, err) < 0 || get_string(j, "cwd", &cwd, 1023, err) < 0 ||
 	    get_string(j, "user", &user, 63, err) < 0 || get_size(j, "memory", &s->memory, err) < 0 ||
 	    get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 || get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 ||
-	    check_env(json_object_get(j, "env"), err) < 0)
+	    check_env(json_object_get(j, "env"), err) < 0 || get_deadline(j, &s->expires_at, err) < 0 ||
+	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0)
 		return -1;
 	if (s->memory < (16u << 20))
 		return err_set(err, COVE_EINVAL, "'memory' must be at least 16M");
@@ -279,6 +309,12 @@ static int h_create(struct evhttp_request *req, const char *id, struct cove_err 
 	sandbox_spec_free(&spec);
 	if (r < 0)
 		return -1;
+	/* Tied to the connection before the answer: a client gone by now
+	 * takes the sandbox with it. */
+	if (sb->spec.ephemeral && conn_add_ephemeral(evhttp_request_get_connection(req), sb->id) < 0) {
+		(void)sandbox_delete(daemon_ctx, sb, NULL);
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	}
 	api_send_json(req, 201, sandbox_to_json(sb));
 	return 0;
 }
@@ -316,6 +352,26 @@ static int h_delete(struct evhttp_request *req, const char *id, struct cove_err 
 	if (!sb || sandbox_delete(daemon_ctx, sb, err) < 0)
 		return -1;
 	api_send_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+	return 0;
+}
+
+static int h_timeout(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	static const char *const fields[] = { "timeout", NULL };
+	struct sandbox *sb = lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	int64_t deadline = 0;
+	int r = check_fields(j, fields, err) < 0 || get_deadline(j, &deadline, err) < 0 ? -1 : 0;
+	json_decref(j);
+	if (r == 0 && !deadline)
+		r = err_set(err, COVE_EINVAL, "'timeout' is required");
+	if (r == 0)
+		r = sandbox_set_expiry(daemon_ctx, sb, deadline, err);
+	if (r < 0)
+		return -1;
+	api_send_json(req, 200, sandbox_to_json(sb));
 	return 0;
 }
 
@@ -493,6 +549,7 @@ static const struct route {
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/*", h_get },
 	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*", h_delete },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/exec", h_exec },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/timeout", h_timeout },
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/files", files_get },
 	{ EVHTTP_REQ_PUT, "/v1/sandboxes/*/files", files_put },
 	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*/files", files_delete },

@@ -30,6 +30,8 @@ struct sandbox_spec {
 	char cwd[1024];
 	char user[64];
 	int64_t created_at; /* unix ms */
+	int64_t expires_at; /* unix ms; 0 = never */
+	bool ephemeral;     /* deleted when the connection that created it closes */
 };
 
 enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING };
@@ -48,6 +50,7 @@ struct sandbox {
 	uint32_t next_seq;
 	struct exec *execs;       /* this sandbox's execs, linked by exec->next */
 	struct file_op *file_ops; /* Files API requests waiting for cove-init */
+	struct event *expire_ev;  /* deletes it at spec.expires_at (or, at load, an ephemeral one) */
 };
 
 /* A snapshot: <pool>/snapshots/<id>/files, a read-only snapshot of a
@@ -99,6 +102,9 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
  * init is killed; its cgroups, subvolume and uid slot are released when the
  * init has died (a row in state "deleting" finishes it after a crash). */
 int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err);
+/* A new deadline (unix ms, > 0): recorded, then armed. */
+int sandbox_set_expiry(struct daemon *d, struct sandbox *sb, int64_t expires_at, struct cove_err *err);
+int64_t sandbox_now_ms(void); /* unix ms */
 json_t *sandbox_to_json(const struct sandbox *sb);
 int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);
 void sandbox_spec_free(struct sandbox_spec *spec);
@@ -158,6 +164,18 @@ void files_on_failed(struct sandbox *sb, uint32_t seq, int errnum);
 void files_on_done(struct sandbox *sb, uint32_t seq, int errnum, bool changed);
 /* The sandbox is going away: fail and free all its file requests. */
 void files_abort_all(struct sandbox *sb, const char *why);
+
+/* conn.c: what hangs on a client's connection, behind its one close
+ * callback: the request in progress's hook (one at a time: libevent serves
+ * a connection's requests in turn) and the ephemeral sandboxes it created.
+ * A hook is called when the connection closes, before libevent frees it. */
+typedef void (*conn_close_fn)(struct evhttp_connection *conn, void *arg);
+int conn_set_hook(struct evhttp_connection *conn, conn_close_fn fn, void *arg);
+/* Detach the hook whose arg is arg (no-op if another one replaced it). */
+void conn_clear_hook(struct evhttp_connection *conn, void *arg);
+int conn_add_ephemeral(struct evhttp_connection *conn, const char *id);
+/* Sandbox id is being deleted: no connection owns it any more. */
+void conn_forget_sandbox(const char *id);
 
 /* api.c */
 void api_handle(struct evhttp_request *req, void *arg);

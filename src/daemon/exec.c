@@ -98,7 +98,7 @@ static void exec_free(struct exec *e)
 	if (e->hangup_ev)
 		event_free(e->hangup_ev);
 	if (e->conn)
-		evhttp_connection_set_closecb(e->conn, NULL, NULL);
+		conn_clear_hook(e->conn, e);
 	free(e);
 }
 
@@ -545,6 +545,11 @@ int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec
 	int child[WIRE_MAX_FDS], nfds = 0, p[2];
 	for (int i = 0; i < NSTREAMS; i++)
 		e->s[i].fd = -1;
+	if (conn_set_hook(evhttp_request_get_connection(req), on_client_closed, e) < 0) {
+		err_set(err, COVE_EINTERNAL, "out of memory");
+		goto fail;
+	}
+	e->conn = evhttp_request_get_connection(req);
 	if (er->has_stdin && setup_stdin(e, er, &child[nfds++], err) < 0)
 		goto fail;
 	for (int i = 0; i < NSTREAMS; i++) {
@@ -568,8 +573,6 @@ int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec
 		e->timeout_ev = evtimer_new(daemon_ctx->base, on_timeout, e);
 		evtimer_add(e->timeout_ev, &tv);
 	}
-	e->conn = evhttp_request_get_connection(req);
-	evhttp_connection_set_closecb(e->conn, on_client_closed, e);
 	if (!e->stream)
 		watch_hangup(e);
 	return 0;

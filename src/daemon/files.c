@@ -59,7 +59,7 @@ static void op_free(struct file_op *op)
 	if (op->timeout_ev)
 		event_free(op->timeout_ev);
 	if (op->conn)
-		evhttp_connection_set_closecb(op->conn, NULL, NULL);
+		conn_clear_hook(op->conn, op);
 	free(op);
 }
 
@@ -519,13 +519,16 @@ static int start(struct evhttp_request *req, const char *id, struct file_request
 	op->req = req;
 	op->kind = fr->kind;
 	op->seq = sb->next_seq++ ?: sb->next_seq++;
-	if (send_request(sb, op, fr, err) < 0)
+	op->conn = evhttp_request_get_connection(req);
+	if (conn_set_hook(op->conn, on_client_closed, op) < 0)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	if (send_request(sb, op, fr, err) < 0) {
+		conn_clear_hook(op->conn, op);
 		return -1;
+	}
 	struct timeval tv = { FILES_TIMEOUT_SECONDS, 0 };
 	op->timeout_ev = evtimer_new(daemon_ctx->base, on_timeout, op);
 	evtimer_add(op->timeout_ev, &tv);
-	op->conn = evhttp_request_get_connection(req);
-	evhttp_connection_set_closecb(op->conn, on_client_closed, op);
 	op->next = sb->file_ops;
 	sb->file_ops = TAKE_PTR(op);
 	return 0;

@@ -53,10 +53,11 @@ void sandbox_spec_free(struct sandbox_spec *spec)
 
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 {
-	return json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:O, s:s, s:s, s:I}", "name", s->name, "image", s->image,
-			 "image_dir", s->image_dir, "memory", (json_int_t)s->memory, "cpus", s->cpu_millis / 1000.0,
-			 "pids", (int)s->pids, "env", s->env ? s->env : json_object(), "cwd", s->cwd, "user", s->user,
-			 "created_at", (json_int_t)s->created_at);
+	return json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:O, s:s, s:s, s:I, s:o, s:b}", "name", s->name, "image",
+			 s->image, "image_dir", s->image_dir, "memory", (json_int_t)s->memory, "cpus",
+			 s->cpu_millis / 1000.0, "pids", (int)s->pids, "env", s->env ? s->env : json_object(), "cwd",
+			 s->cwd, "user", s->user, "created_at", (json_int_t)s->created_at, "expires_at",
+			 s->expires_at ? json_integer(s->expires_at) : json_null(), "ephemeral", s->ephemeral);
 }
 
 int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
@@ -66,10 +67,14 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	json_int_t memory = 0, created = 0;
 	double cpus = 0;
 	int pids = 0;
-	json_t *env = NULL;
-	if (!j || json_unpack(j, "{s?s, s?s, s?s, s?I, s?F, s?i, s?o, s?s, s?s, s?I}", "name", &name, "image", &image,
-			      "image_dir", &image_dir, "memory", &memory, "cpus", &cpus, "pids", &pids, "env", &env,
-			      "cwd", &cwd, "user", &user, "created_at", &created) < 0) {
+	json_t *env = NULL, *expires = NULL;
+	int ephemeral = 0;
+	if (!j ||
+	    json_unpack(j, "{s?s, s?s, s?s, s?I, s?F, s?i, s?o, s?s, s?s, s?I, s?o, s?b}", "name", &name, "image",
+			&image, "image_dir", &image_dir, "memory", &memory, "cpus", &cpus, "pids", &pids, "env", &env,
+			"cwd", &cwd, "user", &user, "created_at", &created, "expires_at", &expires, "ephemeral",
+			&ephemeral) < 0 ||
+	    (expires && !json_is_null(expires) && !json_is_integer(expires))) {
 		json_decref(j);
 		return -1;
 	}
@@ -83,6 +88,8 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	s->pids = (uint32_t)pids;
 	s->env = env ? json_incref(env) : json_object();
 	s->created_at = created;
+	s->expires_at = json_is_integer(expires) ? json_integer_value(expires) : 0;
+	s->ephemeral = ephemeral;
 	json_decref(j);
 	return 0;
 }
@@ -242,11 +249,72 @@ static void sandbox_free(struct sandbox *sb)
 	if (!sb)
 		return;
 	detach(sb);
+	if (sb->expire_ev)
+		event_free(sb->expire_ev);
 	sandbox_spec_free(&sb->spec);
 	free(sb);
 }
 
-/* The "take a root" step of a create: a new, empty subvolume laid out for
+int64_t sandbox_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void expire(struct sandbox *sb, const char *why)
+{
+	struct cove_err err = { 0 };
+	log_info("sandbox %s: deleting: %s", sb->id, why);
+	if (sandbox_delete(daemon_ctx, sb, &err) < 0)
+		log_error("sandbox %s: delete: %s", sb->id, err.msg);
+}
+
+static void on_expired(evutil_socket_t fd, short what, void *arg)
+{
+	expire(arg, "its timeout ran out");
+}
+
+static void on_orphaned(evutil_socket_t fd, short what, void *arg)
+{
+	expire(arg, "ephemeral, and its connection ended with the previous coved");
+}
+
+/* Have fn delete sb at unix ms at (0: never); a time already past fires on the
+ * next turn of the loop, not here, so callers may go on using sb. */
+static void arm_expiry(struct daemon *d, struct sandbox *sb, int64_t at, event_callback_fn fn)
+{
+	if (sb->expire_ev)
+		event_free(sb->expire_ev);
+	sb->expire_ev = NULL;
+	if (!at)
+		return;
+	int64_t left = at - sandbox_now_ms();
+	struct timeval tv = { 0, 0 };
+	if (left > 0) {
+		tv.tv_sec = (time_t)(left / 1000);
+		tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
+	}
+	sb->expire_ev = evtimer_new(d->base, fn, sb);
+	if (sb->expire_ev)
+		evtimer_add(sb->expire_ev, &tv);
+	else
+		log_error("sandbox %s: cannot arm its timeout: out of memory", sb->id);
+}
+
+int sandbox_set_expiry(struct daemon *d, struct sandbox *sb, int64_t expires_at, struct cove_err *err)
+{
+	int64_t was = sb->spec.expires_at;
+	sb->spec.expires_at = expires_at;
+	if (save(d, sb, err) < 0) {
+		sb->spec.expires_at = was;
+		return -1;
+	}
+	arm_expiry(d, sb, expires_at, on_expired);
+	return 0;
+}
+
+/* The "take a root"" step of a create: a new, empty subvolume laid out for
  * the overlays, or a writable snapshot of a snapshot's files (which hold
  * that layout already). */
 static int take_root(const char *from, const char *subvol, struct cove_err *err)
@@ -275,9 +343,13 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 	}
 	sb->spec = *spec;
 	spec->env = NULL; /* moved */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	sb->spec.created_at = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	sb->spec.created_at = sandbox_now_ms();
+	/* A restore or a fork copies a spec: what ties its source to a deadline
+	 * or to a client's connection is not copied with it. */
+	if (from) {
+		sb->spec.expires_at = 0;
+		sb->spec.ephemeral = false;
+	}
 
 	char image[600], subvol[600];
 	/* A restored root keeps the image it was made on, whatever "host" is
@@ -319,6 +391,7 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 	}
 	d->sandboxes[slot] = sb;
 	d->count++;
+	arm_expiry(d, sb, sb->spec.expires_at, on_expired);
 	*ret = sb;
 	return 0;
 fail:
@@ -400,6 +473,10 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 		sb->state = was;
 		return -1;
 	}
+	if (sb->expire_ev)
+		event_free(sb->expire_ev);
+	sb->expire_ev = NULL;
+	conn_forget_sandbox(sb->id);
 	exec_abort_all(sb, "sandbox deleted");
 	files_abort_all(sb, "sandbox deleted");
 	d->count--;
@@ -538,6 +615,12 @@ static void load_one(void *arg, const struct store_sandbox *row)
 		return;
 	}
 	d->count++;
+	/* An ephemeral sandbox's connection died with the previous coved. The
+	 * deletion waits for the loop: rows are still being read. */
+	if (sb->spec.ephemeral)
+		arm_expiry(d, sb, 1, on_orphaned);
+	else
+		arm_expiry(d, sb, sb->spec.expires_at, on_expired);
 	if (row->init_pid > 0 && row->init_start && proc_start_time(row->init_pid) == row->init_start &&
 	    attach(d, sb, &err) == 0) {
 		log_info("sandbox %s: re-attached to cove-init pid %d", sb->id, sb->init_pid);
