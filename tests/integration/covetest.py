@@ -3,6 +3,7 @@ and socket, the real cove CLI, and raw HTTP over the unix socket."""
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -83,6 +84,42 @@ class Coved:
         subprocess.run(["umount", "-l", pool], stderr=subprocess.DEVNULL)
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def sandbox_dirs(self):
+        """Sandbox roots on disk (entries named like sandbox IDs)."""
+        d = os.path.join(self.data, "pool", "sandboxes")
+        return sorted(n for n in os.listdir(d) if ID_RE.match(n)) if os.path.isdir(d) else []
+
+    def teardown(self):
+        """Stop a private coved and leave nothing behind: delete every
+        sandbox it lists or has on disk, wait for the deletions to finish
+        (they complete after the reply), then clean up. Inits that survive
+        that are ended by pid, and their cgroups removed."""
+        ids = set()
+        try:
+            if self.proc is None or self.proc.poll() is not None:
+                self.proc = None
+                self.start()
+            ids = {s["id"] for s in self.api("GET", "/v1/sandboxes")[1]["sandboxes"]} | set(self.sandbox_dirs())
+            for sid in ids:
+                self.api("DELETE", "/v1/sandboxes/" + sid)
+            wait_until(lambda: not any(cgroup_dirs(s) for s in ids), 10)
+        except Exception:
+            pass
+        finally:
+            for sid in ids:
+                for pid in cgroup_procs(sid) or []:
+                    try:
+                        os.kill(pid, 9)
+                    except OSError:
+                        pass
+            self.cleanup()
+            for sid in ids:
+                for h in cgroup_dirs(sid):
+                    try:
+                        os.rmdir("/sys/fs/cgroup/%s/cove/%s" % (h, sid))
+                    except OSError:
+                        pass
+
     def pid(self):
         return self.proc.pid
 
@@ -125,6 +162,24 @@ class Coved:
         if env:
             e.update(env)
         return subprocess.run([COVE] + list(args), input=input, capture_output=True, timeout=timeout, env=e)
+
+
+ID_RE = re.compile(r"^sb_[a-z2-7]{12}$")
+CGROUP_HIERARCHIES = ("memory", "pids", "cpu", "freezer")
+
+
+def cgroup_dirs(sid):
+    """The v1 hierarchies in which sandbox sid still has a cgroup."""
+    return [h for h in CGROUP_HIERARCHIES if os.path.isdir("/sys/fs/cgroup/%s/cove/%s" % (h, sid))]
+
+
+def cgroup_procs(sid):
+    """Pids in sandbox sid's freezer cgroup, or None when it has none."""
+    try:
+        with open("/sys/fs/cgroup/freezer/cove/%s/cgroup.procs" % sid) as f:
+            return sorted(int(p) for p in f.read().split())
+    except OSError:
+        return None
 
 
 def wait_until(fn, timeout=10, step=0.05):

@@ -4,22 +4,17 @@ create or delete cut short by the kill leaves neither a half sandbox nor a
 stray subvolume, and loses nothing the daemon acknowledged. Each test runs
 its own coved (the shared one is never killed)."""
 import os
-import re
 import threading
 import time
 
 import covetest
 from covetest import wait_until
 
-ID_RE = re.compile(r"^sb_[a-z2-7]{12}$")
 TICKER = ("setsid sh -c 'while :; do date +%s%N > /tmp/tick; sleep 0.1; done' "
           ">/dev/null 2>&1 </dev/null &")
 TICKER_ARGS = "while :; do date +%s%N > /tmp/tick; sleep 0.1; done"
 
 
-def _sb_dirs(cv):
-    d = os.path.join(cv.data, "pool", "sandboxes")
-    return sorted(n for n in os.listdir(d) if ID_RE.match(n))
 
 
 def _listed(cv):
@@ -28,47 +23,8 @@ def _listed(cv):
     return {s["id"]: s for s in j["sandboxes"]}
 
 
-def _cgroup_dirs(sid):
-    return [h for h in ("memory", "pids", "cpu", "freezer")
-            if os.path.isdir("/sys/fs/cgroup/%s/cove/%s" % (h, sid))]
 
 
-def _cgroup_procs(sid):
-    try:
-        with open("/sys/fs/cgroup/freezer/cove/%s/cgroup.procs" % sid) as f:
-            return sorted(int(p) for p in f.read().split())
-    except OSError:
-        return None
-
-
-def _teardown(cv):
-    """Delete the sandboxes of a private coved, wait for the deletions to
-    finish, remove its data root; end any init that outlives that by pid."""
-    ids = set()
-    try:
-        if cv.proc is None or cv.proc.poll() is not None:
-            cv.proc = None
-            cv.start()
-        ids = set(_listed(cv)) | set(_sb_dirs(cv))
-        for sid in ids:
-            cv.api("DELETE", "/v1/sandboxes/" + sid)
-        wait_until(lambda: not any(_cgroup_dirs(s) for s in ids), 10)
-    except Exception:
-        pass
-    finally:
-        for sid in ids:
-            for pid in _cgroup_procs(sid) or []:
-                try:
-                    os.kill(pid, 9)
-                except OSError:
-                    pass
-        cv.cleanup()
-        for sid in ids:
-            for h in _cgroup_dirs(sid):
-                try:
-                    os.rmdir("/sys/fs/cgroup/%s/cove/%s" % (h, sid))
-                except OSError:
-                    pass
 
 
 def _restart(cv, problems, what):
@@ -139,7 +95,7 @@ def test_sigkill_keeps_sandboxes_processes_and_files(_cv):
         assert cv.api("DELETE", "/v1/sandboxes/" + c)[0] == 200
         assert set(_listed(cv)) == {a, b}
     finally:
-        _teardown(cv)
+        cv.teardown()
 
 
 def _check_consistent(cv, problems, acked=(), deleted=()):
@@ -158,24 +114,24 @@ def _check_consistent(cv, problems, acked=(), deleted=()):
         if s["state"] != "running" or st != 200 or j.get("stdout") != "ok\n":
             problems.append("listed sandbox %s (%s) does not exec: %s %s" % (sid, s["state"], st, j))
     # Deletions finish after their reply: give them a moment.
-    wait_until(lambda: set(_sb_dirs(cv)) == set(listed), 5)
-    stray = sorted(set(_sb_dirs(cv)) - set(listed))
+    wait_until(lambda: set(cv.sandbox_dirs()) == set(listed), 5)
+    stray = sorted(set(cv.sandbox_dirs()) - set(listed))
     if stray:
         problems.append("subvolumes on disk that no listed sandbox owns: %s" % stray)
-    missing = sorted(set(listed) - set(_sb_dirs(cv)))
+    missing = sorted(set(listed) - set(cv.sandbox_dirs()))
     if missing:
         problems.append("listed sandboxes without a subvolume: %s" % missing)
-    for sid in sorted(set(_sb_dirs(cv)) | set(acked) | set(deleted)):
+    for sid in sorted(set(cv.sandbox_dirs()) | set(acked) | set(deleted)):
         if sid in listed:
             want = [listed[sid]["init_pid"]]
-            procs = wait_until(lambda: _cgroup_procs(sid) == want, 5) and want or _cgroup_procs(sid)
+            procs = wait_until(lambda: covetest.cgroup_procs(sid) == want, 5) and want or covetest.cgroup_procs(sid)
             if procs != want:
                 problems.append("sandbox %s: processes %s in its cgroup, expected only init %s" % (sid, procs, want))
         else:
-            wait_until(lambda: not _cgroup_dirs(sid), 5)
-            if _cgroup_dirs(sid):
+            wait_until(lambda: not covetest.cgroup_dirs(sid), 5)
+            if covetest.cgroup_dirs(sid):
                 problems.append("unlisted %s keeps cgroups %s with processes %s" %
-                                (sid, _cgroup_dirs(sid), _cgroup_procs(sid)))
+                                (sid, covetest.cgroup_dirs(sid), covetest.cgroup_procs(sid)))
     return listed
 
 
@@ -226,7 +182,7 @@ def test_sigkill_during_creates(_cv):
         assert cv.exec(sid, ["true"])["exit_code"] == 0
         assert cv.api("DELETE", "/v1/sandboxes/" + sid)[0] == 200
     finally:
-        _teardown(cv)
+        cv.teardown()
 
 
 def test_sigkill_during_deletes(_cv):
@@ -249,7 +205,7 @@ def test_sigkill_during_deletes(_cv):
         _check_consistent(cv, problems, acked=kept, deleted=deleted)
         assert not problems, "%d problems:\n  %s" % (len(problems), "\n  ".join(problems))
     finally:
-        _teardown(cv)
+        cv.teardown()
 
 
 def test_stop_right_after_deletes_then_restart_finishes_them(_cv):
@@ -269,4 +225,4 @@ def test_stop_right_after_deletes_then_restart_finishes_them(_cv):
         _check_consistent(cv, problems, acked=[kept], deleted=ids)
         assert not problems, "\n  ".join(problems)
     finally:
-        _teardown(cv)
+        cv.teardown()

@@ -13,7 +13,6 @@ import time
 import covetest
 from covetest import wait_until
 
-ID_RE = re.compile(r"^sb_[a-z2-7]{12}$")
 MB = 1 << 20
 
 
@@ -31,10 +30,6 @@ def _nfds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
-def _sb_dirs(cv):
-    """Sandbox roots on disk (only entries named like sandbox IDs)."""
-    d = os.path.join(cv.data, "pool", "sandboxes")
-    return sorted(n for n in os.listdir(d) if ID_RE.match(n))
 
 
 def _listing(cv):
@@ -47,10 +42,10 @@ def _state(cv):
     """The listing and the sandbox roots on disk, once they agree: deleting
     a sandbox finishes after its reply, so a root may linger for a moment."""
     def settled():
-        listing, dirs = _listing(cv), _sb_dirs(cv)
+        listing, dirs = _listing(cv), cv.sandbox_dirs()
         ids = sorted(json.loads(s)["id"] for s in listing)
         return (listing, dirs) if ids == dirs else None
-    return wait_until(settled, 10) or (_listing(cv), _sb_dirs(cv))
+    return wait_until(settled, 10) or (_listing(cv), cv.sandbox_dirs())
 
 
 def _healthy(cv):
@@ -78,9 +73,6 @@ def _next_pid(cv, sid):
     return cv.exec(sid, ["true"])["pid"]
 
 
-def _cgroup_dirs(sid):
-    return [h for h in ("memory", "pids", "cpu", "freezer")
-            if os.path.isdir("/sys/fs/cgroup/%s/cove/%s" % (h, sid))]
 
 
 def _delete_all(cv, ids):
@@ -89,41 +81,11 @@ def _delete_all(cv, ids):
     for sid in ids:
         st, j = cv.api("DELETE", "/v1/sandboxes/" + sid)
         assert st == 200, (sid, st, j)
-    left = lambda: [(s, _cgroup_dirs(s)) for s in ids if _cgroup_dirs(s)] + [
+    left = lambda: [(s, covetest.cgroup_dirs(s)) for s in ids if covetest.cgroup_dirs(s)] + [
         s for s in ids if os.path.exists(os.path.join(cv.data, "pool", "sandboxes", s))]
     assert wait_until(lambda: not left(), 10), "deleted sandboxes linger: %r" % left()
 
 
-def _teardown(cv):
-    """Stop a private coved and leave nothing behind: delete its sandboxes,
-    wait for the deletions to finish (they complete after the reply), then
-    remove the data root. Inits that survive that are ended by pid."""
-    ids = set()
-    try:
-        if cv.proc is None or cv.proc.poll() is not None:
-            cv.proc = None
-            cv.start()
-        ids = {s["id"] for s in cv.api("GET", "/v1/sandboxes")[1]["sandboxes"]} | set(_sb_dirs(cv))
-        for sid in ids:
-            cv.api("DELETE", "/v1/sandboxes/" + sid)
-        wait_until(lambda: not any(_cgroup_dirs(s) for s in ids), 10)
-    except Exception:
-        pass
-    finally:
-        for sid in ids:
-            try:
-                with open("/sys/fs/cgroup/freezer/cove/%s/cgroup.procs" % sid) as f:
-                    for pid in f.read().split():
-                        os.kill(int(pid), 9)
-            except OSError:
-                pass
-        cv.cleanup()
-        for sid in ids:
-            for h in _cgroup_dirs(sid):
-                try:
-                    os.rmdir("/sys/fs/cgroup/%s/cove/%s" % (h, sid))
-                except OSError:
-                    pass
 
 
 # ---------------------------------------------------------------- bad input
@@ -278,7 +240,7 @@ def test_huge_chunked_body_is_refused(cv):
         assert _state(own) == before
         assert own.exec(sid, ["echo", "ok"])["stdout"] == "ok\n"
     finally:
-        _teardown(own)
+        own.teardown()
 
 
 def test_garbage_http_is_refused(cv):
@@ -458,7 +420,7 @@ def test_stream_100mb_with_bounded_memory(cv):
         assert took < 60, took
         _healthy(own)
     finally:
-        _teardown(own)
+        own.teardown()
 
 
 # ---------------------------------------------------------------- clients that leave
