@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# cove's benchmark (`make bench`): coved's API through libcove, and the CLI
-# side by side with crun and bubblewrap, on this machine, in one run.
+# cove's benchmark (`make bench`): coved's API through libcove, snapshots
+# (cove's API next to a raw btrfs snapshot and cp -a), and the CLI side by
+# side with crun and bubblewrap, on this machine, in one run.
 #
 #   make bench                        # builds, then runs this
 #   RUNS=50 EXEC_RUNS=100 bench/run.sh  # fewer hyperfine runs
+#   SNAP_N=5 CP_RUNS=1 bench/run.sh     # a quicker snapshot part
 #
 # Everything it creates lives under $COVE_BENCH_DIR (default
 # /var/tmp/cove-bench): a private coved (data root, socket, log), a busybox
 # rootfs and OCI bundles for crun, the compiled apibench and the results of
-# the last run. On exit, whatever happens, it deletes its sandboxes and crun
-# containers, stops its coved, unmounts the pool and gives the hugetlb cgroup
-# controller back to cgroup2. Needs root, hyperfine, crun, bwrap,
-# busybox-static and python3 (scripts/deps.sh).
+# the last run. On exit, whatever happens, it deletes its sandboxes,
+# snapshots, raw subvolumes, cp -a trees and crun containers, stops its
+# coved, unmounts the pool and gives the hugetlb cgroup controller back to
+# cgroup2. Needs root, hyperfine, crun, bwrap, busybox-static, btrfs-progs
+# and python3 (scripts/deps.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${COVE_BENCH_DIR:-/var/tmp/cove-bench}
@@ -19,6 +22,8 @@ COLD_N=${COLD_N:-200}       # (a) API cold create -> exec -> delete, back to bac
 PACED_N=${PACED_N:-50}      # (a') the same, each after a 100 ms pause
 EXEC_N=${EXEC_N:-1000}      # (b) API exec true
 IDLE_N=${IDLE_N:-200}       # (c) idle sandboxes for memory
+SNAP_N=${SNAP_N:-20}        # snapshot / restore / fork runs per sandbox size
+CP_RUNS=${CP_RUNS:-2}       # cp -a of the large tree (slow)
 RUNS=${RUNS:-100}           # hyperfine runs, run group
 EXEC_RUNS=${EXEC_RUNS:-200} # hyperfine runs, exec group
 WARMUP=5
@@ -28,6 +33,8 @@ SOCK=$B/cove.sock
 DATA=$B/data
 ROOTFS=$B/rootfs
 RES=$B/results
+SNAPTREE=$B/snaptree        # the plain-directory copies of the large tree (cp -a)
+RAWSV=$DATA/pool/cove-bench-raw # the raw btrfs subvolume and its snapshots
 COVE=$ROOT/build/cove
 COVED=$ROOT/build/coved
 CTR_TRUE=cove-bench-true
@@ -40,7 +47,7 @@ die() { log "FATAL: $*"; exit 1; }
 have() { command -v "$1" >/dev/null 2>&1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (coved and crun need it)"
-for t in hyperfine crun bwrap python3 cc; do have "$t" || die "'$t' missing (sh scripts/deps.sh)"; done
+for t in hyperfine crun bwrap python3 cc btrfs; do have "$t" || die "'$t' missing (sh scripts/deps.sh)"; done
 BUSYBOX=/bin/busybox # from busybox-static: the rootfs has no libc
 [ -x "$BUSYBOX" ] || die "busybox-static missing (sh scripts/deps.sh)"
 for f in "$COVE" "$COVED" "$ROOT/build/cove-init" "$ROOT/build/libcove.a"; do
@@ -129,7 +136,14 @@ cleanup() {
 		for id in $(timeout 20 "$COVE" --socket "$SOCK" ls 2>/dev/null | awk 'NR > 1 { print $1 }'); do
 			timeout 20 "$COVE" --socket "$SOCK" rm "$id" >/dev/null 2>&1
 		done
+		# and every snapshot (snapbench's, if it was interrupted)
+		for id in $(timeout 20 "$COVE" --socket "$SOCK" snapshots 2>/dev/null | awk 'NR > 1 { print $1 }'); do
+			timeout 20 "$COVE" --socket "$SOCK" snapshot rm "$id" >/dev/null 2>&1
+		done
 	fi
+	# snapbench's raw subvolumes on the pool and its cp -a trees
+	mountpoint -q "$DATA/pool" && python3 "$ROOT/bench/snapbench.py" --cleanup-raw "$RAWSV"
+	rm -rf "$SNAPTREE"
 	for p in $COVED_PID $(our_coveds); do
 		kill -TERM "$p" 2>/dev/null || continue
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -203,6 +217,11 @@ cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra -I"$ROOT/include" -I"$ROOT/src" "$
 log "apibench: cold $COLD_N, paced $PACED_N, exec $EXEC_N, idle $IDLE_N"
 "$B/apibench" --socket "$SOCK" --coved-pid "$COVED_PID" --cold "$COLD_N" --paced "$PACED_N" --exec "$EXEC_N" \
 	--idle "$IDLE_N" --out "$RES/api.txt" | tee "$RES/api-report.txt" >&2
+
+# --- 2b. snapshots: cove's API next to a raw btrfs snapshot and cp -a ---------------
+log "snapbench: $SNAP_N runs each, cp -a $CP_RUNS times"
+python3 "$ROOT/bench/snapbench.py" --socket "$SOCK" --pool "$DATA/pool" --scratch "$SNAPTREE" \
+	--runs "$SNAP_N" --cp-runs "$CP_RUNS" --out "$RES/snap.txt"
 
 # --- 3. CLI against crun and bwrap, with hyperfine -----------------------------------
 cd /tmp

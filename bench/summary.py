@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The summary table of a bench/run.sh run, as markdown, from its results
-directory: api.txt (apibench's "key value" lines), run.json and exec.json
-(hyperfine), machine.txt. Usage: summary.py RESULTS_DIR"""
+directory: api.txt (apibench's "key value" lines), snap.txt (snapbench's, in
+ms), run.json and exec.json (hyperfine), machine.txt.
+Usage: summary.py RESULTS_DIR"""
 import json
 import os
 import sys
@@ -24,7 +25,21 @@ def load_hf(name):
         return {r["command"]: r for r in json.load(f)["results"]}
 
 
+def load_snap():
+    snap = {}
+    path = os.path.join(res, "snap.txt")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.strip().partition(" ")
+            if k:
+                snap[k] = float(v)
+    return snap
+
+
 api = load_api()
+snap = load_snap()
 run = load_hf("run")
 exe = load_hf("exec")
 with open(os.path.join(res, "machine.txt")) as f:
@@ -79,6 +94,34 @@ p(f"Memory per idle sandbox ({n} sandboxes): "
      if "idle.host_used_mb" in api else "")
   + ".")
 p("")
+if snap:
+    p("### Snapshots (HTTP/JSON over the unix socket, one kept-alive connection; ms)")
+    p("")
+    p("Sandboxes with 10 files and with 10,000 files + a 1 GiB file of their own changes; "
+      "only the request is timed (deleting what it made is not).")
+    p("")
+    p("| measure | 10 files p50 | p95 | 10,000 files + 1 GiB p50 | p95 | large ÷ small p50 |")
+    p("|---|---:|---:|---:|---:|---:|")
+    for key, label in (("snapshot", "snapshot (`POST /v1/sandboxes/{id}/snapshots`)"),
+                       ("restore", "restore (`POST /v1/snapshots/{id}/restore`)"),
+                       ("fork1", "fork into 1"), ("fork10", "fork into 10 (the whole request)")):
+        sm, lg = f"small.{key}", f"large.{key}"
+        p(f"| {label}, {int(snap[lg + '.runs'])} runs | **{snap[sm + '.p50']:.2f}** | {snap[sm + '.p95']:.2f} "
+          f"| **{snap[lg + '.p50']:.2f}** | {snap[lg + '.p95']:.2f} | {snap[lg + '.p50'] / snap[sm + '.p50']:.2f}× |")
+    p(f"| snapshot right after a one-file change (checkpoint), {int(snap['large.checkpoint.runs'])} runs | | "
+      f"| **{snap['large.checkpoint.p50']:.2f}** | {snap['large.checkpoint.p95']:.2f} | |")
+    p(f"| raw `BTRFS_IOC_SNAP_CREATE_V2` (read-only) of a pool subvolume holding the same tree "
+      f"| | | {snap['raw.ioctl.p50']:.2f} | {snap['raw.ioctl.p95']:.2f} | |")
+    p(f"| … right after a one-file change | | | {snap['raw.ioctl_checkpoint.p50']:.2f} "
+      f"| {snap['raw.ioctl_checkpoint.p95']:.2f} | |")
+    p(f"| `btrfs subvolume snapshot -r` (the CLI, a process) | | | {snap['raw.cli.p50']:.2f} "
+      f"| {snap['raw.cli.p95']:.2f} | |")
+    cpn = int(snap["cp.runs"])
+    p(f"| `cp -a` of the same tree on ext4 (page cache), {cpn} run{'s' if cpn > 1 else ''}: min, max | | "
+      f"| {snap['cp.min']:.0f} | {snap['cp.max']:.0f} | |")
+    p(f"| … and `syncfs` after it (durable, as a cove snapshot is): min, max | | "
+      f"| {snap['cp_sync.min']:.0f} | {snap['cp_sync.max']:.0f} | |")
+    p("")
 p("### CLI, process to process (hyperfine -N)")
 p("")
 p("| command | median ms | mean ± sd ms | min ms | max ms | runs | peer median ÷ cove median |")
@@ -121,6 +164,18 @@ target("`cove exec` ≥ 3× faster than `crun exec`", f"{r:.2f}× ({ms(med(exe[E
        r >= 3)
 mem = api["idle.rss_mb"]
 target("≤ 2 MB host memory per idle sandbox (RSS)", f"{mem:.2f} MB", mem <= 2)
+if snap:
+    for key, label in (("snapshot", "snapshot"), ("restore", "restore"), ("fork1", "fork into 1")):
+        for size, what in (("small", "10 files"), ("large", "10,000 files + 1 GiB")):
+            v = snap[f"{size}.{key}.p50"]
+            target(f"{label} p50 ≤ 20 ms ({what})", f"{v:.2f} ms", v <= 20)
+        sm, lg = snap[f"small.{key}.p50"], snap[f"large.{key}.p50"]
+        target(f"{label}: the same for both sizes (large ≤ 1.25 × small p50)", f"{lg / sm:.2f}×", lg <= 1.25 * sm)
+    for size, what in (("small", "10 files"), ("large", "10,000 files + 1 GiB")):
+        v = snap[f"{size}.fork10.p50"]
+        target(f"fork into 10 ≤ 100 ms total, p50 ({what})", f"{v:.2f} ms", v <= 100)
+    v = snap["large.checkpoint.p50"]
+    target("checkpoint: snapshot after a one-file change ≤ 20 ms, p50 (large)", f"{v:.2f} ms", v <= 20)
 failed = [(name, r) for g in (run, exe) for name, r in g.items() if any(c != 0 for c in r.get("exit_codes", []))]
 if failed:
     p("")
