@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
@@ -330,6 +331,34 @@ static int take_root(const char *from, const char *subvol, struct cove_err *err)
 	return r < 0 ? err_sys(err, -r, "create subvolume '%s'", subvol) : 0;
 }
 
+/* A new sandbox's name for itself: /etc/hostname holds its ID (the hostname
+ * its init sets), and /etc/hosts resolves it, as tools such as sudo expect.
+ * Written into the root overlay's upper layer before it is mounted. A
+ * restored root is left byte for byte as it was snapshotted. */
+static int write_identity(const char *subvol, const char *image, const char *id, struct cove_err *err)
+{
+	char path[700], hosts[65536];
+	snprintf(path, sizeof(path), "%s/upper/root/etc", subvol);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return err_sys(err, errno, "mkdir '%s'", path);
+	snprintf(path, sizeof(path), "%s/rootfs/etc/hosts", image);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n = fd < 0 ? 0 : read(fd, hosts, sizeof(hosts) - 1);
+	if (fd >= 0)
+		close(fd);
+	hosts[n > 0 ? n : 0] = '\0';
+	FILE *f;
+	snprintf(path, sizeof(path), "%s/upper/root/etc/hostname", subvol);
+	if (!(f = fopen(path, "we")) || fprintf(f, "%s\n", id) < 0 || fclose(f) != 0)
+		return err_sys(err, errno, "write '%s'", path);
+	snprintf(path, sizeof(path), "%s/upper/root/etc/hosts", subvol);
+	if (!(f = fopen(path, "we")) ||
+	    fprintf(f, "%s%s127.0.1.1\t%s\n", hosts, n > 0 && hosts[n - 1] != '\n' ? "\n" : "", id) < 0 ||
+	    fclose(f) != 0)
+		return err_sys(err, errno, "write '%s'", path);
+	return 0;
+}
+
 int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from, struct sandbox **ret,
 		   struct cove_err *err)
 {
@@ -371,6 +400,10 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 	double t1 = now_ms();
 	if (r < 0)
 		goto fail;
+	if (!from && write_identity(subvol, image, sb->id, err) < 0) {
+		(void)btrfs_subvol_delete(subvol);
+		goto fail;
+	}
 	/* Recorded before it runs, so that a crash from here on leaves a row
 	 * that the next start can boot or clean up, never a leaked subvolume. */
 	bool ok = save(d, sb, err) == 0;

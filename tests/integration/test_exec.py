@@ -187,3 +187,12 @@ def test_limits_reach_the_cgroups(cv):
     finally:
         cv.api("DELETE", "/v1/sandboxes/" + sid)
     assert wait_until(lambda: not os.path.exists("/sys/fs/cgroup/memory/cove/" + sid), 10)
+
+
+def test_sandbox_knows_its_own_name(cv):
+    sid = _sb(cv)
+    assert cv.exec(sid, ["hostname"])["stdout"] == sid + "\n"
+    assert cv.exec(sid, ["cat", "/etc/hostname"])["stdout"] == sid + "\n"
+    r = cv.exec(sid, ["getent", "hosts", sid])
+    assert r["exit_code"] == 0 and r["stdout"].split() == ["127.0.1.1", sid], r
+    assert "localhost" in cv.exec(sid, ["cat", "/etc/hosts"])["stdout"]  # the image's lines stay
