@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "common/encoding.h"
+#include "common/io.h"
 
 #define MAX_STDIN (64u << 20)
 
@@ -16,13 +17,7 @@ int cli_add_env(json_t *spec, const char *kv);
 
 static void on_output(void *arg, int fd, const char *buf, size_t len)
 {
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-		if (n <= 0)
-			return;
-		buf += n;
-		len -= n;
-	}
+	(void)io_write_all(fd, buf, len); /* a closed stdout only loses output */
 }
 
 int cli_exec_stream(struct cli *cli, const char *id, const char *request_json)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/io.h"
 #include "cli/cli.h"
 #include "common/cleanup.h"
 #include "common/parse.h"
@@ -63,20 +64,6 @@ static int read_all(int fd, char **ret, size_t *ret_len)
 	return 0;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int upload(struct cli *cli, const char *src, const char *id, const char *path)
 {
 	struct cove_error err = { 0 };
@@ -105,7 +92,7 @@ static int download(struct cli *cli, const char *id, const char *path, const cha
 		return cli_fail(&err);
 	_cleanup_close_ int fd =
 		strcmp(dst, "-") == 0 ? dup(1) : open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write_all(fd, data, len) < 0) {
+	if (fd < 0 || io_write_all(fd, data, len) < 0) {
 		fprintf(stderr, "cove cp: %s: %s\n", dst, strerror(errno));
 		return 1;
 	}

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/io.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/parse.h"
@@ -131,20 +132,6 @@ static int freeze_and_snapshot(struct daemon *d, struct sandbox *sb, const char 
 	return 0;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The manifest goes to a temporary file that is synced, then renamed into
  * place, then the directory is synced: a manifest on disk is always whole. */
 static int write_manifest(const char *dir, json_t *manifest, struct cove_err *err)
@@ -156,7 +143,7 @@ static int write_manifest(const char *dir, json_t *manifest, struct cove_err *er
 	if (!text)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int r = fd < 0 ? -errno : write_all(fd, text, strlen(text));
+	int r = fd < 0 ? -errno : io_write_all(fd, text, strlen(text));
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (r == 0 && rename(tmp, path) < 0)

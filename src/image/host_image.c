@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 
 #include "sandbox/runtime.h"
 #include "sys/btrfs.h"
@@ -96,8 +97,9 @@ static int copy_file(const char *src, const char *dst, const struct stat *st)
 	while ((n = read(in, buf, sizeof(buf))) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 || write(out, buf, n) != n)
-			return n < 0 ? -errno : -EIO;
+		int w = n < 0 ? -errno : io_write_all(out, buf, (size_t)n);
+		if (w < 0)
+			return w;
 	}
 	struct timespec times[2] = { st->st_atim, st->st_mtim };
 	if (fchown(out, st->st_uid, st->st_gid) < 0 || fchmod(out, st->st_mode & 07777) < 0 || futimens(out, times) < 0)
