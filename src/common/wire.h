@@ -14,6 +14,19 @@
  *   coved -> init   WIRE_FSOP     payload: path request; value = enum wire_fsop
  *   init  -> coved  WIRE_FSOP_DONE  value = 0 or errno; pid = 1 if something changed
  *
+ * Background processes outlive coved: a WIRE_SPAWN with WIRE_FLAG_KEEP
+ * carries, after the child's stdio, value more fds (coved's own ends of the
+ * pipes, and its output ring) that init holds for as long as the process is
+ * kept, so that the pipes never break and a restarted coved takes them back:
+ *   coved -> init   WIRE_LIST     -> one WIRE_KEPT per kept process, then WIRE_LIST_END
+ *   init  -> coved  WIRE_KEPT     pid; fds: the kept ones; WIRE_FLAG_EXITED with
+ *                                 value = wait status once it has ended
+ *   coved -> init   WIRE_RELEASE  pid; value = index of the kept fd to close,
+ *                                 or -1: close all and forget the process
+ * A WIRE_SPAWN with WIRE_FLAG_TTY gives the child a new pty as its stdio
+ * (only stdout and stderr are passed, and ignored); the WIRE_SPAWNED reply
+ * carries the pty's master, of which init keeps a copy after the others.
+ *
  * Paths in WIRE_OPEN and WIRE_FSOP are resolved by init inside the
  * sandbox's root (openat2 RESOLVE_IN_ROOT), as the request's user.
  *
@@ -25,7 +38,7 @@
 
 #define WIRE_MAX_PACKET (256 * 1024)
 #define WIRE_MAX_ARGS 4096
-#define WIRE_MAX_FDS 3
+#define WIRE_MAX_FDS 8
 
 enum wire_type {
 	WIRE_SPAWN = 1,
@@ -40,7 +53,11 @@ enum wire_type {
 	WIRE_OPEN_FAILED,
 	WIRE_FSOP,
 	WIRE_FSOP_DONE,
-	WIRE_TYPE_LAST = WIRE_FSOP_DONE,
+	WIRE_LIST,
+	WIRE_KEPT,
+	WIRE_LIST_END,
+	WIRE_RELEASE,
+	WIRE_TYPE_LAST = WIRE_RELEASE,
 };
 
 enum wire_flags {
@@ -52,6 +69,10 @@ enum wire_flags {
 	WIRE_FLAG_RECURSIVE = 1 << 5, /* WIRE_FSOP remove: directories with their contents */
 	WIRE_FLAG_OVERWRITE = 1 << 6, /* WIRE_FSOP rename: replace an existing target */
 	WIRE_FLAG_CREATED = 1 << 7,   /* WIRE_OPENED: the file did not exist before */
+	WIRE_FLAG_KEEP = 1 << 8,      /* WIRE_SPAWN: hold the trailing value fds (see above) */
+	WIRE_FLAG_TTY = 1 << 9,       /* WIRE_SPAWN: stdio is a new pty */
+	WIRE_FLAG_EXITED = 1 << 10,   /* WIRE_KEPT: the process has ended */
+	WIRE_FLAG_CHILDREN = 1 << 11, /* WIRE_SIGNAL: the process's descendants only */
 };
 
 enum wire_open_kind {

@@ -60,7 +60,7 @@ void api_send_error(struct evhttp_request *req, const struct cove_err *err)
 }
 
 /* The request body as JSON (an empty body is an empty object). */
-static json_t *read_body(struct evhttp_request *req, struct cove_err *err)
+json_t *read_body(struct evhttp_request *req, struct cove_err *err)
 {
 	struct evbuffer *b = evhttp_request_get_input_buffer(req);
 	size_t n = evbuffer_get_length(b);
@@ -81,7 +81,7 @@ static json_t *read_body(struct evhttp_request *req, struct cove_err *err)
 }
 
 /* Every key of j must be in allowed (NULL-terminated). */
-static int check_fields(json_t *j, const char *const *allowed, struct cove_err *err)
+int check_fields(json_t *j, const char *const *allowed, struct cove_err *err)
 {
 	const char *k;
 	json_t *v;
@@ -96,7 +96,7 @@ static int check_fields(json_t *j, const char *const *allowed, struct cove_err *
 	return 0;
 }
 
-static int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err)
+int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err)
 {
 	json_t *v = json_object_get(j, key);
 	if (!v || json_is_null(v))
@@ -142,7 +142,7 @@ static int get_size(json_t *j, const char *key, uint64_t *ret, struct cove_err *
 	return err_set(err, COVE_EINVAL, "'%s' must be a positive size (bytes, or like \"512M\")", key);
 }
 
-static int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err)
+int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err)
 {
 	json_t *v = json_object_get(j, key);
 	if (!v || json_is_null(v))
@@ -170,7 +170,7 @@ static int get_deadline(json_t *j, int64_t *ret, struct cove_err *err)
 	return 0;
 }
 
-static int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err)
+int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err)
 {
 	json_t *v = json_object_get(j, key);
 	if (!v || json_is_null(v))
@@ -264,7 +264,7 @@ static int parse_stdin(json_t *j, struct exec_request *er, unsigned char **store
 	return 0;
 }
 
-static bool query_flag(struct evhttp_request *req, const char *name)
+bool query_flag(struct evhttp_request *req, const char *name)
 {
 	struct evkeyvalq q;
 	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
@@ -377,8 +377,9 @@ static int h_timeout(struct evhttp_request *req, const char *id, struct cove_err
 
 static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *err)
 {
-	static const char *const fields[] = { "cmd",       "env",     "cwd",    "user",       "stdin",
-					      "stdin_b64", "timeout", "stream", "max_output", NULL };
+	static const char *const fields[] = { "cmd",     "env",    "cwd",        "user",       "stdin", "stdin_b64",
+					      "timeout", "stream", "max_output", "background", "tag",   "tty",
+					      "rows",    "cols",   "stdin_open", NULL };
 	struct sandbox *sb = lookup(id, err);
 	json_t *j = sb ? read_body(req, err) : NULL;
 	if (!j)
@@ -394,12 +395,21 @@ static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *e
 		r = err_set(err, COVE_EINVAL, "'cmd' is required");
 	if (r == 0)
 		r = parse_argv(json_object_get(j, "cmd"), &er.argv, err);
+	er.cmd = json_object_get(j, "cmd");
 	if (r == 0 && (check_env(json_object_get(j, "env"), err) < 0 || get_string(j, "cwd", &er.cwd, 4095, err) < 0 ||
 		       get_string(j, "user", &er.user, 63, err) < 0 ||
 		       get_number(j, "timeout", 0, 86400 * 365, &er.timeout, err) < 0 ||
 		       get_number(j, "max_output", 0, 1 << 30, &max_output, err) < 0 ||
 		       parse_stdin(j, &er, &stdin_store, err) < 0))
 		r = -1;
+	double rows = 24, cols = 80;
+	if (r == 0 &&
+	    (get_bool(j, "background", &er.background, err) < 0 || get_bool(j, "tty", &er.tty, err) < 0 ||
+	     get_bool(j, "stdin_open", &er.stdin_open, err) < 0 || get_string(j, "tag", &er.tag, 63, err) < 0 ||
+	     get_number(j, "rows", 1, 9999, &rows, err) < 0 || get_number(j, "cols", 1, 9999, &cols, err) < 0))
+		r = -1;
+	er.rows = (int)rows;
+	er.cols = (int)cols;
 	if (r == 0 && er.cwd && *er.cwd != '/')
 		r = err_set(err, COVE_EINVAL, "'cwd' must be an absolute path");
 	er.env = json_object_get(j, "env");
@@ -407,7 +417,13 @@ static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *e
 		er.env = NULL;
 	er.stream = er.stream || json_is_true(stream);
 	er.max_output = (size_t)max_output;
-	if (r == 0)
+	if (r == 0 && er.tag && !er.background && !er.tty)
+		r = err_set(err, COVE_EINVAL, "'tag' is for background or terminal processes");
+	if (r == 0 && er.max_output != API_DEFAULT_MAX_OUTPUT && (er.background || er.tty))
+		r = err_set(err, COVE_EINVAL, "'max_output' is for collected output, not kept processes");
+	if (r == 0 && (er.background || er.tty))
+		r = procs_start(sb, req, &er, err);
+	else if (r == 0)
 		r = exec_start(sb, req, &er, err);
 	json_decref(er.argv);
 	json_decref(j);
@@ -561,6 +577,12 @@ static const struct route {
 	{ EVHTTP_REQ_GET, "/v1/snapshots/*", h_snapshot_get },
 	{ EVHTTP_REQ_DELETE, "/v1/snapshots/*", h_snapshot_delete },
 	{ EVHTTP_REQ_POST, "/v1/snapshots/*/restore", h_restore },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/processes", procs_list },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/processes/*", procs_get },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/processes/*/attach", procs_attach },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/processes/*/stdin", procs_stdin },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/processes/*/signal", procs_signal },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/processes/*/resize", procs_resize },
 };
 
 void api_handle(struct evhttp_request *req, void *arg)

@@ -18,6 +18,7 @@
 
 struct exec;
 struct file_op;
+struct proc;
 
 struct sandbox_spec {
 	char name[64];
@@ -49,6 +50,7 @@ struct sandbox {
 	struct event *conn_ev;
 	uint32_t next_seq;
 	struct exec *execs;       /* this sandbox's execs, linked by exec->next */
+	struct proc *procs;       /* background and terminal processes, newest first */
 	struct file_op *file_ops; /* Files API requests waiting for cove-init */
 	struct event *expire_ev;  /* deletes it at spec.expires_at (or, at load, an ephemeral one) */
 };
@@ -134,6 +136,7 @@ int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox
 /* exec.c */
 struct exec_request {
 	json_t *argv; /* array of strings */
+	json_t *cmd;  /* as the request gave it: argv, or a shell string */
 	json_t *env;  /* object or NULL */
 	const char *cwd;
 	const char *user;
@@ -143,14 +146,47 @@ struct exec_request {
 	double timeout; /* seconds; 0 = none */
 	bool stream;
 	size_t max_output;
+	/* Background and terminal processes (procs.c) */
+	bool background; /* outlives the request: answered with its pid at once */
+	const char *tag; /* a name to select it by, unique among running ones */
+	bool tty;        /* a pty as stdio */
+	int rows, cols;  /* its size */
+	bool stdin_open; /* a stdin pipe that stays open for later input */
 };
 int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, struct cove_err *err);
+/* Encode er (argv, environment, user, cwd) into a WIRE_SPAWN with h's seq,
+ * flags, value and pid, and send it with fds. */
+struct wire_hdr;
+int exec_send_spawn(struct sandbox *sb, struct wire_hdr *h, const struct exec_request *er, const int *fds, int nfds,
+		    struct cove_err *err);
+/* {"type":type,"data":"..."} for UTF-8 text, else "data_b64". */
+json_t *exec_data_event(const char *type, const char *buf, size_t n);
+/* exit_code, signal, timed_out and (when >= 0) duration_ms into j. */
+json_t *exec_exit_fields(json_t *j, int status, bool timed_out, double duration_ms);
 /* From the init connection. */
 void exec_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid);
 void exec_on_spawn_failed(struct sandbox *sb, uint32_t seq, int stage, int errnum);
 void exec_on_exited(struct sandbox *sb, pid_t pid, int status);
 /* The sandbox is going away: fail and free all its execs. */
 void exec_abort_all(struct sandbox *sb, const char *why);
+
+/* procs.c: background and terminal processes (kept by init, see wire.h) */
+int procs_start(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, struct cove_err *err);
+int procs_list(struct evhttp_request *req, const char *id, struct cove_err *err);
+int procs_get(struct evhttp_request *req, const char *id, struct cove_err *err); /* ?wait=S */
+int procs_attach(struct evhttp_request *req, const char *id, struct cove_err *err);
+int procs_stdin(struct evhttp_request *req, const char *id, struct cove_err *err);
+int procs_signal(struct evhttp_request *req, const char *id, struct cove_err *err);
+int procs_resize(struct evhttp_request *req, const char *id, struct cove_err *err);
+/* From the init connection: true if the message was about a kept process. */
+bool procs_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid, int fd);
+bool procs_on_spawn_failed(struct sandbox *sb, uint32_t seq, int stage, int errnum);
+bool procs_on_exited(struct sandbox *sb, pid_t pid, int status);
+void procs_on_kept(struct sandbox *sb, const struct wire_hdr *h, int *fds, int nfds);
+/* Ask a re-attached init for the kept processes of the previous coved. */
+void procs_reattach(struct sandbox *sb);
+/* The sandbox stopped or is going away: end every stream, free all. */
+void procs_abort_all(struct sandbox *sb);
 
 /* files.c: the Files API's handlers (routes in api.c) */
 int files_get(struct evhttp_request *req, const char *id, struct cove_err *err);
@@ -179,5 +215,13 @@ void conn_forget_sandbox(const char *id);
 
 /* api.c */
 void api_handle(struct evhttp_request *req, void *arg);
+/* Request helpers for handlers in other files; each sets err and returns
+ * -1 (or NULL) on bad input. A missing or null field leaves *ret alone. */
+json_t *read_body(struct evhttp_request *req, struct cove_err *err); /* an object; empty body = {} */
+int check_fields(json_t *j, const char *const *allowed, struct cove_err *err);
+int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err);
+int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err);
+int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err);
+bool query_flag(struct evhttp_request *req, const char *name); /* ?name=1 or ?name=true */
 void api_send_error(struct evhttp_request *req, const struct cove_err *err);
 void api_send_json(struct evhttp_request *req, int status, json_t *body);

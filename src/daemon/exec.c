@@ -116,8 +116,7 @@ static void send_line(struct exec *e, json_t *event, void (*done)(struct evhttp_
 	evbuffer_free(b);
 }
 
-/* {"type":"stdout","data":"..."} for UTF-8 text, else "data_b64". */
-static json_t *data_event(const char *type, const char *buf, size_t n)
+json_t *exec_data_event(const char *type, const char *buf, size_t n)
 {
 	int valid;
 	if (utf8_valid_prefix(buf, n, &valid) == n && valid)
@@ -129,18 +128,23 @@ static json_t *data_event(const char *type, const char *buf, size_t n)
 	return json_pack("{s:s, s:s}", "type", type, "data_b64", b64);
 }
 
+json_t *exec_exit_fields(json_t *j, int status, bool timed_out, double duration_ms)
+{
+	bool signaled = WIFSIGNALED(status);
+	json_object_set_new(j, "exit_code", signaled ? json_null() : json_integer(WEXITSTATUS(status)));
+	json_object_set_new(j, "signal", signaled ? json_string(sigabbrev_np(WTERMSIG(status)) ?: "?") : json_null());
+	json_object_set_new(j, "timed_out", json_boolean(timed_out));
+	if (duration_ms >= 0)
+		json_object_set_new(j, "duration_ms", json_real(duration_ms));
+	return j;
+}
+
 static json_t *exit_fields(struct exec *e, json_t *j)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	double ms = (now.tv_sec - e->started.tv_sec) * 1e3 + (now.tv_nsec - e->started.tv_nsec) / 1e6;
-	bool signaled = WIFSIGNALED(e->status);
-	json_object_set_new(j, "exit_code", signaled ? json_null() : json_integer(WEXITSTATUS(e->status)));
-	json_object_set_new(j, "signal",
-			    signaled ? json_string(sigabbrev_np(WTERMSIG(e->status)) ?: "?") : json_null());
-	json_object_set_new(j, "timed_out", json_boolean(e->timed_out));
-	json_object_set_new(j, "duration_ms", json_real(ms));
-	return j;
+	return exec_exit_fields(j, e->status, e->timed_out, ms);
 }
 
 static json_t *collected_text(struct exec_stream *s, const char *name, json_t *j)
@@ -229,7 +233,8 @@ static void maybe_finish(struct exec *e)
 		for (int i = 0; i < NSTREAMS && e->stream && e->req; i++)
 			if (evbuffer_get_length(e->s[i].buf)) { /* a dangling partial UTF-8 tail */
 				size_t n = evbuffer_get_length(e->s[i].buf);
-				send_line(e, data_event(stream_names[i], (char *)evbuffer_pullup(e->s[i].buf, -1), n),
+				send_line(e,
+					  exec_data_event(stream_names[i], (char *)evbuffer_pullup(e->s[i].buf, -1), n),
 					  NULL);
 			}
 		finish(e);
@@ -290,7 +295,7 @@ static void deliver(struct exec *e, int i, const char *buf, size_t n)
 	size_t send = (!valid || ok == 0) ? len : ok;
 	if (!valid || len - ok > 3)
 		send = len;
-	send_line(e, data_event(stream_names[i], p, send), on_chunk_sent);
+	send_line(e, exec_data_event(stream_names[i], p, send), on_chunk_sent);
 	evbuffer_drain(s->buf, send);
 	if (unsent_bytes(e) > STREAM_HIGH_WATER)
 		set_paused(e, true);
@@ -486,7 +491,8 @@ static int build_env(struct sandbox *sb, const struct exec_request *er, const ch
 	return 0;
 }
 
-static int send_spawn(struct exec *e, const struct exec_request *er, int *fds, int nfds, struct cove_err *err)
+int exec_send_spawn(struct sandbox *sb, struct wire_hdr *h, const struct exec_request *er, const int *fds, int nfds,
+		    struct cove_err *err)
 {
 	static const char *argv[WIRE_MAX_ARGS + 1], *envp[WIRE_MAX_ARGS + 1];
 	static char env_store[WIRE_MAX_PACKET], pkt[WIRE_MAX_PACKET];
@@ -496,17 +502,16 @@ static int send_spawn(struct exec *e, const struct exec_request *er, int *fds, i
 	for (size_t i = 0; i < argc; i++)
 		argv[i] = json_string_value(json_array_get(er->argv, i));
 	argv[argc] = NULL;
-	if (build_env(e->sb, er, envp, env_store, sizeof(env_store)) < 0)
+	if (build_env(sb, er, envp, env_store, sizeof(env_store)) < 0)
 		return err_set(err, COVE_ETOOBIG, "environment too large");
-	struct wire_hdr h = { .seq = e->seq, .flags = er->has_stdin ? WIRE_FLAG_STDIN : 0 };
-	const char *user = er->user ? er->user : e->sb->spec.user;
-	const char *cwd = er->cwd ? er->cwd : e->sb->spec.cwd;
-	long len = wire_encode_spawn(pkt, sizeof(pkt), &h, user, cwd, argv, envp);
+	const char *user = er->user ? er->user : sb->spec.user;
+	const char *cwd = er->cwd ? er->cwd : sb->spec.cwd;
+	long len = wire_encode_spawn(pkt, sizeof(pkt), h, user, cwd, argv, envp);
 	if (len < 0)
 		return err_set(err, COVE_ETOOBIG, "command and environment too large (max %d bytes)", WIRE_MAX_PACKET);
-	int r = sandbox_send(e->sb, pkt, len, fds, nfds);
+	int r = sandbox_send(sb, pkt, len, fds, nfds);
 	if (r < 0)
-		return err_sys(err, -r, "send to cove-init of sandbox %s", e->sb->id);
+		return err_sys(err, -r, "send to cove-init of sandbox %s", sb->id);
 	return 0;
 }
 
@@ -562,7 +567,8 @@ int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec
 		/* Read only once spawned: the reply must start before any output. */
 		e->s[i].ev = event_new(daemon_ctx->base, p[0], EV_READ | EV_PERSIST, on_readable, e);
 	}
-	int r = send_spawn(e, er, child, nfds, err);
+	struct wire_hdr h = { .seq = e->seq, .flags = er->has_stdin ? WIRE_FLAG_STDIN : 0 };
+	int r = exec_send_spawn(sb, &h, er, child, nfds, err);
 	for (int i = 0; i < nfds; i++)
 		close(child[i]);
 	nfds = 0;

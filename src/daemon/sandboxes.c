@@ -512,6 +512,7 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	conn_forget_sandbox(sb->id);
 	exec_abort_all(sb, "sandbox deleted");
 	files_abort_all(sb, "sandbox deleted");
+	procs_abort_all(sb);
 	d->count--;
 	begin_delete(d, sb);
 	return 0;
@@ -551,6 +552,7 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 	log_warn("sandbox %s: %s", sb->id, why);
 	exec_abort_all(sb, why);
 	files_abort_all(sb, why);
+	procs_abort_all(sb);
 	detach(sb);
 	sb->state = SB_STOPPED;
 	(void)save(daemon_ctx, sb, NULL);
@@ -561,34 +563,52 @@ static void on_init_exit(evutil_socket_t fd, short what, void *arg)
 	mark_stopped(arg, "cove-init exited");
 }
 
-/* One packet from init: a header, and an fd for WIRE_OPENED. Returns the
- * recv result; *fd is -1 unless one came. */
-static ssize_t recv_packet(int conn, struct wire_hdr *h, int *fd)
+/* One packet from init: a header, and the fds that came with it (nfds of
+ * them). Returns the recv result. */
+static ssize_t recv_packet(int conn, struct wire_hdr *h, int *fds, int *nfds)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
+	char cbuf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
 	struct iovec iov = { h, sizeof(*h) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	ssize_t n = recvmsg(conn, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	*fd = -1;
+	*nfds = 0;
 	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(fd, CMSG_DATA(c), sizeof(int));
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			for (int i = 0; i < k; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+				if (*nfds < WIRE_MAX_FDS)
+					fds[(*nfds)++] = fd;
+				else
+					close(fd);
+			}
+		}
 	return n;
 }
 
-static void dispatch(struct sandbox *sb, const struct wire_hdr *h, int fd)
+static void dispatch(struct sandbox *sb, const struct wire_hdr *h, int *fds, int nfds)
 {
+	int fd = nfds > 0 ? fds[0] : -1;
+	if (h->type == WIRE_KEPT) {
+		procs_on_kept(sb, h, fds, nfds);
+		return;
+	}
+	for (int i = 1; i < nfds; i++)
+		close(fds[i]);
 	if (h->type == WIRE_OPENED) {
 		files_on_opened(sb, h->seq, h->flags, fd);
 		return;
 	}
+	if (h->type == WIRE_SPAWNED && procs_on_spawned(sb, h->seq, h->pid, fd))
+		return;
 	if (fd >= 0)
 		close(fd);
 	if (h->type == WIRE_SPAWNED)
 		exec_on_spawned(sb, h->seq, h->pid);
-	else if (h->type == WIRE_SPAWN_FAILED)
+	else if (h->type == WIRE_SPAWN_FAILED && !procs_on_spawn_failed(sb, h->seq, h->pid, h->value))
 		exec_on_spawn_failed(sb, h->seq, h->pid, h->value);
-	else if (h->type == WIRE_EXITED)
+	else if (h->type == WIRE_EXITED && !procs_on_exited(sb, h->pid, h->value))
 		exec_on_exited(sb, h->pid, h->value);
 	else if (h->type == WIRE_OPEN_FAILED)
 		files_on_failed(sb, h->seq, h->value);
@@ -601,8 +621,8 @@ static void on_init_message(evutil_socket_t fd, short what, void *arg)
 	struct sandbox *sb = arg;
 	for (;;) {
 		struct wire_hdr h = { 0 };
-		int passed;
-		ssize_t n = recv_packet(fd, &h, &passed);
+		int passed[WIRE_MAX_FDS], npassed;
+		ssize_t n = recv_packet(fd, &h, passed, &npassed);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) {
@@ -610,11 +630,11 @@ static void on_init_message(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		if (n != sizeof(h) || h.payload_len != 0) {
-			if (passed >= 0)
-				close(passed);
+			for (int i = 0; i < npassed; i++)
+				close(passed[i]);
 			continue;
 		}
-		dispatch(sb, &h, passed);
+		dispatch(sb, &h, passed, npassed);
 	}
 }
 
@@ -657,6 +677,7 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	if (row->init_pid > 0 && row->init_start && proc_start_time(row->init_pid) == row->init_start &&
 	    attach(d, sb, &err) == 0) {
 		log_info("sandbox %s: re-attached to cove-init pid %d", sb->id, sb->init_pid);
+		procs_reattach(sb);
 		return;
 	}
 	memset(&err, 0, sizeof(err));

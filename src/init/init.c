@@ -20,7 +20,9 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "common/passwd.h"
@@ -62,6 +64,69 @@ static int spawned_take(pid_t pid)
 	return 0;
 }
 
+static int send_fds(const struct wire_hdr *h, const int *fds, int nfds, bool block);
+
+/* Background processes whose pipes (coved's ends) init holds, so that they
+ * outlive coved; see wire.h. */
+#define MAX_KEPT 256
+static struct kept {
+	pid_t pid; /* 0 = free */
+	int fds[WIRE_MAX_FDS];
+	int nfds;
+	bool exited;
+	int status;
+} kept[MAX_KEPT];
+
+static struct kept *kept_find(pid_t pid)
+{
+	for (int i = 0; i < MAX_KEPT; i++)
+		if (kept[i].pid == pid && pid > 0)
+			return &kept[i];
+	return NULL;
+}
+
+static struct kept *kept_new(void)
+{
+	for (int i = 0; i < MAX_KEPT; i++)
+		if (kept[i].pid == 0)
+			return &kept[i];
+	return NULL;
+}
+
+static void kept_close(struct kept *k, int index)
+{
+	for (int i = 0; i < k->nfds; i++)
+		if ((index < 0 || i == index) && k->fds[i] >= 0) {
+			close(k->fds[i]);
+			k->fds[i] = -1;
+		}
+	if (index < 0)
+		*k = (struct kept){ 0 };
+}
+
+static void send_kept_list(uint32_t seq)
+{
+	for (int i = 0; i < MAX_KEPT; i++) {
+		if (kept[i].pid <= 0)
+			continue;
+		int fds[WIRE_MAX_FDS], n = 0;
+		uint32_t present = 0; /* bit i: kept fd i is still open */
+		for (int j = 0; j < kept[i].nfds; j++)
+			if (kept[i].fds[j] >= 0) {
+				fds[n++] = kept[i].fds[j];
+				present |= 1u << j;
+			}
+		struct wire_hdr h = { .type = WIRE_KEPT,
+				      .seq = seq,
+				      .pid = kept[i].pid,
+				      .value = kept[i].status,
+				      .flags = (kept[i].exited ? WIRE_FLAG_EXITED : 0) | (present << 16) };
+		(void)send_fds(&h, fds, n, true);
+	}
+	struct wire_hdr end = { .type = WIRE_LIST_END, .seq = seq };
+	(void)send_fds(&end, NULL, 0, true);
+}
+
 static int spawned_count(void)
 {
 	int n = 0;
@@ -70,27 +135,32 @@ static int spawned_count(void)
 	return n;
 }
 
-int init_send(const struct wire_hdr *h, int fd, bool block)
+static int send_fds(const struct wire_hdr *h, const int *fds, int nfds, bool block)
 {
 	if (client_fd < 0)
 		return -ENOTCONN;
 	struct iovec iov = { (void *)h, sizeof(*h) };
-	char cbuf[CMSG_SPACE(sizeof(int))];
+	char cbuf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (fd >= 0) {
+	if (nfds > 0) {
 		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
 		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
 	}
 	ssize_t r;
 	do
 		r = sendmsg(client_fd, &m, MSG_NOSIGNAL | (block ? 0 : MSG_DONTWAIT));
 	while (r < 0 && errno == EINTR);
 	return r < 0 ? -errno : 0;
+}
+
+int init_send(const struct wire_hdr *h, int fd, bool block)
+{
+	return send_fds(h, &fd, fd >= 0 ? 1 : 0, block);
 }
 
 unsigned init_connection(void)
@@ -160,7 +230,27 @@ static void report_and_exit(int pipe_fd, int stage, int errnum)
 	_exit(127);
 }
 
-static void child_exec(struct wire_spawn *sp, int *fds, int nfds, uint32_t flags, int err_pipe)
+/* The child's stdio: the pty's slave (which becomes its controlling
+ * terminal), or the fds coved passed. */
+static void child_stdio(const char *tty, int *fds, int nfds, uint32_t flags, int err_pipe)
+{
+	if (tty) {
+		int t = open(tty, O_RDWR);
+		if (t < 0 || ioctl(t, TIOCSCTTY, 0) < 0 || dup2(t, 0) < 0 || dup2(t, 1) < 0 || dup2(t, 2) < 0)
+			report_and_exit(err_pipe, WIRE_STAGE_STDIO, errno ? errno : EBADF);
+		if (t > 2)
+			close(t);
+		return;
+	}
+	int base = (flags & WIRE_FLAG_STDIN) ? 1 : 0;
+	if (nfds < base + 2)
+		report_and_exit(err_pipe, WIRE_STAGE_STDIO, EBADF);
+	int in = base ? fds[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in < 0 || dup2(in, 0) < 0 || dup2(fds[base], 1) < 0 || dup2(fds[base + 1], 2) < 0)
+		report_and_exit(err_pipe, WIRE_STAGE_STDIO, errno ? errno : EBADF);
+}
+
+static void child_exec(struct wire_spawn *sp, const char *tty, int *fds, int nfds, uint32_t flags, int err_pipe)
 {
 	sigset_t all;
 	sigemptyset(&all);
@@ -170,12 +260,7 @@ static void child_exec(struct wire_spawn *sp, int *fds, int nfds, uint32_t flags
 	 * while it runs, so that a timeout can find and kill the whole tree,
 	 * also what left the process group with setsid. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	int base = (flags & WIRE_FLAG_STDIN) ? 1 : 0;
-	if (nfds < base + 2)
-		report_and_exit(err_pipe, WIRE_STAGE_STDIO, EBADF);
-	int in = base ? fds[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (in < 0 || dup2(in, 0) < 0 || dup2(fds[base], 1) < 0 || dup2(fds[base + 1], 2) < 0)
-		report_and_exit(err_pipe, WIRE_STAGE_STDIO, errno ? errno : EBADF);
+	child_stdio(tty, fds, nfds, flags, err_pipe);
 	struct passwd_entry pw;
 	int e = init_become_user(sp->user, &pw);
 	if (e)
@@ -201,54 +286,96 @@ static void child_exec(struct wire_spawn *sp, int *fds, int nfds, uint32_t flags
 	report_and_exit(err_pipe, WIRE_STAGE_EXEC, errno);
 }
 
+/* A new pty for a WIRE_FLAG_TTY spawn, sized rows x cols when given: the
+ * master, and the slave's path in slave. */
+static int open_pty(int rows, int cols, char *slave, size_t cap)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0)
+		return -1;
+	struct winsize ws = { .ws_row = rows > 0 ? rows : 24, .ws_col = cols > 0 ? cols : 80 };
+	if (unlockpt(m) < 0 || ptsname_r(m, slave, cap) != 0 || ioctl(m, TIOCSWINSZ, &ws) < 0) {
+		int e = errno;
+		close(m);
+		errno = e;
+		return -1;
+	}
+	return m;
+}
+
 static void handle_spawn(const struct wire_hdr *h, const char *payload, int *fds, int nfds)
 {
 	static struct wire_spawn sp;
-	if (wire_decode_spawn(payload, h->payload_len, &sp) < 0) {
-		send_msg(WIRE_SPAWN_FAILED, h->seq, WIRE_STAGE_FORK, EINVAL);
+	bool tty = h->flags & WIRE_FLAG_TTY;
+	int nstdio = tty ? 0 : (h->flags & WIRE_FLAG_STDIN ? 1 : 0) + 2;
+	int nkeep = (h->flags & WIRE_FLAG_KEEP) ? h->value : 0;
+	struct kept *k = nkeep ? kept_new() : NULL;
+	if (wire_decode_spawn(payload, h->payload_len, &sp) < 0 || nkeep < 0 || nstdio + nkeep > nfds ||
+	    nkeep + tty > WIRE_MAX_FDS || (nkeep && !k)) {
+		send_msg(WIRE_SPAWN_FAILED, h->seq, WIRE_STAGE_FORK, nkeep && !k ? EMFILE : EINVAL);
+		return;
+	}
+	char slave[64] = "";
+	int master = -1;
+	if (tty && (master = open_pty((uint32_t)h->pid >> 16, h->pid & 0xffff, slave, sizeof(slave))) < 0) {
+		send_msg(WIRE_SPAWN_FAILED, h->seq, WIRE_STAGE_STDIO, errno);
 		return;
 	}
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		send_msg(WIRE_SPAWN_FAILED, h->seq, WIRE_STAGE_FORK, errno);
+		if (master >= 0)
+			close(master);
 		return;
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		child_exec(&sp, fds, nfds, h->flags, p[1]);
+		child_exec(&sp, tty ? slave : NULL, fds, nstdio, h->flags, p[1]);
 	}
 	close(p[1]);
-	if (pid < 0) {
-		send_msg(WIRE_SPAWN_FAILED, h->seq, WIRE_STAGE_FORK, errno);
-		close(p[0]);
-		return;
-	}
 	int msg[2];
-	ssize_t r;
-	do
-		r = read(p[0], msg, sizeof(msg));
-	while (r < 0 && errno == EINTR);
+	ssize_t r = 0;
+	if (pid > 0)
+		do
+			r = read(p[0], msg, sizeof(msg));
+		while (r < 0 && errno == EINTR);
 	close(p[0]);
-	if (r == sizeof(msg)) {
-		(void)waitpid(pid, NULL, 0);
-		send_msg(WIRE_SPAWN_FAILED, h->seq, msg[0], msg[1]);
+	if (pid < 0 || r == sizeof(msg)) {
+		if (pid > 0)
+			(void)waitpid(pid, NULL, 0);
+		send_msg(WIRE_SPAWN_FAILED, h->seq, pid < 0 ? WIRE_STAGE_FORK : msg[0], pid < 0 ? errno : msg[1]);
+		if (master >= 0)
+			close(master);
 		return;
 	}
 	spawned_add(pid);
-	send_msg(WIRE_SPAWNED, h->seq, pid, 0);
+	if (k) {
+		/* Take the fds from the caller's list, which closes what is left. */
+		*k = (struct kept){ .pid = pid, .nfds = nkeep };
+		for (int i = 0; i < nkeep; i++) {
+			k->fds[i] = fds[nstdio + i];
+			fds[nstdio + i] = -1;
+		}
+		if (master >= 0)
+			k->fds[k->nfds++] = fcntl(master, F_DUPFD_CLOEXEC, 3);
+	}
+	struct wire_hdr reply = { .type = WIRE_SPAWNED, .seq = h->seq, .pid = pid };
+	(void)send_fds(&reply, &master, master >= 0 ? 1 : 0, master >= 0);
+	if (master >= 0)
+		close(master);
 }
 
 /* Send sig to pid's whole tree: every process whose parent chain reaches
  * it, then its group and itself. Descendants go first (they would be
  * re-parented to init once pid is gone); rounds repeat while a scan still
  * finds some, since a process may fork while it is being killed. */
-static void kill_tree(pid_t root, int sig)
+static void kill_tree(pid_t root, int sig, bool descendants_only)
 {
 	static pid_t pids[65536], ppids[65536];
 	/* Stopped, the process cannot see its children die and exit on its
 	 * own before the signal reaches it: it dies of sig, as reported. */
-	if (sig == SIGKILL)
+	if (sig == SIGKILL && !descendants_only)
 		kill(root, SIGSTOP);
 	for (int round = 0; round < 16; round++) {
 		DIR *d = opendir("/proc");
@@ -284,6 +411,8 @@ static void kill_tree(pid_t root, int sig)
 		if (!found)
 			break;
 	}
+	if (descendants_only)
+		return;
 	kill(-root, sig);
 	kill(root, sig);
 }
@@ -319,17 +448,22 @@ static void handle_packet(void)
 	if (wire_check_hdr(buf, n, &h) == 0 && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		if (h.type == WIRE_SPAWN)
 			handle_spawn(&h, buf + sizeof(h), fds, nfds);
-		else if (h.type == WIRE_SIGNAL && h.pid > 1 && (h.flags & WIRE_FLAG_TREE))
-			kill_tree(h.pid, h.value);
+		else if (h.type == WIRE_SIGNAL && h.pid > 1 && (h.flags & (WIRE_FLAG_TREE | WIRE_FLAG_CHILDREN)))
+			kill_tree(h.pid, h.value, h.flags & WIRE_FLAG_CHILDREN);
 		else if (h.type == WIRE_SIGNAL && h.pid > 1)
 			(void)kill((h.flags & WIRE_FLAG_GROUP) ? -h.pid : h.pid, h.value);
 		else if (h.type == WIRE_PING)
 			send_msg(WIRE_PONG, h.seq, 0, spawned_count());
 		else if (h.type == WIRE_OPEN || h.type == WIRE_FSOP)
 			files_handle(&h, buf + sizeof(h));
+		else if (h.type == WIRE_LIST)
+			send_kept_list(h.seq);
+		else if (h.type == WIRE_RELEASE && kept_find(h.pid))
+			kept_close(kept_find(h.pid), h.value);
 	}
 	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
+		if (fds[i] >= 0)
+			close(fds[i]);
 }
 
 static void reap(void)
@@ -337,9 +471,14 @@ static void reap(void)
 	int status;
 	pid_t pid;
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-		if (spawned_take(pid))
+		if (spawned_take(pid)) {
+			struct kept *k = kept_find(pid);
+			if (k) {
+				k->exited = true;
+				k->status = status;
+			}
 			send_msg(WIRE_EXITED, 0, pid, status);
-		else
+		} else
 			files_reaped(pid, status);
 }
 
