@@ -379,7 +379,7 @@ static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *e
 {
 	static const char *const fields[] = { "cmd",     "env",    "cwd",        "user",       "stdin", "stdin_b64",
 					      "timeout", "stream", "max_output", "background", "tag",   "tty",
-					      "rows",    "cols",   "stdin_open", NULL };
+					      "rows",    "cols",   "stdin_open", "session",    NULL };
 	struct sandbox *sb = lookup(id, err);
 	json_t *j = sb ? read_body(req, err) : NULL;
 	if (!j)
@@ -403,6 +403,9 @@ static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *e
 		       parse_stdin(j, &er, &stdin_store, err) < 0))
 		r = -1;
 	double rows = 24, cols = 80;
+	const char *session = NULL;
+	if (r == 0 && get_string(j, "session", &session, 31, err) < 0)
+		r = -1;
 	if (r == 0 &&
 	    (get_bool(j, "background", &er.background, err) < 0 || get_bool(j, "tty", &er.tty, err) < 0 ||
 	     get_bool(j, "stdin_open", &er.stdin_open, err) < 0 || get_string(j, "tag", &er.tag, 63, err) < 0 ||
@@ -421,7 +424,9 @@ static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *e
 		r = err_set(err, COVE_EINVAL, "'tag' is for background or terminal processes");
 	if (r == 0 && er.max_output != API_DEFAULT_MAX_OUTPUT && (er.background || er.tty))
 		r = err_set(err, COVE_EINVAL, "'max_output' is for collected output, not kept processes");
-	if (r == 0 && (er.background || er.tty))
+	if (r == 0 && session)
+		r = sessions_exec(sb, req, &er, session, err);
+	else if (r == 0 && (er.background || er.tty))
 		r = procs_start(sb, req, &er, err);
 	else if (r == 0)
 		r = exec_start(sb, req, &er, err);
@@ -583,6 +588,9 @@ static const struct route {
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/processes/*/stdin", procs_stdin },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/processes/*/signal", procs_signal },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/processes/*/resize", procs_resize },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/sessions", sessions_create },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/sessions", sessions_list },
+	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*/sessions/*", sessions_delete },
 };
 
 void api_handle(struct evhttp_request *req, void *arg)

@@ -51,6 +51,7 @@ struct sandbox {
 	uint32_t next_seq;
 	struct exec *execs;       /* this sandbox's execs, linked by exec->next */
 	struct proc *procs;       /* background and terminal processes, newest first */
+	struct session *sessions; /* persistent shells (their procs are in procs) */
 	struct file_op *file_ops; /* Files API requests waiting for cove-init */
 	struct event *expire_ev;  /* deletes it at spec.expires_at (or, at load, an ephemeral one) */
 };
@@ -187,6 +188,38 @@ void procs_on_kept(struct sandbox *sb, const struct wire_hdr *h, int *fds, int n
 void procs_reattach(struct sandbox *sb);
 /* The sandbox stopped or is going away: end every stream, free all. */
 void procs_abort_all(struct sandbox *sb);
+
+/* For sessions.c: a kept process without a request; meta is merged into
+ * its description (which a restarted coved reads back). */
+struct session;
+struct evbuffer;
+/* req, if not NULL, is answered with an error if the spawn fails, else
+ * by sessions_on_started. */
+int proc_spawn_kept(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, json_t *meta,
+		    struct proc **ret, struct cove_err *err);
+/* Append stream's output from *pos (at most max bytes) to to, moving *pos;
+ * returns how many bytes the ring had already dropped past *pos. */
+uint64_t proc_read_output(struct proc *p, int stream, uint64_t *pos, struct evbuffer *to, size_t max);
+uint64_t proc_output_end(struct proc *p, int stream); /* bytes written so far */
+int proc_write_stdin(struct proc *p, const void *buf, size_t n, struct cove_err *err);
+void proc_signal(struct proc *p, int sig, uint32_t flags); /* WIRE_FLAG_* */
+bool proc_ended(const struct proc *p, int *status);
+pid_t proc_pid(const struct proc *p);
+json_t *proc_meta(const struct proc *p);
+void proc_set_session(struct proc *p, struct session *s);
+
+/* sessions.c: persistent shells; a command in one is an exec with "session" */
+int sessions_create(struct evhttp_request *req, const char *id, struct cove_err *err);
+int sessions_list(struct evhttp_request *req, const char *id, struct cove_err *err);
+int sessions_delete(struct evhttp_request *req, const char *id, struct cove_err *err);
+int sessions_exec(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, const char *session,
+		  struct cove_err *err);
+/* From procs.c: new output (or the end) of the session's shell; the shell
+ * is gone (its proc is being freed); a kept shell came back after a restart. */
+void sessions_on_output(struct session *s);
+void sessions_on_started(struct session *s, struct evhttp_request *req); /* answers the create */
+void sessions_on_gone(struct session *s);
+void sessions_on_kept(struct sandbox *sb, struct proc *p);
 
 /* files.c: the Files API's handlers (routes in api.c) */
 int files_get(struct evhttp_request *req, const char *id, struct cove_err *err);

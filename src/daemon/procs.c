@@ -102,8 +102,9 @@ struct proc {
 	struct waiter *waiters;
 	struct event *timeout_ev;
 	bool timed_out;
-	bool exited; /* init reported the exit */
-	bool ended;  /* and the output is in the ring */
+	struct session *session; /* the shell behind a session (sessions.c), or NULL */
+	bool exited;             /* init reported the exit */
+	bool ended;              /* and the output is in the ring */
 	int status;
 	int64_t ended_at;
 };
@@ -427,6 +428,8 @@ static void close_output(struct proc *p, int i)
 
 static void proc_free(struct proc *p)
 {
+	if (p->session)
+		sessions_on_gone(p->session);
 	struct proc **pp = &p->sb->procs;
 	while (*pp && *pp != p)
 		pp = &(*pp)->next;
@@ -516,6 +519,8 @@ static void maybe_end(struct proc *p)
 	stdin_fail_all(p, "the process has ended");
 	release_kept(p, -1);
 	pump_all(p);
+	if (p->session)
+		sessions_on_output(p->session);
 	while (p->waiters)
 		waiter_free(p->waiters, true);
 	trim_ended(p->sb);
@@ -527,6 +532,8 @@ static void on_output(evutil_socket_t fd, short what, void *arg)
 	int i = p->out_fd[OUT] == fd ? OUT : ERR;
 	drain(p, i);
 	pump_all(p);
+	if (p->session)
+		sessions_on_output(p->session);
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
@@ -626,7 +633,8 @@ static int queue_stdin(struct proc *p, struct evhttp_request *req, const void *d
 	return 0;
 }
 
-int procs_start(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, struct cove_err *err)
+static int spawn(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, json_t *extra,
+		 struct proc **ret, struct cove_err *err)
 {
 	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
 		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
@@ -646,6 +654,8 @@ int procs_start(struct sandbox *sb, struct evhttp_request *req, const struct exe
 		json_pack("{s:O, s:s?, s:s?, s:s?, s:b, s:b, s:b, s:I}", "cmd", er->cmd ? er->cmd : er->argv, "tag",
 			  er->tag, "cwd", er->cwd, "user", er->user, "tty", er->tty, "stdin", er->stdin_open || er->tty,
 			  "background", er->background, "started_at", (json_int_t)sandbox_now_ms());
+	if (extra)
+		json_object_update(p->meta, extra);
 	char *meta = json_dumps(p->meta, JSON_COMPACT);
 	p->ring_fd = memfd_create("cove-proc-output", MFD_CLOEXEC);
 	if (!meta || strlen(meta) >= sizeof(p->ring->meta) || p->ring_fd < 0 ||
@@ -720,6 +730,8 @@ int procs_start(struct sandbox *sb, struct evhttp_request *req, const struct exe
 		p->timeout_ev = evtimer_new(daemon_ctx->base, on_timeout, p);
 		evtimer_add(p->timeout_ev, &tv);
 	}
+	if (ret)
+		*ret = p;
 	return 0;
 fail_child:
 	for (int i = 0; i < nchild; i++)
@@ -729,6 +741,76 @@ fail:
 	p->start_attach = NULL;
 	proc_free(p);
 	return -1;
+}
+
+int procs_start(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, struct cove_err *err)
+{
+	return spawn(sb, req, er, NULL, NULL, err);
+}
+
+int proc_spawn_kept(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, json_t *meta,
+		    struct proc **ret, struct cove_err *err)
+{
+	return spawn(sb, req, er, meta, ret, err);
+}
+
+uint64_t proc_read_output(struct proc *p, int stream, uint64_t *pos, struct evbuffer *to, size_t max)
+{
+	uint64_t written = __atomic_load_n(&p->ring->written[stream], __ATOMIC_ACQUIRE), lost = 0;
+	if (written - *pos > RING_CAP) {
+		lost = written - RING_CAP - *pos;
+		*pos = written - RING_CAP;
+	}
+	while (*pos < written && max > 0) {
+		size_t off = *pos % RING_CAP, n = written - *pos;
+		if (n > RING_CAP - off)
+			n = RING_CAP - off;
+		if (n > max)
+			n = max;
+		evbuffer_add(to, ring_data(p, stream) + off, n);
+		*pos += n;
+		max -= n;
+	}
+	return lost;
+}
+
+uint64_t proc_output_end(struct proc *p, int stream)
+{
+	return __atomic_load_n(&p->ring->written[stream], __ATOMIC_ACQUIRE);
+}
+
+int proc_write_stdin(struct proc *p, const void *buf, size_t n, struct cove_err *err)
+{
+	if (p->ended || p->in_fd < 0)
+		return err_set(err, COVE_ESTATE, "process %d has ended", p->pid);
+	return queue_stdin(p, NULL, buf, n, false, err);
+}
+
+void proc_signal(struct proc *p, int sig, uint32_t flags)
+{
+	signal_proc(p, sig, flags);
+}
+
+bool proc_ended(const struct proc *p, int *status)
+{
+	if (p->ended && status)
+		*status = p->status;
+	return p->ended;
+}
+
+pid_t proc_pid(const struct proc *p)
+{
+	return p->pid;
+}
+
+json_t *proc_meta(const struct proc *p)
+{
+	return p->meta;
+}
+
+void proc_set_session(struct proc *p, struct session *s)
+{
+	p->session = s;
 }
 
 static struct proc *find_seq(struct sandbox *sb, uint32_t seq)
@@ -777,6 +859,8 @@ bool procs_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid, int fd)
 			a->kill_on_close = placeholder->kill_on_close;
 		else
 			api_send_error(req, &err);
+	} else if (req && p->session) {
+		sessions_on_started(p->session, req);
 	} else if (req) {
 		json_t *j = json_pack("{s:i}", "pid", pid);
 		if (proc_tag(p))
@@ -850,6 +934,8 @@ void procs_on_kept(struct sandbox *sb, const struct wire_hdr *h, int *fds, int n
 	for (int i = 0; i < NSTREAMS; i++)
 		drain(p, i);
 	log_info("sandbox %s: took back kept process %d", sb->id, p->pid);
+	if (json_object_get(p->meta, "session"))
+		sessions_on_kept(sb, p);
 	if (h->flags & WIRE_FLAG_EXITED) {
 		p->exited = true;
 		p->status = h->value;
