@@ -512,6 +512,7 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	conn_forget_sandbox(sb->id);
 	exec_abort_all(sb, "sandbox deleted");
 	files_abort_all(sb, "sandbox deleted");
+	locks_drop_all(sb, "sandbox deleted");
 	d->count--;
 	begin_delete(d, sb);
 	return 0;
