@@ -1,11 +1,14 @@
 """Named locks of a sandbox: acquire with a lease and a wait, release and
 renew with the token, expiry, waiters served first come first served,
 waiters that hang up or whose sandbox goes away, bad input, and many
-concurrent clients whose protected sections never overlap."""
+concurrent clients whose protected sections never overlap. Also `cove
+lock` (libcove's lock calls), which renews the lease while its command runs."""
 import contextlib
 import json
+import os
 import re
 import socket
+import subprocess
 import threading
 import time
 
@@ -280,6 +283,44 @@ def test_concurrent_clients_never_overlap(cv):
             assert start[0] == "start" and end == ["end", start[1]], ("overlap at line %d" % k, lines[k:k + 4])
         assert len({ln.split()[1] for ln in lines}) == 60
         assert _held(cv, sid) == {}
+
+
+def test_cove_lock_runs_the_command_under_the_lock(cv):
+    with _sandbox(cv) as sid:
+        r = cv.cli("lock", sid, "ci/step", "--", "sh", "-c", "echo in; exit 3")
+        assert r.returncode == 3 and r.stdout == b"in\n", r
+        assert _held(cv, sid) == {}, "cove lock did not release"
+        # A lease shorter than the command is renewed while it runs.
+        p = subprocess.Popen([covetest.COVE, "lock", "--lease", "1", sid, "ci/step", "--", "sleep", "3"],
+                             env=dict(os.environ, COVE_SOCKET=cv.socket), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            assert wait_until(lambda: "ci/step" in _held(cv, sid), 5)
+            time.sleep(2)
+            st, j = _acquire(cv, sid, "ci/step")
+            assert st == 409 and j["error"]["code"] == "lock_held", (st, j)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert p.returncode == 0, (p.returncode, err)
+        assert _held(cv, sid) == {}
+        # Held by another: --wait 0 gives up at once, with the reason.
+        st, g = _acquire(cv, sid, "ci/step")
+        r = cv.cli("lock", "--wait", "0", sid, "ci/step", "--", "touch", "/tmp/ran")
+        assert r.returncode == 1 and b"held" in r.stderr, r
+        assert cv.exec(sid, ["test", "-e", "/tmp/ran"])["exit_code"] == 1, "the command ran without the lock"
+        # Or waits for it.
+        t = _start(lambda: (time.sleep(1), _release(cv, sid, "ci/step", g["token"])))
+        r = cv.cli("lock", sid, "ci/step", "--wait", "20", "--", "touch", "/tmp/ran")
+        t.join()
+        assert r.returncode == 0, r
+        assert cv.exec(sid, ["test", "-e", "/tmp/ran"])["exit_code"] == 0
+        for args in ([sid, "n"], ["--lease", "0", sid, "n", "true"], ["--wait", "x", sid, "n", "true"]):
+            assert cv.cli("lock", *args).returncode == 2, args
+        r = cv.cli("lock", "sb_aaaaaaaaaaaa", "n", "--", "true")
+        assert r.returncode == 1 and b"no sandbox" in r.stderr, r
 
 
 def test_a_coved_restart_forgets_the_locks(_cv):
