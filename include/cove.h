@@ -76,6 +76,25 @@ int cove_read_file(struct cove *c, const char *id, const char *path, char **ret_
 int cove_write_file(struct cove *c, const char *id, const char *path, const void *data, size_t len, const char *mode,
 		    struct cove_error *err);
 
+/* Named locks of a sandbox: mutual exclusion between the clients that work
+ * in it, with a lease. Held in coved's memory (a coved restart forgets
+ * them); the lease bounds how long a holder that died keeps the others out. */
+struct cove_lock {
+	char name[256];       /* 1 to 255 bytes, often a path; compared byte for byte */
+	char token[65];       /* the holder's proof */
+	long long expires_at; /* unix ms: when the lease runs out unless renewed */
+};
+/* Take lock name of sandbox id for lease seconds (<= 3600), waiting up to
+ * wait seconds (0: try once, <= 3600) behind earlier waiters, first come,
+ * first served. Not granted in time: -1 with err->code "lock_held". */
+int cove_lock_acquire(struct cove *c, const char *id, const char *name, double lease, double wait,
+		      struct cove_lock *ret, struct cove_error *err);
+/* Extend a held lock's lease to lease seconds from now (lock->expires_at
+ * follows). A lock no longer held with this token: code "wrong_state". */
+int cove_lock_renew(struct cove *c, const char *id, struct cove_lock *lock, double lease, struct cove_error *err);
+/* Release a held lock: the first waiter gets it. */
+int cove_lock_release(struct cove *c, const char *id, const struct cove_lock *lock, struct cove_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,6 +34,7 @@ static const struct verb {
 	{ "snapshots", cmd_snapshots, "snapshots                    list snapshots" },
 	{ "restore", cmd_restore, "restore [OPTIONS] SNID       a new sandbox from a snapshot, print its ID" },
 	{ "fork", cmd_fork, "fork [-n N] ID               N copies of a running sandbox, print their IDs" },
+	{ "lock", cmd_lock, "lock [OPTIONS] ID NAME -- CMD...  run CMD in a sandbox holding its lock NAME" },
 };
 
 static void usage(FILE *f)
@@ -45,6 +46,8 @@ static void usage(FILE *f)
 		   "  --workdir DIR --user U --name NAME\n"
 		   "restore options: --name NAME --memory 512M --cpus 1 --pids N (default: the snapshot's)\n"
 		   "exec options: --env K=V --workdir DIR --user U --timeout SECONDS -i (pass stdin)\n"
+		   "lock options: --lease SECONDS (default 30, renewed while CMD runs) --wait SECONDS\n"
+		   "  (default 3600; 0: try once)\n"
 		   "environment: COVE_SOCKET (default " COVE_DEFAULT_SOCKET "), COVE_DATA (default /var/lib/cove)\n");
 }
 

@@ -316,3 +316,68 @@ int cove_write_file(struct cove *c, const char *id, const char *path, const void
 	free(res.body);
 	return r;
 }
+
+/* POST a locks request (body given as a jansson object, taken) to
+ * /v1/sandboxes/<id>/locks<suffix>; the answer's object into *ret. */
+static int lock_call(struct cove *c, const char *id, const char *suffix, json_t *body, json_t **ret,
+		     struct cove_error *err)
+{
+	char path[128], *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *answer = NULL;
+	json_decref(body);
+	if (!text)
+		return set_error(err, 0, "invalid_argument", "a lock name or token that is not UTF-8");
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/locks%s", id, suffix);
+	int r = cove_call(c, "POST", path, text, &answer, err);
+	free(text);
+	if (r < 0)
+		return -1;
+	*ret = json_loads(answer, 0, NULL);
+	free(answer);
+	return *ret ? 0 : set_error(err, 500, "internal", "malformed answer from coved");
+}
+
+int cove_lock_acquire(struct cove *c, const char *id, const char *name, double lease, double wait,
+		      struct cove_lock *ret, struct cove_error *err)
+{
+	json_t *j;
+	if (strlen(name) >= sizeof(ret->name))
+		return set_error(err, 0, "invalid_argument", "a lock name must have 1 to 255 bytes");
+	if (lock_call(c, id, "", json_pack("{s:s, s:f, s:f}", "name", name, "lease", lease, "wait", wait), &j, err) < 0)
+		return -1;
+	const char *token = json_string_value(json_object_get(j, "token"));
+	json_t *expires = json_object_get(j, "expires_at");
+	int r = token && strlen(token) < sizeof(ret->token) && json_is_integer(expires)
+			? 0
+			: set_error(err, 500, "internal", "no token in coved's answer");
+	if (r == 0) {
+		snprintf(ret->name, sizeof(ret->name), "%s", name);
+		snprintf(ret->token, sizeof(ret->token), "%s", token);
+		ret->expires_at = json_integer_value(expires);
+	}
+	json_decref(j);
+	return r;
+}
+
+int cove_lock_renew(struct cove *c, const char *id, struct cove_lock *lock, double lease, struct cove_error *err)
+{
+	json_t *j;
+	if (lock_call(c, id, "/renew",
+		      json_pack("{s:s, s:s, s:f}", "name", lock->name, "token", lock->token, "lease", lease), &j,
+		      err) < 0)
+		return -1;
+	json_t *expires = json_object_get(j, "expires_at");
+	if (json_is_integer(expires))
+		lock->expires_at = json_integer_value(expires);
+	json_decref(j);
+	return 0;
+}
+
+int cove_lock_release(struct cove *c, const char *id, const struct cove_lock *lock, struct cove_error *err)
+{
+	json_t *j;
+	if (lock_call(c, id, "/release", json_pack("{s:s, s:s}", "name", lock->name, "token", lock->token), &j, err) <
+	    0)
+		return -1;
+	json_decref(j);
+	return 0;
+}

@@ -49,6 +49,8 @@ const char *err_code_name(int code)
 		return "no_capacity";
 	case COVE_EPERM:
 		return "permission_denied";
+	case COVE_EBUSY:
+		return "lock_held";
 	default:
 		return "internal";
 	}

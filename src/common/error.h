@@ -13,6 +13,7 @@ enum cove_errcode {
 	COVE_EFULL,         /* no slot: 429 */
 	COVE_EINTERNAL,     /* a bug or the host failing: 500 */
 	COVE_EPERM,         /* not permitted (a file the user may not touch): 403 */
+	COVE_EBUSY,         /* a lock held by another (not granted within the wait): 409 */
 };
 
 struct cove_err {

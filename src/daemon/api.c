@@ -32,6 +32,8 @@ static int status_of(int code)
 		return 429;
 	case COVE_EPERM:
 		return 403;
+	case COVE_EBUSY:
+		return 409;
 	default:
 		return 500;
 	}
@@ -558,6 +560,88 @@ static int h_fork(struct evhttp_request *req, const char *id, struct cove_err *e
 	return 0;
 }
 
+#define API_DEFAULT_LEASE 30.0 /* seconds */
+#define API_MAX_LEASE 3600
+#define API_MAX_LOCK_WAIT 3600
+
+/* The fields of a locks request: "name" always and "token" when asked for
+ * (both required); "lease" and "wait" when asked for (else left as given). */
+static int parse_lock_request(json_t *j, const char *const *fields, const char **name, const char **token,
+			      double *lease, double *wait, struct cove_err *err)
+{
+	if (check_fields(j, fields, err) < 0 || get_string(j, "name", name, LOCK_MAX_NAME, err) < 0 ||
+	    (token && get_string(j, "token", token, 64, err) < 0) ||
+	    (lease && get_number(j, "lease", 0.001, API_MAX_LEASE, lease, err) < 0) ||
+	    (wait && get_number(j, "wait", 0, API_MAX_LOCK_WAIT, wait, err) < 0))
+		return -1;
+	if (!*name)
+		return err_set(err, COVE_EINVAL, "'name' is required");
+	if (token && (!*token || !**token))
+		return err_set(err, COVE_EINVAL, "'token' is required");
+	return 0;
+}
+
+static int h_lock_acquire(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	static const char *const fields[] = { "name", "lease", "wait", NULL };
+	struct sandbox *sb = lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	const char *name = NULL;
+	double lease = API_DEFAULT_LEASE, wait = 0;
+	int r = parse_lock_request(j, fields, &name, NULL, &lease, &wait, err);
+	if (r == 0)
+		r = lock_acquire(sb, req, name, lease, wait, err);
+	json_decref(j);
+	return r;
+}
+
+static int h_lock_release(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	static const char *const fields[] = { "name", "token", NULL };
+	struct sandbox *sb = lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	const char *name = NULL, *token = NULL;
+	int r = parse_lock_request(j, fields, &name, &token, NULL, NULL, err);
+	if (r == 0)
+		r = lock_release(sb, name, token, err);
+	if (r == 0)
+		api_send_json(req, 200, json_pack("{s:s, s:b}", "name", name, "released", 1));
+	json_decref(j);
+	return r;
+}
+
+static int h_lock_renew(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	static const char *const fields[] = { "name", "token", "lease", NULL };
+	struct sandbox *sb = lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	const char *name = NULL, *token = NULL;
+	double lease = API_DEFAULT_LEASE;
+	int64_t expires_at = 0;
+	int r = parse_lock_request(j, fields, &name, &token, &lease, NULL, err);
+	if (r == 0)
+		r = lock_renew(sb, name, token, lease, &expires_at, err);
+	if (r == 0)
+		api_send_json(req, 200, json_pack("{s:s, s:I}", "name", name, "expires_at", (json_int_t)expires_at));
+	json_decref(j);
+	return r;
+}
+
+static int h_lock_list(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	struct sandbox *sb = lookup(id, err);
+	if (!sb)
+		return -1;
+	api_send_json(req, 200, json_pack("{s:o}", "locks", locks_to_json(sb)));
+	return 0;
+}
+
 static const struct route {
 	enum evhttp_cmd_type method;
 	const char *pattern; /* fnmatch; '*' is the {id} segment */
@@ -591,6 +675,10 @@ static const struct route {
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/sessions", sessions_create },
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/sessions", sessions_list },
 	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*/sessions/*", sessions_delete },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/locks", h_lock_acquire },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/locks", h_lock_list },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/locks/release", h_lock_release },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/locks/renew", h_lock_renew },
 };
 
 void api_handle(struct evhttp_request *req, void *arg)

@@ -19,6 +19,7 @@
 struct exec;
 struct file_op;
 struct proc;
+struct lock;
 
 struct sandbox_spec {
 	char name[64];
@@ -54,6 +55,7 @@ struct sandbox {
 	struct session *sessions; /* persistent shells (their procs are in procs) */
 	struct file_op *file_ops; /* Files API requests waiting for cove-init */
 	struct event *expire_ev;  /* deletes it at spec.expires_at (or, at load, an ephemeral one) */
+	struct lock *locks;       /* named locks held or waited for (locks.c), in memory only */
 };
 
 /* A snapshot: <pool>/snapshots/<id>/files, a read-only snapshot of a
@@ -245,6 +247,23 @@ void conn_clear_hook(struct evhttp_connection *conn, void *arg);
 int conn_add_ephemeral(struct evhttp_connection *conn, const char *id);
 /* Sandbox id is being deleted: no connection owns it any more. */
 void conn_forget_sandbox(const char *id);
+
+/* locks.c: named locks of a sandbox, in memory (see there). Leases and
+ * waits are in seconds, > 0 and >= 0; names are checked here. */
+#define LOCK_MAX_NAME 255
+/* Grant the lock at once (200 with its token), queue req until it comes
+ * free or wait runs out (then 409 lock_held), or fail; 0 when an answer was
+ * or will be sent. */
+int lock_acquire(struct sandbox *sb, struct evhttp_request *req, const char *name, double lease, double wait,
+		 struct cove_err *err);
+/* Both need the holder's token (else 409, nothing changes). */
+int lock_release(struct sandbox *sb, const char *name, const char *token, struct cove_err *err);
+int lock_renew(struct sandbox *sb, const char *name, const char *token, double lease, int64_t *ret_expires_at,
+	       struct cove_err *err);
+/* [{name, expires_at, waiters}], never a token. */
+json_t *locks_to_json(const struct sandbox *sb);
+/* The sandbox is going away: fail the waiters, forget the locks. */
+void locks_drop_all(struct sandbox *sb, const char *why);
 
 /* api.c */
 void api_handle(struct evhttp_request *req, void *arg);

@@ -513,6 +513,7 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	exec_abort_all(sb, "sandbox deleted");
 	files_abort_all(sb, "sandbox deleted");
 	procs_abort_all(sb);
+	locks_drop_all(sb, "sandbox deleted");
 	d->count--;
 	begin_delete(d, sb);
 	return 0;

@@ -40,7 +40,9 @@ def _code_routes():
 
 
 def _doc_routes(doc):
-    return {(m.upper(), path) for path, item in doc["paths"].items() for m in item if m in METHODS}
+    """Path parameters of any name ({id}, {pid}) compare as '{id}'."""
+    return {(m.upper(), re.sub(r"\{[^}/]+\}", "{id}", path))
+            for path, item in doc["paths"].items() for m in item if m in METHODS}
 
 
 def _resolve(doc, ref):
