@@ -22,6 +22,10 @@ COLD_N=${COLD_N:-200}       # (a) API cold create -> exec -> delete, back to bac
 PACED_N=${PACED_N:-50}      # (a') the same, each after a 100 ms pause
 EXEC_N=${EXEC_N:-1000}      # (b) API exec true
 IDLE_N=${IDLE_N:-200}       # (c) idle sandboxes for memory
+FILE_MIB=${FILE_MIB:-1024}  # (d) a file read through the API
+PUT_MIB=${PUT_MIB:-96}      # (e) a file written through the API (coved takes bodies up to ~101 MiB)
+SESSION_N=${SESSION_N:-1000} # (f) `true` in a session
+LOAD_CLIENTS=${LOAD_CLIENTS:-50} LOAD_REQUESTS=${LOAD_REQUESTS:-200} LOAD_SANDBOXES=${LOAD_SANDBOXES:-20} # (g)
 SNAP_N=${SNAP_N:-20}        # snapshot / restore / fork runs per sandbox size
 CP_RUNS=${CP_RUNS:-2}       # cp -a of the large tree (slow)
 RUNS=${RUNS:-100}           # hyperfine runs, run group
@@ -217,6 +221,14 @@ cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra -I"$ROOT/include" -I"$ROOT/src" "$
 log "apibench: cold $COLD_N, paced $PACED_N, exec $EXEC_N, idle $IDLE_N"
 "$B/apibench" --socket "$SOCK" --coved-pid "$COVED_PID" --cold "$COLD_N" --paced "$PACED_N" --exec "$EXEC_N" \
 	--idle "$IDLE_N" --out "$RES/api.txt" | tee "$RES/api-report.txt" >&2
+
+log "building iobench"
+cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra -I"$ROOT/include" -I"$ROOT/src" "$ROOT/bench/iobench.c" \
+	"$ROOT/build/libcove.a" -ljansson -lpthread -o "$B/iobench"
+log "iobench: read $FILE_MIB MiB, write $PUT_MIB MiB, session $SESSION_N, load $LOAD_CLIENTS x $LOAD_REQUESTS"
+"$B/iobench" --socket "$SOCK" --pool "$DATA/pool" --file-mib "$FILE_MIB" --put-mib "$PUT_MIB" \
+	--session "$SESSION_N" --clients "$LOAD_CLIENTS" --requests "$LOAD_REQUESTS" --sandboxes "$LOAD_SANDBOXES" \
+	--out "$RES/io.txt" | tee "$RES/io-report.txt" >&2
 
 # --- 2b. snapshots: cove's API next to a raw btrfs snapshot and cp -a ---------------
 log "snapbench: $SNAP_N runs each, cp -a $CP_RUNS times"

@@ -11,9 +11,9 @@ import time
 res = sys.argv[1]
 
 
-def load_api():
+def load_api(name="api.txt"):
     api = {}
-    with open(os.path.join(res, "api.txt")) as f:
+    with open(os.path.join(res, name)) as f:
         for line in f:
             k, _, v = line.strip().partition(" ")
             api[k] = float(v)
@@ -39,6 +39,7 @@ def load_snap():
 
 
 api = load_api()
+io = load_api("io.txt") if os.path.exists(os.path.join(res, "io.txt")) else None
 snap = load_snap()
 run = load_hf("run")
 exe = load_hf("exec")
@@ -122,6 +123,21 @@ if snap:
     p(f"| … and `syncfs` after it (durable, as a cove snapshot is): min, max | | "
       f"| {snap['cp_sync.min']:.0f} | {snap['cp_sync.max']:.0f} | |")
     p("")
+if io:
+    p("### Files, sessions, load (iobench, over the unix socket)")
+    p("")
+    p("| measure | cove | next to it, same run |")
+    p("|---|---:|---|")
+    p(f"| read a {io['read.mib']:.0f} MiB file: `GET /files` (best of 3, warm cache) | **{io['read.api_mbps']:.0f} MB/s** "
+      f"| `cat > /dev/null` {io['read.cat_mbps']:.0f} MB/s, `dd bs=1M` {io['read.dd_mbps']:.0f} MB/s |")
+    p(f"| write {io['write.mib']:.0f} MiB: `PUT /files` (best of 3, no fsync) | **{io['write.api_mbps']:.0f} MB/s** "
+      f"| `dd if=/dev/zero bs=1M` to the pool {io['write.dd_mbps']:.0f} MB/s |")
+    p(f"| `true` in a session, {io['session.runs']:.0f} runs | **p50 {io['session.p50']:.3f} ms**, "
+      f"p99 {io['session.p99']:.3f} ms | |")
+    p(f"| load: {io['load.requests']:.0f} mixed requests (exec, write, read, list) from 50 clients | "
+      f"**p50 {io['load.p50']:.2f} ms**, p99 {io['load.p99']:.2f} ms | {io['load.rate']:.0f} requests/s, "
+      f"{io['load.errors']:.0f} errors |")
+    p("")
 p("### CLI, process to process (hyperfine -N)")
 p("")
 p("| command | median ms | mean ± sd ms | min ms | max ms | runs | peer median ÷ cove median |")
@@ -176,6 +192,14 @@ if snap:
         target(f"fork into 10 ≤ 100 ms total, p50 ({what})", f"{v:.2f} ms", v <= 100)
     v = snap["large.checkpoint.p50"]
     target("checkpoint: snapshot after a one-file change ≤ 20 ms, p50 (large)", f"{v:.2f} ms", v <= 20)
+if io:
+    target("read a file through the API ≥ 1 GB/s", f"{io['read.api_mbps']:.0f} MB/s ({io['read.mib']:.0f} MiB)",
+           io["read.api_mbps"] >= 1000)
+    target("write a 1 GiB file through the API ≥ 1 GB/s",
+           f"{io['write.api_mbps']:.0f} MB/s ({io['write.mib']:.0f} MiB: coved buffers a request body, "
+           f"≤ ~101 MiB)", io["write.api_mbps"] >= 1000 and io["write.mib"] >= 1024)
+    target("session round trip (`true`) p50 ≤ 1 ms", f"{io['session.p50']:.3f} ms", io["session.p50"] <= 1)
+    target("load test: no errors", f"{io['load.errors']:.0f}", io["load.errors"] == 0)
 failed = [(name, r) for g in (run, exe) for name, r in g.items() if any(c != 0 for c in r.get("exit_codes", []))]
 if failed:
     p("")
