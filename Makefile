@@ -76,12 +76,17 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) $(call obj,$(CLIENT_SRC))
 unit: $(UNIT_BIN)
 	@scripts/run-unit.sh $(UNIT_BIN)
 
-integration: all
+integration: all $(BUILD)/docs-example
 	@COVE_BUILD=$(abspath $(BUILD)) python3 tests/integration/run.py
 
 # The whole suite: unit tests, then the integration tests against the real
 # binaries; one summary line at the end counts both.
-check: all $(UNIT_BIN)
+# docs/example.c is compiled with the tests: the documented use of libcove
+# must keep building (and tests/integration/test_example.py runs it).
+$(BUILD)/docs-example: docs/example.c $(BUILD)/libcove.a include/cove.h
+	$(CC) $(BASE_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) docs/example.c $(BUILD)/libcove.a -ljansson -o $@
+
+check: all $(UNIT_BIN) $(BUILD)/docs-example
 	@COVE_BUILD=$(abspath $(BUILD)) scripts/check.sh $(UNIT_BIN)
 
 # ASan keeps freed memory in quarantine (256 MB by default), which the tests

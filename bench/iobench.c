@@ -159,7 +159,8 @@ static long long raw_get(const char *id, const char *path)
 	static char buf[1 << 20];
 	int fd = raw_connect();
 	char req[512];
-	int n = snprintf(req, sizeof(req), "GET /v1/sandboxes/%s/files?path=%s HTTP/1.1\r\nHost: cove\r\n\r\n", id, path);
+	int n = snprintf(req, sizeof(req), "GET /v1/sandboxes/%s/files?path=%s HTTP/1.1\r\nHost: cove\r\n\r\n", id,
+			 path);
 	write_all(fd, req, (size_t)n);
 	size_t have;
 	long long clen, got;
@@ -416,28 +417,45 @@ int main(int argc, char **argv)
 {
 	const char *pool = NULL;
 	int file_mib = 1024, put_mib = 96, session_n = 1000, clients = 50, requests = 200, nsb = 20;
-	static const struct option opts[] = { { "socket", 1, 0, 's' },	 { "pool", 1, 0, 'p' },
+	static const struct option opts[] = { { "socket", 1, 0, 's' },   { "pool", 1, 0, 'p' },
 					      { "file-mib", 1, 0, 'f' }, { "put-mib", 1, 0, 'w' },
-					      { "session", 1, 0, 'S' },	 { "clients", 1, 0, 'c' },
+					      { "session", 1, 0, 'S' },  { "clients", 1, 0, 'c' },
 					      { "requests", 1, 0, 'r' }, { "sandboxes", 1, 0, 'n' },
-					      { "out", 1, 0, 'o' },	 { 0, 0, 0, 0 } };
+					      { "out", 1, 0, 'o' },      { 0, 0, 0, 0 } };
 	int o;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
-		case 's': sock_path = optarg; break;
-		case 'p': pool = optarg; break;
-		case 'f': file_mib = atoi(optarg); break;
-		case 'w': put_mib = atoi(optarg); break;
-		case 'S': session_n = atoi(optarg); break;
-		case 'c': clients = atoi(optarg); break;
-		case 'r': requests = atoi(optarg); break;
-		case 'n': nsb = atoi(optarg); break;
+		case 's':
+			sock_path = optarg;
+			break;
+		case 'p':
+			pool = optarg;
+			break;
+		case 'f':
+			file_mib = atoi(optarg);
+			break;
+		case 'w':
+			put_mib = atoi(optarg);
+			break;
+		case 'S':
+			session_n = atoi(optarg);
+			break;
+		case 'c':
+			clients = atoi(optarg);
+			break;
+		case 'r':
+			requests = atoi(optarg);
+			break;
+		case 'n':
+			nsb = atoi(optarg);
+			break;
 		case 'o':
 			out = fopen(optarg, "we");
 			if (!out)
 				die(optarg, NULL);
 			break;
-		default: return 2;
+		default:
+			return 2;
 		}
 	}
 	if (!sock_path || !pool || file_mib <= 0 || put_mib <= 0 || session_n <= 0 || clients <= 0 || requests < 4 ||

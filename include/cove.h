@@ -95,6 +95,14 @@ int cove_lock_renew(struct cove *c, const char *id, struct cove_lock *lock, doub
 /* Release a held lock: the first waiter gets it. */
 int cove_lock_release(struct cove *c, const char *id, const struct cove_lock *lock, struct cove_error *err);
 
+/* Sessions: a persistent shell in a sandbox whose cwd, variables, functions
+ * and aliases carry over between commands. options_json: {"cwd","env",
+ * "user"} or NULL. A command runs in one with cove_exec and a request that
+ * names it: {"cmd": "cd /src && make", "session": "<session_id>"}. */
+int cove_session_create(struct cove *c, const char *id, const char *options_json, char session_id[24],
+			struct cove_error *err);
+int cove_session_delete(struct cove *c, const char *id, const char *session_id, struct cove_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -154,6 +154,32 @@ int cove_delete(struct cove *c, const char *id, struct cove_error *err)
 	return cove_call(c, "DELETE", path, NULL, NULL, err);
 }
 
+int cove_session_create(struct cove *c, const char *id, const char *options_json, char session_id[24],
+			struct cove_error *err)
+{
+	char path[128], *answer = NULL;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/sessions", id);
+	if (cove_call(c, "POST", path, options_json ? options_json : "{}", &answer, err) < 0)
+		return -1;
+	json_t *j = json_loads(answer, 0, NULL);
+	const char *sid = json_string_value(json_object_get(j, "id"));
+	int r = sid && strlen(sid) < 24 ? 0 : -1;
+	if (r == 0)
+		snprintf(session_id, 24, "%s", sid);
+	else
+		set_error(err, 0, "protocol", "no session id in the answer");
+	json_decref(j);
+	free(answer);
+	return r;
+}
+
+int cove_session_delete(struct cove *c, const char *id, const char *session_id, struct cove_error *err)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/sessions/%s", id, session_id);
+	return cove_call(c, "DELETE", path, NULL, NULL, err);
+}
+
 /* NDJSON event stream of an exec, split into lines. */
 struct exec_stream {
 	const struct cove_exec_events *events;
