@@ -162,6 +162,14 @@ int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec
 struct wire_hdr;
 int exec_send_spawn(struct sandbox *sb, struct wire_hdr *h, const struct exec_request *er, const int *fds, int nfds,
 		    struct cove_err *err);
+/* One NDJSON line (event is consumed) on a started reply; done, if not
+ * NULL, is called with arg once it has been handed to the socket. */
+void exec_send_event(struct evhttp_request *req, json_t *event, void (*done)(struct evhttp_connection *, void *),
+		     void *arg);
+/* Bytes of the reply still waiting in coved for the client to take. */
+size_t exec_unsent_bytes(struct evhttp_request *req);
+/* j[name] = buf's bytes as text (or null and j[name_b64]), j[name_truncated]. */
+json_t *exec_collected_json(json_t *j, const char *name, struct evbuffer *buf, bool truncated);
 /* {"type":type,"data":"..."} for UTF-8 text, else "data_b64". */
 json_t *exec_data_event(const char *type, const char *buf, size_t n);
 /* exit_code, signal, timed_out and (when >= 0) duration_ms into j. */

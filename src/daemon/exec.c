@@ -102,7 +102,8 @@ static void exec_free(struct exec *e)
 	free(e);
 }
 
-static void send_line(struct exec *e, json_t *event, void (*done)(struct evhttp_connection *, void *))
+void exec_send_event(struct evhttp_request *req, json_t *event, void (*done)(struct evhttp_connection *, void *),
+		     void *arg)
 {
 	struct evbuffer *b = evbuffer_new();
 	char *s = json_dumps(event, JSON_COMPACT);
@@ -110,10 +111,22 @@ static void send_line(struct exec *e, json_t *event, void (*done)(struct evhttp_
 	evbuffer_add_printf(b, "%s\n", s);
 	free(s);
 	if (done)
-		evhttp_send_reply_chunk_with_cb(e->req, b, done, e);
+		evhttp_send_reply_chunk_with_cb(req, b, done, arg);
 	else
-		evhttp_send_reply_chunk(e->req, b);
+		evhttp_send_reply_chunk(req, b);
 	evbuffer_free(b);
+}
+
+size_t exec_unsent_bytes(struct evhttp_request *req)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(req);
+	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+static void send_line(struct exec *e, json_t *event, void (*done)(struct evhttp_connection *, void *))
+{
+	exec_send_event(e->req, event, done, e);
 }
 
 json_t *exec_data_event(const char *type, const char *buf, size_t n)
@@ -147,10 +160,10 @@ static json_t *exit_fields(struct exec *e, json_t *j)
 	return exec_exit_fields(j, e->status, e->timed_out, ms);
 }
 
-static json_t *collected_text(struct exec_stream *s, const char *name, json_t *j)
+json_t *exec_collected_json(json_t *j, const char *name, struct evbuffer *buf, bool truncated)
 {
-	size_t n = evbuffer_get_length(s->buf);
-	const char *p = (const char *)evbuffer_pullup(s->buf, -1);
+	size_t n = evbuffer_get_length(buf);
+	const char *p = (const char *)evbuffer_pullup(buf, -1);
 	char key[32];
 	int valid;
 	if (n == 0 || (utf8_valid_prefix(p, n, &valid) == n && valid)) {
@@ -164,7 +177,7 @@ static json_t *collected_text(struct exec_stream *s, const char *name, json_t *j
 		json_object_set_new(j, key, b64 ? json_string(b64) : json_null());
 	}
 	snprintf(key, sizeof(key), "%s_truncated", name);
-	json_object_set_new(j, key, json_boolean(s->truncated));
+	json_object_set_new(j, key, json_boolean(truncated));
 	return j;
 }
 
@@ -182,7 +195,7 @@ static void finish(struct exec *e)
 			json_t *j = exit_fields(e, json_object());
 			json_object_set_new(j, "pid", json_integer(e->pid));
 			for (int i = 0; i < NSTREAMS; i++)
-				collected_text(&e->s[i], stream_names[i], j);
+				exec_collected_json(j, stream_names[i], e->s[i].buf, e->s[i].truncated);
 			api_send_json(e->req, 200, j);
 		}
 	}
@@ -257,9 +270,7 @@ static void set_paused(struct exec *e, bool paused)
 
 static size_t unsent_bytes(struct exec *e)
 {
-	struct evhttp_connection *c = evhttp_request_get_connection(e->req);
-	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
-	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+	return exec_unsent_bytes(e->req);
 }
 
 static void on_chunk_sent(struct evhttp_connection *conn, void *arg)

@@ -134,28 +134,6 @@ static void ring_append(struct proc *p, int i, const char *buf, size_t n)
 	__atomic_store_n(&p->ring->written[i], p->ring->written[i] + n, __ATOMIC_RELEASE);
 }
 
-static void send_event(struct evhttp_request *req, json_t *event, void (*done)(struct evhttp_connection *, void *),
-		       void *arg)
-{
-	struct evbuffer *b = evbuffer_new();
-	char *s = json_dumps(event, JSON_COMPACT);
-	json_decref(event);
-	evbuffer_add_printf(b, "%s\n", s);
-	free(s);
-	if (done)
-		evhttp_send_reply_chunk_with_cb(req, b, done, arg);
-	else
-		evhttp_send_reply_chunk(req, b);
-	evbuffer_free(b);
-}
-
-static size_t unsent_bytes(struct evhttp_request *req)
-{
-	struct evhttp_connection *c = evhttp_request_get_connection(req);
-	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
-	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
-}
-
 /* pid, tag, state, exit fields: what the API shows of a process. */
 static json_t *proc_to_json(const struct proc *p)
 {
@@ -192,7 +170,7 @@ static void attach_pump(struct attach *a);
 static void on_attach_sent(struct evhttp_connection *conn, void *arg)
 {
 	struct attach *a = arg;
-	if (a->req && unsent_bytes(a->req) < ATTACH_HIGH_WATER / 2)
+	if (a->req && exec_unsent_bytes(a->req) < ATTACH_HIGH_WATER / 2)
 		attach_pump(a);
 }
 
@@ -224,12 +202,12 @@ static void attach_pump(struct attach *a)
 		return;
 	for (int i = 0; i < NSTREAMS; i++) {
 		uint64_t written = __atomic_load_n(&p->ring->written[i], __ATOMIC_ACQUIRE);
-		while (a->pos[i] < written && unsent_bytes(a->req) < ATTACH_HIGH_WATER) {
+		while (a->pos[i] < written && exec_unsent_bytes(a->req) < ATTACH_HIGH_WATER) {
 			if (written - a->pos[i] > RING_CAP) {
-				send_event(a->req,
-					   json_pack("{s:s, s:s, s:I}", "type", "gap", "stream", stream_names[i],
-						     "lost", (json_int_t)(written - RING_CAP - a->pos[i])),
-					   NULL, NULL);
+				exec_send_event(a->req,
+						json_pack("{s:s, s:s, s:I}", "type", "gap", "stream", stream_names[i],
+							  "lost", (json_int_t)(written - RING_CAP - a->pos[i])),
+						NULL, NULL);
 				a->pos[i] = written - RING_CAP;
 			}
 			size_t off = a->pos[i] % RING_CAP, n = written - a->pos[i];
@@ -247,13 +225,13 @@ static void attach_pump(struct attach *a)
 					break;
 				n = ok;
 			}
-			send_event(a->req, exec_data_event(stream_names[i], d, n), on_attach_sent, a);
+			exec_send_event(a->req, exec_data_event(stream_names[i], d, n), on_attach_sent, a);
 			a->pos[i] += n;
 		}
 	}
 	if (p->ended && a->pos[OUT] == p->ring->written[OUT] && a->pos[ERR] == p->ring->written[ERR]) {
 		json_t *j = exec_exit_fields(json_pack("{s:s}", "type", "exit"), p->status, p->timed_out, -1);
-		send_event(a->req, j, NULL, NULL);
+		exec_send_event(a->req, j, NULL, NULL);
 		evhttp_send_reply_end(a->req);
 		a->req = NULL;
 		attach_free(a);
@@ -295,7 +273,7 @@ static struct attach *attach_start(struct proc *p, struct evhttp_request *req, b
 	json_t *start = json_pack("{s:s, s:i}", "type", "start", "pid", p->pid);
 	if (proc_tag(p))
 		json_object_set_new(start, "tag", json_string(proc_tag(p)));
-	send_event(req, start, NULL, NULL);
+	exec_send_event(req, start, NULL, NULL);
 	return a;
 }
 
@@ -438,10 +416,10 @@ static void proc_free(struct proc *p)
 	while (p->attachers) {
 		struct attach *a = p->attachers;
 		if (a->req) {
-			send_event(a->req,
-				   json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", "wrong_state",
-					     "message", "the process is gone"),
-				   NULL, NULL);
+			exec_send_event(a->req,
+					json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
+						  "wrong_state", "message", "the process is gone"),
+					NULL, NULL);
 			evhttp_send_reply_end(a->req);
 		}
 		a->req = NULL;

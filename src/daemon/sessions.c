@@ -126,28 +126,6 @@ static double elapsed_ms(const struct timespec *t0)
 	return (now.tv_sec - t0->tv_sec) * 1e3 + (now.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-static void send_line(struct evhttp_request *req, json_t *event, void (*done)(struct evhttp_connection *, void *),
-		      void *arg)
-{
-	struct evbuffer *b = evbuffer_new();
-	char *text = json_dumps(event, JSON_COMPACT);
-	json_decref(event);
-	evbuffer_add_printf(b, "%s\n", text);
-	free(text);
-	if (done)
-		evhttp_send_reply_chunk_with_cb(req, b, done, arg);
-	else
-		evhttp_send_reply_chunk(req, b);
-	evbuffer_free(b);
-}
-
-static size_t unsent_bytes(struct evhttp_request *req)
-{
-	struct evhttp_connection *c = evhttp_request_get_connection(req);
-	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
-	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
-}
-
 /* ---- commands ---- */
 
 static void cmd_free(struct session_cmd *c)
@@ -168,24 +146,8 @@ static void cmd_free(struct session_cmd *c)
 
 static json_t *collected(struct session_cmd *c, json_t *j)
 {
-	for (int i = 0; i < NSTREAMS; i++) {
-		size_t n = evbuffer_get_length(c->out[i]);
-		const char *d = n ? (const char *)evbuffer_pullup(c->out[i], -1) : "";
-		int valid;
-		char key[32];
-		if (utf8_valid_prefix(d, n, &valid) == n && valid) {
-			json_object_set_new(j, stream_names[i], json_stringn(d, n));
-		} else {
-			_cleanup_free_ char *b64 = malloc(base64_encoded_len(n) + 1);
-			if (b64)
-				base64_encode((const unsigned char *)d, n, b64);
-			json_object_set_new(j, stream_names[i], json_null());
-			snprintf(key, sizeof(key), "%s_b64", stream_names[i]);
-			json_object_set_new(j, key, b64 ? json_string(b64) : json_null());
-		}
-		snprintf(key, sizeof(key), "%s_truncated", stream_names[i]);
-		json_object_set_new(j, key, json_boolean(c->truncated[i]));
-	}
+	for (int i = 0; i < NSTREAMS; i++)
+		exec_collected_json(j, stream_names[i], c->out[i], c->truncated[i]);
 	return j;
 }
 
@@ -201,15 +163,15 @@ static void cmd_finish(struct session_cmd *c, const char *error)
 		api_send_error(c->req, &err);
 	} else if (c->req && c->stream) {
 		if (error)
-			send_line(c->req,
-				  json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", "wrong_state",
-					    "message", error),
-				  NULL, NULL);
+			exec_send_event(c->req,
+					json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
+						  "wrong_state", "message", error),
+					NULL, NULL);
 		else
-			send_line(c->req,
-				  exec_exit_fields(json_pack("{s:s}", "type", "exit"), c->status, c->timed_out,
-						   elapsed_ms(&c->began)),
-				  NULL, NULL);
+			exec_send_event(c->req,
+					exec_exit_fields(json_pack("{s:s}", "type", "exit"), c->status, c->timed_out,
+							 elapsed_ms(&c->began)),
+					NULL, NULL);
 		evhttp_send_reply_end(c->req);
 	} else if (c->req) {
 		json_t *j = exec_exit_fields(json_object(), c->status, c->timed_out, elapsed_ms(&c->began));
@@ -269,7 +231,7 @@ static void on_cmd_sent(struct evhttp_connection *conn, void *arg)
 {
 	struct session_cmd *c = arg;
 	struct session *s = c->s;
-	if (s && s->paused && c->req && unsent_bytes(c->req) < SESSION_HIGH_WATER / 2) {
+	if (s && s->paused && c->req && exec_unsent_bytes(c->req) < SESSION_HIGH_WATER / 2) {
 		s->paused = false;
 		sessions_on_output(s);
 	}
@@ -292,9 +254,9 @@ static void deliver(struct session_cmd *c, int i, struct evbuffer *from, size_t 
 		return;
 	}
 	const char *d = (const char *)evbuffer_pullup(from, n);
-	send_line(c->req, exec_data_event(stream_names[i], d, n), on_cmd_sent, c);
+	exec_send_event(c->req, exec_data_event(stream_names[i], d, n), on_cmd_sent, c);
 	evbuffer_drain(from, n);
-	if (unsent_bytes(c->req) > SESSION_HIGH_WATER)
+	if (exec_unsent_bytes(c->req) > SESSION_HIGH_WATER)
 		c->s->paused = true;
 }
 
@@ -314,9 +276,9 @@ static void start_next(struct session *s)
 	if (c->req && c->stream) {
 		evhttp_add_header(evhttp_request_get_output_headers(c->req), "Content-Type", "application/x-ndjson");
 		evhttp_send_reply_start(c->req, 200, "OK");
-		send_line(c->req,
-			  json_pack("{s:s, s:i, s:s}", "type", "start", "pid", proc_pid(s->p), "session", s->id), NULL,
-			  NULL);
+		exec_send_event(c->req,
+				json_pack("{s:s, s:i, s:s}", "type", "start", "pid", proc_pid(s->p), "session", s->id),
+				NULL, NULL);
 	}
 	if (c->timeout > 0) {
 		struct timeval tv = { (time_t)c->timeout, (suseconds_t)((c->timeout - (time_t)c->timeout) * 1e6) };
