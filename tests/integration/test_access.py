@@ -151,7 +151,7 @@ class _Prober(threading.Thread):
         self.join(15)
         assert not self.errors, self.errors
         assert len(self.times) >= 5, self.times
-        assert max(self.times) < 1.0, self.times
+        assert max(self.times) < 2.0, self.times
 
 
 # ---------------------------------------------------------------- the token
@@ -226,10 +226,10 @@ def test_no_tcp_port_without_listen(cv):
     assert not os.path.exists(os.path.join(cv.data, "token"))
 
 
-def _start_fails(*flags, data=None):
+def _start_fails(*flags):
     """Run coved with flags on a scratch data root: it must refuse to start.
     Returns its output."""
-    d = data or tempfile.mkdtemp(prefix="cove-it-", dir="/var/tmp")
+    d = tempfile.mkdtemp(prefix="cove-it-", dir="/var/tmp")
     try:
         r = subprocess.run([covetest.COVED, "--data", os.path.join(d, "data"), "--socket",
                             os.path.join(d, "cove.sock")] + list(flags),
@@ -240,8 +240,7 @@ def _start_fails(*flags, data=None):
         assert not os.path.exists(os.path.join(d, "data", "pool.img")), flags
         return r.stderr + r.stdout
     finally:
-        if not data:
-            shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_token_file_is_checked(cv):
@@ -516,12 +515,12 @@ def test_slowloris_headers_are_cut(cv):
         probe = _Prober(own)
         probe.start()
         t, said = _slowloris(own, b"GET /v1/health HTTP/1.1\r\n", b"X-Slow: " + b"a" * 100)
-        assert 2.8 < t < 5, t
+        assert 2.8 < t < 6, t
         assert said == b"" or said.startswith(b"HTTP/1.1 408"), said
         # With the token too: it is not yet known when the headers are slow.
         t, _ = _slowloris(own, b"GET /v1/health HTTP/1.1\r\nAuthorization: Bearer " + own.token.encode()
                           + b"\r\n", b"X-Slow: " + b"a" * 100)
-        assert 2.8 < t < 5, t
+        assert 2.8 < t < 6, t
         probe.finish()
 
 
@@ -532,7 +531,7 @@ def test_slowloris_body_is_cut(cv):
         head = (b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + own.token.encode()
                 + b"\r\nContent-Length: 1000\r\n\r\n")
         t, said = _slowloris(own, head, b"{" + b" " * 999)
-        assert 2.8 < t < 5, t
+        assert 2.8 < t < 6, t
         assert said == b"" or said.startswith(b"HTTP/1.1 408"), said
         # A slow second request on a kept-alive connection is cut the same.
         s = _connect(own)
@@ -555,7 +554,7 @@ def test_slowloris_body_is_cut(cv):
             except ConnectionResetError:
                 break
         t = time.time() - t0
-        assert 2.8 < t < 5, t
+        assert 2.8 < t < 6, t
         probe.finish()
         assert own.api("GET", "/v1/sandboxes")[1]["sandboxes"] == []
 
