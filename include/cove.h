@@ -37,6 +37,11 @@ struct cove_error {
 };
 
 int cove_open(const char *socket_path, struct cove **ret, struct cove_error *err);
+/* Or over TCP, to a coved started with --listen: host is "ADDR:PORT"
+ * ("127.0.0.1:7070", "[::1]:7070"; no name lookup), token the API token
+ * (coved's --token-file), sent with every request. Plain HTTP: the token is
+ * as safe as the path to coved (loopback, or a tunnel). */
+int cove_open_tcp(const char *host, const char *token, struct cove **ret, struct cove_error *err);
 void cove_close(struct cove *c);
 
 /* Any API call: method, path ("/v1/sandboxes"), JSON body or NULL. On

@@ -9,6 +9,8 @@ struct cli {
 	const char *data_dir; /* for a coved that the CLI starts itself */
 	bool json;
 	struct cove *client;
+	const char *host;  /* "ADDR:PORT" of coved's TCP listener, instead of the socket */
+	const char *token; /* the API token, with host */
 };
 
 /* Connect, starting coved when nothing answers on the socket. Prints a

@@ -49,6 +49,8 @@ static void usage(FILE *f)
 		   "lock options: --lease SECONDS (default 30, renewed while CMD runs) --wait SECONDS\n"
 		   "  (default 3600; 0: try once)\n"
 		   "environment: COVE_SOCKET (default " COVE_DEFAULT_SOCKET "), COVE_DATA (default /var/lib/cove)\n");
+	fprintf(f, "coved over TCP (coved --listen), instead of the socket: --host ADDR:PORT (or COVE_HOST),\n"
+		   "  with the API token from --token-file PATH (or COVE_TOKEN)\n");
 }
 
 int cli_fail(const struct cove_error *err)
@@ -100,9 +102,41 @@ static int start_daemon(const struct cli *cli)
 	_exit(127);
 }
 
+/* The API token from a file: its first line, without trailing whitespace. */
+static int read_token_file(struct cli *cli, const char *path)
+{
+	static char token[4098];
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(token, 1, sizeof(token) - 1, f) : 0;
+	if (!f || ferror(f)) {
+		fprintf(stderr, "cove: token file '%s': %s\n", path, strerror(errno));
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	token[n] = '\0';
+	token[strcspn(token, "\r\n")] = '\0';
+	for (n = strlen(token); n > 0 && (token[n - 1] == ' ' || token[n - 1] == '\t');)
+		token[--n] = '\0';
+	cli->token = token;
+	return 0;
+}
+
 int cli_connect(struct cli *cli)
 {
 	struct cove_error err = { 0 };
+	/* A daemon elsewhere is never started from here. */
+	if (cli->host) {
+		if (!cli->token || !*cli->token) {
+			fprintf(stderr, "cove: --host needs the API token: set COVE_TOKEN or give --token-file PATH\n");
+			return -1;
+		}
+		if (cove_open_tcp(cli->host, cli->token, &cli->client, &err) == 0)
+			return 0;
+		cli_fail(&err);
+		return -1;
+	}
 	if (cove_open(cli->socket_path, &cli->client, &err) == 0)
 		return 0;
 	if (geteuid() != 0) {
@@ -129,6 +163,11 @@ int cli_connect(struct cli *cli)
 int main(int argc, char **argv)
 {
 	struct cli cli = { .socket_path = getenv("COVE_SOCKET"), .data_dir = getenv("COVE_DATA") };
+	const char *token_file = NULL;
+	cli.host = getenv("COVE_HOST");
+	cli.token = getenv("COVE_TOKEN");
+	if (cli.host && !*cli.host)
+		cli.host = NULL;
 	if (!cli.socket_path || !*cli.socket_path)
 		cli.socket_path = COVE_DEFAULT_SOCKET;
 	if (!cli.data_dir || !*cli.data_dir)
@@ -147,6 +186,10 @@ int main(int argc, char **argv)
 			cli.data_dir = argv[++i];
 		else if (strcmp(argv[i], "--json") == 0)
 			cli.json = true;
+		else if (strcmp(argv[i], "--host") == 0 && i + 1 < argc)
+			cli.host = argv[++i];
+		else if (strcmp(argv[i], "--token-file") == 0 && i + 1 < argc)
+			token_file = argv[++i];
 		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
 			return 0;
@@ -159,6 +202,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (token_file && read_token_file(&cli, token_file) < 0)
+		return 2;
 	for (size_t v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++)
 		if (strcmp(argv[i], verbs[v].name) == 0) {
 			int r = verbs[v].fn(&cli, argc - i, argv + i);

@@ -11,15 +11,26 @@
 
 #include "client/http.h"
 #include "common/encoding.h"
+#include "common/netaddr.h"
 
 #define MAX_RESPONSE (64u << 20)
 #define MAX_EVENT_LINE (16u << 20)
+
+#define MAX_TOKEN 4096
 
 struct cove {
 	char socket_path[108];
 	int fd;
 	int requests_on_fd; /* > 0: the connection is a reused keep-alive one */
+	char host[64];      /* TCP "ADDR:PORT" instead of the socket, or "" */
+	char *auth;         /* "Authorization: Bearer <token>\r\n" with host */
 };
+
+/* Where the daemon is, for messages. */
+static const char *daemon_address(const struct cove *c)
+{
+	return c->host[0] ? c->host : c->socket_path;
+}
 
 static int set_error(struct cove_error *err, int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -40,11 +51,23 @@ static int connect_daemon(struct cove *c, struct cove_error *err)
 {
 	if (c->fd >= 0)
 		return 0;
-	c->fd = http_connect_unix(c->socket_path);
+	c->fd = c->host[0] ? http_connect_tcp(c->host) : http_connect_unix(c->socket_path);
 	c->requests_on_fd = 0;
 	if (c->fd < 0)
-		return set_error(err, 0, "unreachable", "cannot reach coved at '%s': %s", c->socket_path,
+		return set_error(err, 0, "unreachable", "cannot reach coved at '%s': %s", daemon_address(c),
 				 strerror(-c->fd));
+	return 0;
+}
+
+/* Connect c, a new client, and hand it to *ret; on failure it is freed. */
+static int open_client(struct cove *c, struct cove **ret, struct cove_error *err)
+{
+	c->fd = -1;
+	if (connect_daemon(c, err) < 0) {
+		cove_close(c);
+		return -1;
+	}
+	*ret = c;
 	return 0;
 }
 
@@ -58,13 +81,32 @@ int cove_open(const char *socket_path, struct cove **ret, struct cove_error *err
 		return set_error(err, 0, "invalid_argument", "socket path too long");
 	}
 	strcpy(c->socket_path, socket_path);
-	c->fd = -1;
-	if (connect_daemon(c, err) < 0) {
+	return open_client(c, ret, err);
+}
+
+int cove_open_tcp(const char *host, const char *token, struct cove **ret, struct cove_error *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	size_t n = token ? strlen(token) : 0;
+	if (!host || strlen(host) >= sizeof(((struct cove *)0)->host) || netaddr_parse(host, &ss, &len) < 0)
+		return set_error(
+			err, 0, "invalid_argument",
+			"bad host '%s': want ADDR:PORT with a numeric address, like 127.0.0.1:7070 or [::1]:7070",
+			host ? host : "");
+	/* It goes in a header: no byte may end the line or the header. */
+	if (n == 0 || n > MAX_TOKEN)
+		return set_error(err, 0, "invalid_argument", "the API token must be 1 to %d bytes", MAX_TOKEN);
+	for (size_t i = 0; i < n; i++)
+		if (token[i] < 0x21 || token[i] > 0x7e)
+			return set_error(err, 0, "invalid_argument", "the API token must be visible ASCII");
+	struct cove *c = calloc(1, sizeof(*c));
+	if (!c || asprintf(&c->auth, "Authorization: Bearer %s\r\n", token) < 0) {
 		free(c);
-		return -1;
+		return set_error(err, 0, "internal", "out of memory");
 	}
-	*ret = c;
-	return 0;
+	strcpy(c->host, host);
+	return open_client(c, ret, err);
 }
 
 void cove_close(struct cove *c)
@@ -73,6 +115,7 @@ void cove_close(struct cove *c)
 		return;
 	if (c->fd >= 0)
 		close(c->fd);
+	free(c->auth);
 	free(c);
 }
 
@@ -100,14 +143,15 @@ static int request_raw(struct cove *c, const char *method, const char *path, con
 		memset(&e, 0, sizeof(e));
 		memset(res, 0, sizeof(*res));
 		bool reused = c->requests_on_fd++ > 0;
-		if (http_request(c->fd, method, path, NULL, body, body_len, on_body, arg, MAX_RESPONSE, res, &e) == 0)
+		if (http_request(c->fd, method, path, c->auth, body, body_len, on_body, arg, MAX_RESPONSE, res, &e) ==
+		    0)
 			return 0;
 		close(c->fd);
 		c->fd = -1;
 		if (!reused || e.code != ECONNRESET)
 			break;
 	}
-	return set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
+	return set_error(err, 0, "unreachable", "coved at '%s': %s", daemon_address(c), e.msg);
 }
 
 static int request(struct cove *c, const char *method, const char *path, const char *body, http_body_cb on_body,

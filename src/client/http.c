@@ -1,4 +1,4 @@
-/* HTTP/1.1 client over a unix socket; see http.h for why not libcurl.
+/* HTTP/1.1 client over a unix socket or TCP; see http.h for why not libcurl.
  *
  * The parser is a byte-driven state machine: apart from the bounded head
  * buffer it never looks back at bytes it has consumed, so its result is the
@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/netaddr.h"
 
 #define HTTP_READ_BUF (64 * 1024)
 /* A chunk-size line is a few hex digits; extensions are legal but the daemon
@@ -476,21 +479,10 @@ static int wait_fd(int fd, short events)
 	return 0;
 }
 
-int http_connect_unix(const char *path)
+/* Connect fd to sa: 0 or -errno. */
+static int connect_fd(int fd, const struct sockaddr *sa, socklen_t len)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t n = strlen(path);
-
-	if (n == 0)
-		return -EINVAL;
-	if (n >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, n + 1);
-
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (connect(fd, sa, len) < 0) {
 		int so_err = 0;
 		socklen_t so_len = sizeof(so_err);
 
@@ -506,6 +498,46 @@ int http_connect_unix(const char *path)
 		if (so_err)
 			return -so_err;
 	}
+	return 0;
+}
+
+int http_connect_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = strlen(path);
+
+	if (n == 0)
+		return -EINVAL;
+	if (n >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, n + 1);
+
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int r = connect_fd(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (r < 0)
+		return r;
+	return TAKE_FD(fd);
+}
+
+int http_connect_tcp(const char *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int one = 1;
+
+	if (netaddr_parse(addr, &ss, &len) < 0)
+		return -EINVAL;
+	_cleanup_close_ int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A request goes out in one sendmsg, but nothing is gained by letting
+	 * the kernel hold back a small one. */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	int r = connect_fd(fd, (struct sockaddr *)&ss, len);
+	if (r < 0)
+		return r;
 	return TAKE_FD(fd);
 }
 

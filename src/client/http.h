@@ -1,8 +1,8 @@
-/* A small HTTP/1.1 client over a unix socket, for libcove and the CLI.
+/* A small HTTP/1.1 client over a unix socket or TCP, for libcove and the CLI.
  *
  * Why not libcurl: loading libcurl and its dependency tree costs more than
  * the whole `cove exec ID -- true` budget (a few ms); cove only speaks to its
- * own daemon over a local socket, with Content-Length and chunked bodies. */
+ * own daemon, with Content-Length and chunked bodies. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -55,6 +55,9 @@ int http_parser_eof(struct http_parser *p);
 
 /* Connect to a unix stream socket. Returns fd or -errno. */
 int http_connect_unix(const char *path);
+/* Connect over TCP to "ADDR:PORT" (see common/netaddr.h: numeric, no name
+ * lookup). Returns fd or -errno (-EINVAL for a malformed addr). */
+int http_connect_tcp(const char *addr);
 
 struct http_response {
 	int status;

@@ -687,6 +687,8 @@ void api_handle(struct evhttp_request *req, void *arg)
 	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	bool path_known = false;
 	daemon_ctx->requests++;
+	if (!access_request_begin(req))
+		return;
 	for (size_t i = 0; path && i < ARRAY_SIZE(routes); i++) {
 		if (fnmatch(routes[i].pattern, path, FNM_PATHNAME) != 0)
 			continue;

@@ -2,13 +2,15 @@
  * connection ONE close callback, and two things need it: the request in
  * progress (an exec kills its process, a file request drops its answer)
  * and the ephemeral sandboxes the connection created (deleted with it).
- * This registry owns that callback and dispatches to both.
+ * access.c also watches every connection, to count it and to time it out.
+ * This registry owns that callback and dispatches to all three.
  *
  * An entry lives from the first thing attached to a connection until the
  * connection closes or nothing is attached any more. The close callback
  * unlinks the entry before anything else: libevent frees the connection
  * right after, and a later connection at the same address must never find
- * this one's entry. Connections are few (one per client), so a list does. */
+ * this one's entry. Connections are few (one per client, and at most
+ * --max-connections per listener), so a list does. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,8 @@ struct conn_entry {
 	void *hook_arg;
 	char (*ids)[16]; /* ephemeral sandboxes created on this connection */
 	size_t n_ids, cap_ids;
+	conn_close_fn watch; /* access.c's, for the connection's whole life */
+	void *watch_arg;
 };
 
 static struct conn_entry *entries;
@@ -55,7 +59,7 @@ static void entry_free(struct conn_entry *e)
  * callback. */
 static void drop_if_empty(struct conn_entry *e)
 {
-	if (e->hook || e->n_ids)
+	if (e->hook || e->n_ids || e->watch)
 		return;
 	unlink_entry(e);
 	evhttp_connection_set_closecb(e->conn, NULL, NULL);
@@ -82,6 +86,8 @@ static void on_close(struct evhttp_connection *conn, void *arg)
 		if (sandbox_delete(daemon_ctx, sb, &err) < 0)
 			log_error("sandbox %s: delete: %s", sb->id, err.msg);
 	}
+	if (e->watch)
+		e->watch(conn, e->watch_arg);
 	entry_free(e);
 }
 
@@ -151,4 +157,20 @@ void conn_forget_sandbox(const char *id)
 				return;
 			}
 	}
+}
+
+int conn_watch(struct evhttp_connection *conn, conn_close_fn fn, void *arg)
+{
+	struct conn_entry *e = get(conn);
+	if (!e)
+		return -ENOMEM;
+	e->watch = fn;
+	e->watch_arg = arg;
+	return 0;
+}
+
+bool conn_owns_sandboxes(struct evhttp_connection *conn)
+{
+	struct conn_entry *e = find(conn);
+	return e && e->n_ids > 0;
 }

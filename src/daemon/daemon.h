@@ -70,6 +70,18 @@ struct snapshot {
 	struct snapshot *next;
 };
 
+/* access.c: the API's listeners and their limits, from coved's flags; 0 or
+ * "" is the default. */
+struct access_config {
+	char listen[128];          /* "ADDR:PORT" of a TCP listener, or "" for none */
+	char token_file[512];      /* "" = <data>/token, made if missing */
+	uint64_t max_header_bytes; /* a request's line and headers */
+	uint64_t max_body_bytes;   /* a request's body */
+	int max_connections;       /* per listener */
+	double idle_timeout;       /* seconds a connection may wait between requests */
+	double request_timeout;    /* seconds for a whole request to come, from its first byte */
+};
+
 struct daemon {
 	struct event_base *base;
 	struct evhttp *http;
@@ -89,6 +101,7 @@ struct daemon {
 	struct snapshot *snapshots;               /* complete ones only, oldest first */
 	uint64_t requests;
 	bool stopping; /* SIGTERM: exit once no deletion is under way */
+	struct access_config access;
 };
 
 extern struct daemon *daemon_ctx;
@@ -272,6 +285,26 @@ int lock_renew(struct sandbox *sb, const char *name, const char *token, double l
 json_t *locks_to_json(const struct sandbox *sb);
 /* The sandbox is going away: fail the waiters, forget the locks. */
 void locks_drop_all(struct sandbox *sb, const char *why);
+/* Tell fn (after the hook and the ephemeral sandboxes) when the connection
+ * closes; access.c watches every connection so from its start to its end. */
+int conn_watch(struct evhttp_connection *conn, conn_close_fn fn, void *arg);
+/* Whether the connection created ephemeral sandboxes that still exist. */
+bool conn_owns_sandboxes(struct evhttp_connection *conn);
+
+/* access.c: see there. */
+/* A coved flag --name VALUE of struct access_config. */
+int access_parse_option(struct access_config *cfg, const char *name, const char *value, struct cove_err *err);
+/* Before serving: defaults, the token, the TCP listener (if --listen). */
+int access_setup(struct daemon *d, struct cove_err *err);
+/* Limits on d->http, and the TCP listener on it. */
+int access_serve(struct daemon *d, struct cove_err *err);
+/* SIGTERM: no new TCP connections. */
+void access_stop(struct daemon *d);
+/* After evhttp_free. */
+void access_cleanup(void);
+/* First thing for every request: false when it has been answered already
+ * (401 without the token on TCP, 503 over the connection limit). */
+bool access_request_begin(struct evhttp_request *req);
 
 /* api.c */
 void api_handle(struct evhttp_request *req, void *arg);

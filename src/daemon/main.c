@@ -28,8 +28,7 @@
 #include "image/host_image.h"
 #include "sys/seccomp.h"
 
-#define POOL_SIZE (256ull << 30)                   /* sparse: only what is written takes space */
-#define MAX_BODY (16u << 20) + (64u << 20) / 3 * 4 /* 64 MiB of base64 stdin, plus the rest */
+#define POOL_SIZE (256ull << 30) /* sparse: only what is written takes space */
 
 struct daemon *daemon_ctx;
 
@@ -120,6 +119,7 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 		daemon_ctx->api_handle = NULL;
 		(void)unlink(daemon_ctx->socket_path);
 	}
+	access_stop(daemon_ctx);
 	struct timeval grace = { 5, 0 };
 	event_base_loopexit(daemon_ctx->base, &grace);
 	sandboxes_stop_if_idle(daemon_ctx);
@@ -131,17 +131,39 @@ static void usage(FILE *f)
 		   "  --data DIR     data root (default /var/lib/cove)\n"
 		   "  --socket PATH  API socket (default /run/cove/cove.sock)\n"
 		   "  --init PATH    cove-init binary (default: next to coved)\n");
+	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
+		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"
+		   "  --token-file PATH       the token (mode 0600, 32+ bytes; default DIR/token, made if missing)\n"
+		   "limits, on the socket and on TCP:\n"
+		   "  --max-header-bytes N    request line and headers (default 16K)\n"
+		   "  --max-body-bytes N      request body (default 101M)\n"
+		   "  --max-connections N     open connections per listener (default 1024)\n"
+		   "  --idle-timeout S        close a connection idle between requests (default 60)\n"
+		   "  --request-timeout S     close a connection whose request is not whole S seconds\n"
+		   "                          after its first byte (default 60)\n");
 }
 
 static int parse_args(int argc, char **argv, struct daemon *d, char *init_path, size_t cap)
 {
+	/* 'A': an option of access.c, which finds it by name. */
 	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' }, { "socket", required_argument, NULL, 's' },
-		{ "init", required_argument, NULL, 'i' }, { "debug", no_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },       { 0 }
+		{ "data", required_argument, NULL, 'd' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "init", required_argument, NULL, 'i' },
+		{ "debug", no_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "listen", required_argument, NULL, 'A' },
+		{ "token-file", required_argument, NULL, 'A' },
+		{ "max-header-bytes", required_argument, NULL, 'A' },
+		{ "max-body-bytes", required_argument, NULL, 'A' },
+		{ "max-connections", required_argument, NULL, 'A' },
+		{ "idle-timeout", required_argument, NULL, 'A' },
+		{ "request-timeout", required_argument, NULL, 'A' },
+		{ 0 },
 	};
-	int c;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	struct cove_err err = { 0 };
+	int c, longindex = 0;
+	while ((c = getopt_long(argc, argv, "", opts, &longindex)) != -1) {
 		switch (c) {
 		case 'd':
 			snprintf(d->data_dir, sizeof(d->data_dir), "%s", optarg);
@@ -154,6 +176,12 @@ static int parse_args(int argc, char **argv, struct daemon *d, char *init_path, 
 			break;
 		case 'D':
 			log_set_level(LOG_DEBUG);
+			break;
+		case 'A':
+			if (access_parse_option(&d->access, opts[longindex].name, optarg, &err) < 0) {
+				fprintf(stderr, "coved: %s\n", err.msg);
+				return -1;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -197,6 +225,10 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 		return err_sys(err, errno, "create data root '%s'", d->data_dir);
 	if (lock_data_root(d->data_dir, err) < 0)
 		return -1;
+	/* The token and the TCP port, before anything is built: a bad token
+	 * file or a port in use stops coved with nothing changed. */
+	if (access_setup(d, err) < 0)
+		return -1;
 	if (pool_open(&d->pool, d->data_dir, POOL_SIZE, err) < 0 ||
 	    host_image_ensure(d->pool.dir, d->host_image, err) < 0)
 		return -1;
@@ -226,32 +258,21 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 	return 0;
 }
 
-/* Each connection's bufferevent, made here to read and write in large
- * pieces: libevent's default of 4 KiB a read makes an upload a quarter
- * million syscalls per GiB. */
-static struct bufferevent *new_connection(struct event_base *base, void *arg)
-{
-	struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-	if (bev) {
-		bufferevent_set_max_single_read(bev, 1 << 20);
-		bufferevent_set_max_single_write(bev, 1 << 20);
-	}
-	return bev;
-}
-
 static int serve(struct daemon *d, struct cove_err *err)
 {
 	int fd = d->api_fd;
 	d->http = evhttp_new(d->base);
-	evhttp_set_max_headers_size(d->http, 16384);
-	evhttp_set_max_body_size(d->http, MAX_BODY);
 	/* Every method reaches the router, which answers with the JSON error
 	 * shape (libevent's own refusal would be an HTML page). */
 	evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT |
 						    EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS |
 						    EVHTTP_REQ_CONNECT | EVHTTP_REQ_TRACE);
 	evhttp_set_gencb(d->http, api_handle, d);
-	evhttp_set_bevcb(d->http, new_connection, d);
+	/* Limits first: they apply from the first connection on. */
+	if (access_serve(d, err) < 0) {
+		close(fd);
+		return -1;
+	}
 	if (!(d->api_handle = evhttp_accept_socket_with_handle(d->http, fd))) {
 		close(fd);
 		return err_set(err, COVE_EINTERNAL, "evhttp accept");
@@ -293,6 +314,7 @@ int main(int argc, char **argv)
 	if (d.api_handle)
 		(void)unlink(d.socket_path);
 	evhttp_free(d.http);
+	access_cleanup();
 	event_free(chld);
 	event_free(term);
 	event_free(intr);

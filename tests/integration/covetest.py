@@ -34,8 +34,9 @@ class Coved:
     """One coved process on its own data root (under /var/tmp, on ext4, so
     the loop-backed btrfs pool is exercised) and socket."""
 
-    def __init__(self, data=None):
+    def __init__(self, data=None, args=()):
         self.dir = data or tempfile.mkdtemp(prefix="cove-it-", dir="/var/tmp")
+        self.args = list(args)  # more coved flags
         self.data = os.path.join(self.dir, "data")
         self.socket = os.path.join(self.dir, "cove.sock")
         self.log = os.path.join(self.dir, "coved.log")
@@ -43,7 +44,7 @@ class Coved:
 
     def start(self, timeout=60):
         logf = open(self.log, "ab")
-        self.proc = subprocess.Popen([COVED, "--data", self.data, "--socket", self.socket],
+        self.proc = subprocess.Popen([COVED, "--data", self.data, "--socket", self.socket] + self.args,
                                      stdout=logf, stderr=logf, stdin=subprocess.DEVNULL)
         logf.close()
         deadline = time.time() + timeout
