@@ -255,6 +255,9 @@ static void child_exec(struct wire_spawn *sp, const char *tty, int *fds, int nfd
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
+	/* coved ignores SIGPIPE, and an ignored signal stays ignored across
+	 * fork and exec: without this, `yes | head -1` would not end quietly. */
+	signal(SIGPIPE, SIG_DFL);
 	setsid();
 	/* Orphans of its descendants stay below it (not re-parented to init)
 	 * while it runs, so that a timeout can find and kill the whole tree,
