@@ -15,7 +15,8 @@ static const struct option spec_opts[] = {
 	{ "cpus", required_argument, NULL, 'c' },    { "pids", required_argument, NULL, 'p' },
 	{ "env", required_argument, NULL, 'e' },     { "workdir", required_argument, NULL, 'w' },
 	{ "user", required_argument, NULL, 'u' },    { "name", required_argument, NULL, 'n' },
-	{ "timeout", required_argument, NULL, 't' }, { 0 },
+	{ "timeout", required_argument, NULL, 't' }, { "isolation", required_argument, NULL, 'X' },
+	{ "inherit-env", no_argument, NULL, 'E' },   { 0 },
 };
 
 /* "K=V" into an env object. */
@@ -92,6 +93,12 @@ static int parse_spec(const char *verb, int argc, char **argv, json_t *spec)
 			if (parse_seconds(optarg, &seconds) < 0)
 				return cli_usage_error(verb, "bad --timeout '%s' (seconds)", optarg), -1;
 			json_object_set_new(spec, "timeout", json_real(seconds));
+			break;
+		case 'X': /* "external" or "isolated": coved says what else is wrong */
+			json_object_set_new(spec, "isolation", json_string(optarg));
+			break;
+		case 'E':
+			json_object_set_new(spec, "inherit_env", json_true());
 			break;
 		default:
 			return cli_usage_error(verb, "unknown or incomplete option '%s'", argv[optind - 1]), -1;

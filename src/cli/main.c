@@ -44,6 +44,7 @@ static void usage(FILE *f)
 		fprintf(f, "  %s\n", verbs[i].help);
 	fprintf(f, "\nsandbox options (run, create): --image I --memory 512M --cpus 1 --pids N --env K=V\n"
 		   "  --workdir DIR --user U --name NAME\n"
+		   "  --isolation external [--inherit-env]  the host backend: a workspace folder, no OS boundary\n"
 		   "restore options: --name NAME --memory 512M --cpus 1 --pids N (default: the snapshot's)\n"
 		   "exec options: --env K=V --workdir DIR --user U --timeout SECONDS -i (pass stdin)\n"
 		   "lock options: --lease SECONDS (default 30, renewed while CMD runs) --wait SECONDS\n"

@@ -183,10 +183,31 @@ int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err)
 	return 0;
 }
 
+/* "isolation": "isolated" (the default) or "external", the host backend,
+ * which must be asked for by name: its commands run on the host as root,
+ * with nothing between them and it. "inherit_env" only goes with it. */
+static int parse_isolation(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+{
+	const char *isolation = "isolated";
+	if (get_string(j, "isolation", &isolation, 15, err) < 0 || get_bool(j, "inherit_env", &s->inherit_env, err) < 0)
+		return -1;
+	if (strcmp(isolation, "external") != 0 && strcmp(isolation, "isolated") != 0)
+		return err_set(err, COVE_EINVAL, "'isolation' must be \"isolated\" or \"external\", not \"%s\"",
+			       isolation);
+	s->external = strcmp(isolation, "external") == 0;
+	if (s->inherit_env && !s->external)
+		return err_set(err, COVE_EINVAL, "'inherit_env' is only for \"isolation\": \"external\"");
+	json_t *image = json_object_get(j, "image");
+	if (s->external && image && !json_is_null(image))
+		return err_set(err, COVE_EINVAL,
+			       "an external sandbox has no 'image': its commands see the host's files");
+	return 0;
+}
+
 static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 {
-	static const char *const fields[] = { "name", "image", "memory",  "cpus",      "pids", "env",
-					      "cwd",  "user",  "timeout", "ephemeral", NULL };
+	static const char *const fields[] = { "name", "image",   "memory",    "cpus",      "pids",        "env", "cwd",
+					      "user", "timeout", "ephemeral", "isolation", "inherit_env", NULL };
 	const char *name = "", *image = "host", *cwd = "", *user = "";
 	double cpus = 1, pids = 1024;
 	s->memory = 512ull << 20;
@@ -195,11 +216,13 @@ static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	    get_string(j, "user", &user, 63, err) < 0 || get_size(j, "memory", &s->memory, err) < 0 ||
 	    get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 || get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 ||
 	    check_env(json_object_get(j, "env"), err) < 0 || get_deadline(j, &s->expires_at, err) < 0 ||
-	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0)
+	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0 || parse_isolation(j, s, err) < 0)
 		return -1;
+	if (s->external)
+		image = "";
 	if (s->memory < (16u << 20))
 		return err_set(err, COVE_EINVAL, "'memory' must be at least 16M");
-	if (strchr(image, '/') || image[0] == '.' || !image[0])
+	if (!s->external && (strchr(image, '/') || image[0] == '.' || !image[0]))
 		return err_set(err, COVE_EINVAL, "bad image name '%s'", image);
 	if (*cwd && *cwd != '/')
 		return err_set(err, COVE_EINVAL, "'cwd' must be an absolute path");
@@ -288,14 +311,25 @@ static int h_health(struct evhttp_request *req, const char *id, struct cove_err 
 	return 0;
 }
 
+/* One backend's entry: what selects it, and its capabilities (DESIGN.md:
+ * ports, nativeSnapshot for memory snapshots, resume; none yet). */
+static json_t *backend_json(const char *isolation, bool os_boundary)
+{
+	return json_pack("{s:s, s:b, s:{s:b, s:b, s:b}}", "isolation", isolation, "os_boundary", os_boundary,
+			 "capabilities", "ports", 0, "nativeSnapshot", 0, "resume", 0);
+}
+
 static int h_capabilities(struct evhttp_request *req, const char *id, struct cove_err *err)
 {
 	struct daemon *d = daemon_ctx;
-	api_send_json(req, 200,
-		      json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage",
-				"btrfs", "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports",
-				0, "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed",
-				d->pool.loop_backed));
+	json_t *j =
+		json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage", "btrfs",
+			  "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports", 0,
+			  "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed", d->pool.loop_backed);
+	json_object_set_new(j, "backends",
+			    json_pack("{s:o, s:o}", "isolated", backend_json("isolated", true), "host",
+				      backend_json("external", false)));
+	api_send_json(req, 200, j);
 	return 0;
 }
 

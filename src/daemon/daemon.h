@@ -34,6 +34,10 @@ struct sandbox_spec {
 	int64_t created_at; /* unix ms */
 	int64_t expires_at; /* unix ms; 0 = never */
 	bool ephemeral;     /* deleted when the connection that created it closes */
+	/* isolation "external", the host backend: no image; its subvolume is a
+	 * workspace on the host, and init a plain host process in it. */
+	bool external;
+	bool inherit_env; /* external only: coved's own environment is execs' base */
 };
 
 enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING };

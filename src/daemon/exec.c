@@ -28,6 +28,8 @@
 #include "common/wire.h"
 #include "daemon/daemon.h"
 
+extern char **environ;
+
 #define PIPE_READ_CHUNK 65536
 #define STREAM_HIGH_WATER (1 << 20) /* pause the pipes above this much unsent output */
 
@@ -469,14 +471,21 @@ static int make_pipe(int fds[2], struct cove_err *err)
 
 /* Build argv and envp for the wire from the request. The environment is
  * exactly the sandbox's defaults, then the sandbox spec's env, then the
- * request's: never coved's own. */
+ * request's: never coved's own, unless an external sandbox asked for it
+ * with inherit_env (then coved's environment replaces the defaults). */
 static int build_env(struct sandbox *sb, const struct exec_request *er, const char **envp, char *store, size_t cap)
 {
 	static const char *const defaults[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 						"LANG=C.UTF-8", "TERM=xterm", "TMPDIR=/tmp" };
 	json_t *layers[2] = { sb->spec.env, er->env };
 	size_t n = 0, off = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(defaults); i++)
+	for (char **e = environ; sb->spec.inherit_env && *e; e++) {
+		if (n >= WIRE_MAX_ARGS)
+			return -1;
+		if (strchr(*e, '='))
+			envp[n++] = *e;
+	}
+	for (size_t i = 0; !sb->spec.inherit_env && i < ARRAY_SIZE(defaults); i++)
 		envp[n++] = defaults[i];
 	for (int l = 0; l < 2; l++) {
 		const char *k;

@@ -1,5 +1,12 @@
 /* Sandboxes in coved: creation (subvolume, cgroups, runtime), the
- * connection to each cove-init, deletion, and re-attaching after a restart. */
+ * connection to each cove-init, deletion, and re-attaching after a restart.
+ *
+ * Both backends keep a sandbox's files in the subvolume <pool>/sandboxes/<id>:
+ * an isolated sandbox's overlay layers, or an external sandbox's workspace
+ * itself (the host folder its commands start in). So deletion, the cleanup
+ * of unrecorded roots, snapshots, restores and forks are the same for both;
+ * of an external sandbox they take its workspace, which is all of it that
+ * cove owns. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +33,7 @@
 #include "sandbox/runtime.h"
 #include "sys/btrfs.h"
 
+/* The sandbox's subvolume; an external sandbox's workspace. */
 static void subvol_path(const struct daemon *d, const char *id, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s/sandboxes/%s", d->pool.dir, id);
@@ -54,11 +62,14 @@ void sandbox_spec_free(struct sandbox_spec *spec)
 
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 {
-	return json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:O, s:s, s:s, s:I, s:o, s:b}", "name", s->name, "image",
-			 s->image, "image_dir", s->image_dir, "memory", (json_int_t)s->memory, "cpus",
-			 s->cpu_millis / 1000.0, "pids", (int)s->pids, "env", s->env ? s->env : json_object(), "cwd",
-			 s->cwd, "user", s->user, "created_at", (json_int_t)s->created_at, "expires_at",
-			 s->expires_at ? json_integer(s->expires_at) : json_null(), "ephemeral", s->ephemeral);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:O, s:s, s:s, s:I, s:o, s:b}", "name", s->name, "image",
+			      s->image, "image_dir", s->image_dir, "memory", (json_int_t)s->memory, "cpus",
+			      s->cpu_millis / 1000.0, "pids", (int)s->pids, "env", s->env ? s->env : json_object(),
+			      "cwd", s->cwd, "user", s->user, "created_at", (json_int_t)s->created_at, "expires_at",
+			      s->expires_at ? json_integer(s->expires_at) : json_null(), "ephemeral", s->ephemeral);
+	json_object_set_new(j, "isolation", json_string(s->external ? "external" : "isolated"));
+	json_object_set_new(j, "inherit_env", json_boolean(s->inherit_env));
+	return j;
 }
 
 int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
@@ -91,6 +102,10 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	s->created_at = created;
 	s->expires_at = json_is_integer(expires) ? json_integer_value(expires) : 0;
 	s->ephemeral = ephemeral;
+	/* Rows from before the host backend have no "isolation": isolated. */
+	s->external = json_is_string(json_object_get(j, "isolation")) &&
+		      strcmp(json_string_value(json_object_get(j, "isolation")), "external") == 0;
+	s->inherit_env = json_is_true(json_object_get(j, "inherit_env"));
 	json_decref(j);
 	return 0;
 }
@@ -106,7 +121,12 @@ json_t *sandbox_to_json(const struct sandbox *sb)
 	json_object_set_new(j, "id", json_string(sb->id));
 	json_object_set_new(j, "state", json_string(state_name(sb->state)));
 	json_object_set_new(j, "init_pid", json_integer(sb->init_pid));
-	json_object_set_new(j, "uid_base", json_integer(UID_BASE + (uint64_t)sb->slot * RUNTIME_UID_COUNT));
+	char workspace[600];
+	subvol_path(daemon_ctx, sb->id, workspace, sizeof(workspace));
+	/* An external sandbox's root is the host's: its uids are the host's. */
+	json_object_set_new(j, "uid_base",
+			    json_integer(sb->spec.external ? 0 : UID_BASE + (uint64_t)sb->slot * RUNTIME_UID_COUNT));
+	json_object_set_new(j, "workspace", sb->spec.external ? json_string(workspace) : json_null());
 	return j;
 }
 
@@ -211,7 +231,9 @@ static int boot(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 				     .init_exe_fd = d->init_exe_fd,
 				     .cgroups = &d->cgroups,
 				     .seccomp = &d->seccomp };
-	if (runtime_start(&rc, &sb->init_pid, err) < 0) {
+	int r = sb->spec.external ? runtime_start_external(&rc, &sb->init_pid, err)
+				  : runtime_start(&rc, &sb->init_pid, err);
+	if (r < 0) {
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 		return -1;
 	}
@@ -316,9 +338,9 @@ int sandbox_set_expiry(struct daemon *d, struct sandbox *sb, int64_t expires_at,
 }
 
 /* The "take a root"" step of a create: a new, empty subvolume laid out for
- * the overlays, or a writable snapshot of a snapshot's files (which hold
- * that layout already). */
-static int take_root(const char *from, const char *subvol, struct cove_err *err)
+ * the overlays (or left empty: an external sandbox's workspace), or a
+ * writable snapshot of a snapshot's files (which hold that layout already). */
+static int take_root(const char *from, const char *subvol, bool external, struct cove_err *err)
 {
 	int r;
 	if (from) {
@@ -326,7 +348,7 @@ static int take_root(const char *from, const char *subvol, struct cove_err *err)
 		return r < 0 ? err_sys(err, -r, "snapshot '%s' to '%s'", from, subvol) : 0;
 	}
 	r = btrfs_subvol_create(subvol);
-	if (r == 0 && (r = runtime_prepare(subvol)) < 0)
+	if (r == 0 && !external && (r = runtime_prepare(subvol)) < 0)
 		(void)btrfs_subvol_delete(subvol);
 	return r < 0 ? err_sys(err, -r, "create subvolume '%s'", subvol) : 0;
 }
@@ -387,7 +409,8 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 		snprintf(sb->spec.image_dir, sizeof(sb->spec.image_dir), "%s", d->host_image);
 	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
-	if (!sb->spec.image_dir[0] || btrfs_is_subvol(image) != 1) {
+	/* An external sandbox has no image: its commands see the host. */
+	if (!sb->spec.external && (!sb->spec.image_dir[0] || btrfs_is_subvol(image) != 1)) {
 		err_set(err, COVE_EINVAL, "unknown image '%s'", from ? sb->spec.image_dir : sb->spec.image);
 		goto fail;
 	}
@@ -396,11 +419,11 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 	 * commit, where a snapshot of the image would (milliseconds, far more
 	 * under load). A restore's is a snapshot of those changes. */
 	double t0 = now_ms();
-	int r = take_root(from, subvol, err);
+	int r = take_root(from, subvol, sb->spec.external, err);
 	double t1 = now_ms();
 	if (r < 0)
 		goto fail;
-	if (!from && write_identity(subvol, image, sb->id, err) < 0) {
+	if (!from && !sb->spec.external && write_identity(subvol, image, sb->id, err) < 0) {
 		(void)btrfs_subvol_delete(subvol);
 		goto fail;
 	}
@@ -480,7 +503,9 @@ static void on_deleted_init_exit(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Kill pid 1 (the kernel then kills the whole pid namespace); when its
- * pidfd says it is gone, finish. Without a live init, finish now. */
+ * pidfd says it is gone, finish. Without a live init, finish now. An
+ * external init has no pid namespace: what it started outlives it until
+ * finish_delete kills the cgroups' processes. */
 static void begin_delete(struct daemon *d, struct sandbox *sb)
 {
 	if (sb->conn_ev)

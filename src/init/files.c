@@ -3,8 +3,9 @@
  * coved cannot resolve a path of the sandbox: the sandbox's root exists only
  * in its own mount namespace, and a path walked from the host would follow
  * the sandbox's symlinks out of it. Here every path is resolved by openat2
- * from "/" with RESOLVE_IN_ROOT, so "..", absolute and relative symlinks all
- * stay inside the root, even while the sandbox swaps them, and with
+ * from the root ("/", or an external sandbox's workspace) with
+ * RESOLVE_IN_ROOT, so "..", absolute and relative symlinks all stay inside
+ * the root, even while the sandbox swaps them, and with
  * RESOLVE_NO_MAGICLINKS, so /proc/<pid>/root and fd links lead nowhere.
  *
  * Each request runs in a forked child that first becomes the request's user:
@@ -320,6 +321,12 @@ static int fsop(int op, const struct wire_path *p, uint32_t flags, int *changed)
 	}
 }
 
+int files_set_root(const char *path)
+{
+	root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return root_fd < 0 ? -errno : 0;
+}
+
 /* The child: become the user, do it, answer. Exits 0 once answered. */
 static void child_main(const struct wire_hdr *req, const struct wire_path *p)
 {
@@ -327,9 +334,6 @@ static void child_main(const struct wire_hdr *req, const struct wire_path *p)
 	struct wire_hdr h = { .seq = req->seq };
 	int r = -init_become_user(p->user, &pw), fd = -1, changed = 0;
 	umask(0); /* the request's mode is the file's mode */
-	root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (r == 0 && root_fd < 0)
-		r = -errno;
 	if (req->type == WIRE_OPEN) {
 		if (r == 0)
 			r = fd = open_kind(req->value, p, req->flags, &h.flags);

@@ -6,7 +6,11 @@
  * invisible inside the sandbox); one client at a time, and a new connection
  * replaces the old one, which is how a restarted coved re-attaches.
  * Spawned processes get their stdio straight from coved (SCM_RIGHTS), so
- * their output never passes through init. */
+ * their output never passes through init.
+ *
+ * In an external sandbox (the host backend) it is a plain host process, not
+ * a pid 1, and argv[1] names the workspace: the root of the Files API and
+ * the default cwd of spawned processes. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +42,8 @@ extern char **environ;
  * reported; every other child is only reaped. An open-addressed set. */
 static pid_t spawned[MAX_CHILDREN];
 static int client_fd = -1;
-static unsigned client_gen; /* counts connections: a reply is for the one it was asked on */
+static unsigned client_gen;   /* counts connections: a reply is for the one it was asked on */
+static const char *workspace; /* external sandboxes only: argv[1] */
 
 static unsigned slot_of(pid_t pid)
 {
@@ -255,6 +260,9 @@ static void child_exec(struct wire_spawn *sp, const char *tty, int *fds, int nfd
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
+	/* coved ignores SIGPIPE, and an ignored signal stays ignored across
+	 * fork and exec: without this, `yes | head -1` would not end quietly. */
+	signal(SIGPIPE, SIG_DFL);
 	setsid();
 	/* Orphans of its descendants stay below it (not re-parented to init)
 	 * while it runs, so that a timeout can find and kill the whole tree,
@@ -265,7 +273,7 @@ static void child_exec(struct wire_spawn *sp, const char *tty, int *fds, int nfd
 	int e = init_become_user(sp->user, &pw);
 	if (e)
 		report_and_exit(err_pipe, WIRE_STAGE_USER, e);
-	const char *cwd = *sp->cwd ? sp->cwd : pw.home;
+	const char *cwd = *sp->cwd ? sp->cwd : workspace ? workspace : pw.home;
 	if (chdir(cwd) < 0) {
 		if (*sp->cwd || chdir("/") < 0)
 			report_and_exit(err_pipe, WIRE_STAGE_CWD, errno);
@@ -482,8 +490,9 @@ static void reap(void)
 			files_reaped(pid, status);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	workspace = argc > 1 ? argv[1] : NULL;
 	/* Not dumpable: the sandbox's own processes run with init's uid, and
 	 * must not ptrace it or take its fds (pidfd_getfd) to speak to coved in
 	 * its name. Commands it spawns are dumpable again after their execve. */
@@ -494,10 +503,14 @@ int main(void)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0 || fcntl(LISTEN_FD, F_SETFD, FD_CLOEXEC) < 0) {
+	if (sfd < 0 || fcntl(LISTEN_FD, F_SETFD, FD_CLOEXEC) < 0 || files_set_root(workspace ? workspace : "/") < 0) {
 		perror("cove-init");
 		return 1;
 	}
+	/* Outside a pid namespace, orphans would go to coved or the host's
+	 * init: as a subreaper it gets them, as a pid 1 does, to reap them. */
+	if (workspace)
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
 	for (;;) {
 		struct pollfd p[3] = { { LISTEN_FD, POLLIN, 0 }, { sfd, POLLIN, 0 }, { client_fd, POLLIN, 0 } };
 		if (poll(p, client_fd >= 0 ? 3 : 2, -1) < 0)

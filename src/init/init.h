@@ -15,6 +15,10 @@ unsigned init_connection(void);
  * /etc/passwd and /etc/group. 0 or an errno. */
 int init_become_user(const char *spec, struct passwd_entry *pw);
 
+/* Open the directory that every Files API path is resolved in: "/", or an
+ * external sandbox's workspace. Once, at start, as root: a request's user
+ * need not be able to reach it by path. 0 or -errno. */
+int files_set_root(const char *path);
 /* A WIRE_OPEN or WIRE_FSOP packet: done in a child, which answers coved. */
 void files_handle(const struct wire_hdr *h, const char *payload);
 /* A child that is not a spawned process was reaped: if it was a file

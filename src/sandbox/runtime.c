@@ -317,6 +317,37 @@ static void loopback_up(void)
 		fail("set lo up");
 }
 
+/* The fds cove-init starts with: 3 the listening socket, 4 a fresh open
+ * of the sealed memfd (close-on-exec: no process of the sandbox inherits
+ * it, and no two sandboxes share its file offset), 5 the status pipe (also
+ * close-on-exec), stdio on /dev/null, and nothing else of coved's. */
+static void init_fds(const struct runtime_config *c, int listen_fd)
+{
+	if (dup2(listen_fd, 3) < 0)
+		fail("dup2 listen socket");
+	char exe_path[64];
+	snprintf(exe_path, sizeof(exe_path), "/proc/self/fd/%d", c->init_exe_fd);
+	int exe = open(exe_path, O_RDONLY | O_CLOEXEC);
+	if (exe < 0 || dup3(exe, 4, O_CLOEXEC) < 0 || dup3(status_fd, 5, O_CLOEXEC) < 0)
+		fail("reopen cove-init");
+	status_fd = 5;
+	if (close_range(6, ~0U, 0) < 0)
+		fail("close_range");
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+		fail("stdio");
+}
+
+/* workspace: cove-init's argv[1], NULL for an isolated sandbox. */
+static void exec_init(char *workspace)
+{
+	trace("exec");
+	char *const argv[] = { "cove-init", workspace, NULL };
+	char *const envp[] = { NULL };
+	syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
+	fail("exec cove-init");
+}
+
 static void run_init(const struct runtime_config *c, int listen_fd)
 {
 	/* The cwd is the new root (entered while still host root): the data
@@ -329,23 +360,7 @@ static void run_init(const struct runtime_config *c, int listen_fd)
 	if (sethostname(c->id, strlen(c->id)) < 0)
 		fail("sethostname");
 	loopback_up();
-	if (dup2(listen_fd, 3) < 0)
-		fail("dup2 listen socket");
-	/* A fresh open of the sealed memfd, close-on-exec: no process of the
-	 * sandbox inherits it, and no two sandboxes share its file offset. */
-	char exe_path[64];
-	snprintf(exe_path, sizeof(exe_path), "/proc/self/fd/%d", c->init_exe_fd);
-	int exe = open(exe_path, O_RDONLY | O_CLOEXEC);
-	if (exe < 0 || dup3(exe, 4, O_CLOEXEC) < 0 || dup3(status_fd, 5, O_CLOEXEC) < 0)
-		fail("reopen cove-init");
-	status_fd = 5;
-	/* Nothing else of coved's may reach the sandbox: close every other fd
-	 * but the status pipe, which closes itself on exec. */
-	if (close_range(6, ~0U, 0) < 0)
-		fail("close_range");
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
-		fail("stdio");
+	init_fds(c, listen_fd);
 	/* Last, in this order: capabilities and no_new_privs, then seccomp
 	 * (loading a filter needs no_new_privs when CAP_SYS_ADMIN is gone). */
 	int r = caps_drop_to_sandbox_set();
@@ -358,11 +373,7 @@ static void run_init(const struct runtime_config *c, int listen_fd)
 		errno = -r;
 		fail("seccomp");
 	}
-	trace("exec");
-	char *const argv[] = { "cove-init", NULL };
-	char *const envp[] = { NULL };
-	syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
-	fail("exec cove-init");
+	exec_init(NULL);
 }
 
 static void become_sandbox_root(int userns)
@@ -464,7 +475,39 @@ static int read_start_status(int fd, pid_t *ret_pid, struct cove_err *err)
 	return 0;
 }
 
-int runtime_start(const struct runtime_config *c, pid_t *ret_pid, struct cove_err *err)
+/* The host backend's init (isolation "external"), forked straight from
+ * coved: no namespace, no pivot_root, no capability drop, no seccomp, no
+ * uid mapping. It runs as root on the host; only the cgroups bound it.
+ * It reports its pid at once, as C does for an isolated init. It joins the
+ * cgroups first, so that whatever it becomes is inside them, also when coved
+ * dies mid-start: a delete, or the next start's cleanup, kills it there.
+ * No PR_SET_PDEATHSIG: it must outlive coved, as isolated inits do, and it
+ * leaves coved's session so that signals to coved's terminal or process
+ * group do not reach it. Never returns. */
+static void run_external(const struct runtime_config *c, int listen_fd)
+{
+	struct start_status s = { .errnum = 0 };
+	snprintf(s.msg, sizeof(s.msg), "%d", getpid());
+	(void)!write(status_fd, &s, sizeof(s));
+	struct cove_err e = { 0 };
+	if (cgroup_enter(c->cgroups, c->id, getpid(), &e) < 0) {
+		errno = e.code < 1000 ? e.code : 0;
+		fail("%s", e.msg);
+	}
+	if (setsid() < 0)
+		fail("setsid");
+	/* The workspace is its cwd (a spawned command's default one too, see
+	 * cove-init) and, through argv[1], the root of its Files API. */
+	if (chdir(c->subvol) < 0)
+		fail("chdir '%s'", c->subvol);
+	init_fds(c, listen_fd);
+	exec_init((char *)c->subvol);
+}
+
+/* Fork the child that starts init (C, or the external init itself) and
+ * read its report. C is reaped here; an external init is coved's child
+ * for good, reaped by coved's SIGCHLD handler when it ends. */
+static int start(const struct runtime_config *c, bool external, pid_t *ret_pid, struct cove_err *err)
 {
 	_cleanup_close_ int listen_fd = listen_init_socket(c->init_socket, err);
 	if (listen_fd < 0)
@@ -472,27 +515,40 @@ int runtime_start(const struct runtime_config *c, pid_t *ret_pid, struct cove_er
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return err_sys(err, errno, "pipe");
-	pid_t setup = fork();
-	if (setup < 0) {
+	pid_t child = fork();
+	if (child < 0) {
 		close(p[0]);
 		close(p[1]);
 		return err_sys(err, errno, "fork");
 	}
-	if (setup == 0) {
-		/* If coved dies mid-start, the half-made sandbox goes with it. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (child == 0) {
 		close(p[0]);
 		status_fd = p[1];
+		if (external)
+			run_external(c, listen_fd);
+		/* If coved dies mid-start, the half-made sandbox goes with it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		run_setup(c, listen_fd);
 	}
 	close(p[1]);
 	pid_t pid = 0;
 	int r = read_start_status(p[0], &pid, err);
 	close(p[0]);
-	(void)waitpid(setup, NULL, 0);
+	if (!external)
+		(void)waitpid(child, NULL, 0);
 	if (r < 0)
 		(void)unlink(c->init_socket);
 	else
 		*ret_pid = pid;
 	return r;
+}
+
+int runtime_start(const struct runtime_config *c, pid_t *ret_pid, struct cove_err *err)
+{
+	return start(c, false, ret_pid, err);
+}
+
+int runtime_start_external(const struct runtime_config *c, pid_t *ret_pid, struct cove_err *err)
+{
+	return start(c, true, ret_pid, err);
 }

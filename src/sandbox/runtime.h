@@ -43,5 +43,13 @@ int runtime_prepare(const char *subvol);
  * child of the caller (coved is a subreaper) and listens on init_socket. */
 int runtime_start(const struct runtime_config *c, pid_t *ret_pid, struct cove_err *err);
 
+/* The host backend (isolation "external"): cove-init as a plain host
+ * process, root on the host, in the sandbox's cgroups, with the directory
+ * c->subvol (the workspace) as its cwd and as the root of the Files API.
+ * No namespaces, no pivot_root, no capability drop, no seccomp: for callers
+ * that are isolated already. Uses id, subvol, init_socket, init_exe_fd and
+ * cgroups. *ret_pid as for runtime_start. */
+int runtime_start_external(const struct runtime_config *c, pid_t *ret_pid, struct cove_err *err);
+
 /* The host directories the built-in `host` image layers read-only. */
 extern const char *const runtime_host_layers[];

@@ -196,3 +196,12 @@ def test_sandbox_knows_its_own_name(cv):
     r = cv.exec(sid, ["getent", "hosts", sid])
     assert r["exit_code"] == 0 and r["stdout"].split() == ["127.0.1.1", sid], r
     assert "localhost" in cv.exec(sid, ["cat", "/etc/hosts"])["stdout"]  # the image's lines stay
+
+
+def test_sigpipe_ends_a_writer_quietly(cv):
+    # coved ignores SIGPIPE; its commands must not inherit that, or a
+    # writer into a closed pipe complains instead of ending.
+    sid = _sb(cv)
+    r = cv.exec(sid, ["sh", "-c", "yes | head -1; grep SigIgn /proc/self/status"])
+    assert r["stdout"].startswith("y\n") and r["stderr"] == "", r
+    assert not int(r["stdout"].split()[-1], 16) & (1 << (13 - 1)), r  # bit of signal 13, SIGPIPE
