@@ -34,6 +34,11 @@ static const struct verb {
 	{ "snapshots", cmd_snapshots, "snapshots                    list snapshots" },
 	{ "restore", cmd_restore, "restore [OPTIONS] SNID       a new sandbox from a snapshot, print its ID" },
 	{ "fork", cmd_fork, "fork [-n N] ID               N copies of a running sandbox, print their IDs" },
+	{ "ps", cmd_ps, "ps [--json] ID               a sandbox's kept processes (exec -d, shell)" },
+	{ "attach", cmd_attach, "attach [--no-replay] ID P    a process's output: its kept tail, then live" },
+	{ "kill", cmd_kill, "kill [-s SIG] [--tree] ID P  signal a process (default KILL)" },
+	{ "wait", cmd_wait, "wait ID P                    wait for a process, exit with its status" },
+	{ "shell", cmd_shell, "shell [OPTIONS] ID [-- CMD]  an interactive terminal (default: the user's shell)" },
 };
 
 static void usage(FILE *f)
@@ -45,6 +50,8 @@ static void usage(FILE *f)
 		   "  --workdir DIR --user U --name NAME\n"
 		   "restore options: --name NAME --memory 512M --cpus 1 --pids N (default: the snapshot's)\n"
 		   "exec options: --env K=V --workdir DIR --user U --timeout SECONDS -i (pass stdin)\n"
+		   "  -d|--detach (in the background, print its pid) --tag T (name it; P is its pid or tag)\n"
+		   "shell options: --env K=V --workdir DIR --user U\n"
 		   "environment: COVE_SOCKET (default " COVE_DEFAULT_SOCKET "), COVE_DATA (default /var/lib/cove)\n");
 }
 
