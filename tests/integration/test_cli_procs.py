@@ -4,6 +4,7 @@ send-keys and capture-pane (a private tmux server, killed at the end)."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -147,14 +148,15 @@ def test_cli_shell_without_a_terminal(cv):
 
 
 class Tmux:
-    """A private tmux server (its own socket name), for one test."""
+    """A private tmux server (its own socket, in the test's own directory),
+    for one test."""
 
     def __init__(self):
-        self.name = "cove-test-%d" % os.getpid()
         self.dir = tempfile.mkdtemp(prefix="cove-tmux-", dir="/var/tmp")
+        self.socket = os.path.join(self.dir, "tmux.sock")
 
     def __call__(self, *args):
-        r = subprocess.run(["tmux", "-L", self.name, "-f", "/dev/null"] + list(args), capture_output=True,
+        r = subprocess.run(["tmux", "-S", self.socket, "-f", "/dev/null"] + list(args), capture_output=True,
                            timeout=30)
         assert r.returncode == 0, (args, r)
         return r.stdout.decode()
@@ -181,8 +183,8 @@ class Tmux:
             return None
 
     def kill(self):
-        subprocess.run(["tmux", "-L", self.name, "kill-server"], capture_output=True, timeout=30)
-        subprocess.run(["rm", "-rf", self.dir])
+        subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _terminal_pids(cv, sid):
