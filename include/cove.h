@@ -58,6 +58,9 @@ struct cove_exec_events {
 	/* fd is 1 for stdout, 2 for stderr; the bytes are exact. */
 	void (*on_output)(void *arg, int fd, const char *buf, size_t len);
 	void *arg;
+	/* Attach streams only: lost bytes of fd's output that came before
+	 * what the process's retained tail (1 MiB per stream) still holds. */
+	void (*on_gap)(void *arg, int fd, unsigned long long lost);
 };
 
 struct cove_exec_result {
@@ -107,6 +110,83 @@ int cove_lock_release(struct cove *c, const char *id, const struct cove_lock *lo
 int cove_session_create(struct cove *c, const char *id, const char *options_json, char session_id[24],
 			struct cove_error *err);
 int cove_session_delete(struct cove *c, const char *id, const char *session_id, struct cove_error *err);
+/* ---- Kept processes: background jobs and terminals ----
+ *
+ * A kept process is started by an exec request with "background": true (or
+ * "tty": true): coved answers with its pid at once, keeps its output (the
+ * last 1 MiB of each stream), and the process outlives the client, and
+ * coved. It is named by its pid or by the "tag" given at its start, both as
+ * text here ("42", "web"): proc below is either.
+ *
+ *     int pid;
+ *     cove_proc_start(c, id, "{\"cmd\": \"make\", \"tag\": \"build\"}", &pid, &e);
+ *     cove_proc_attach(c, id, "build", true, &events, &r, &e);  // replay, follow, exit status
+ */
+
+/* Start a kept process. request_json is an exec request (cmd, env, cwd,
+ * user, stdin, timeout, tag, stdin_open, tty, rows, cols); libcove adds
+ * "background": true. */
+int cove_proc_start(struct cove *c, const char *id, const char *request_json, int *ret_pid, struct cove_error *err);
+/* The sandbox's kept processes, as the API's JSON {"processes": [...]}
+ * (free it): running ones and the last ended ones. */
+int cove_proc_list(struct cove *c, const char *id, char **ret_json, struct cove_error *err);
+/* One process as JSON (pid, tag, cmd, state "running" or "exited",
+ * exit_code, signal, ...; free it). With wait > 0, the answer comes when
+ * the process has ended or after wait seconds (at most 86400), whichever is
+ * first: its state tells which. */
+int cove_proc_get(struct cove *c, const char *id, const char *proc, double wait, char **ret_json,
+		  struct cove_error *err);
+/* Wait for the process's end, however long that takes; its exit status
+ * goes to *ret. */
+int cove_proc_wait(struct cove *c, const char *id, const char *proc, struct cove_exec_result *ret,
+		   struct cove_error *err);
+/* Write len bytes to the process's stdin (a pipe it was started with
+ * "stdin_open": true, or a terminal's input); eof then closes it (a
+ * terminal gets its EOF character, ^D). Returns once coved has written
+ * the bytes: a process that does not read holds the call. */
+int cove_proc_stdin(struct cove *c, const char *id, const char *proc, const void *data, size_t len, bool eof,
+		    struct cove_error *err);
+/* Send a signal: a name ("TERM", "SIGTERM"), a number as text ("15"), or
+ * NULL for KILL; tree: to all of its descendants too. */
+int cove_proc_signal(struct cove *c, const char *id, const char *proc, const char *signal, bool tree,
+		     struct cove_error *err);
+/* A terminal's new window size; its foreground processes get SIGWINCH. */
+int cove_proc_resize(struct cove *c, const char *id, const char *proc, int rows, int cols, struct cove_error *err);
+/* Follow a process's output: the retained tail first (when replay), then
+ * live output, until it has ended; its exit status goes to *ret. */
+int cove_proc_attach(struct cove *c, const char *id, const char *proc, bool replay,
+		     const struct cove_exec_events *events, struct cove_exec_result *ret, struct cove_error *err);
+
+/* ---- Streams read at the caller's pace ----
+ *
+ * For programs that wait on several things at once, like a terminal (the
+ * user's keys, the window size, the output): a stream has its own
+ * connection, so c stays free for stdin and resize calls meanwhile, and an
+ * fd to poll. A terminal is an exec stream of a request with "tty": true
+ * and no "background": coved kills it when the stream's connection closes,
+ * and its output waits for the stream's reader.
+ *
+ *     cove_stream_exec(c, id, "{\"cmd\": \"bash\", \"tty\": true}", &events, &s, &e);
+ *     // poll cove_stream_fd(s) with the rest; when it is readable:
+ *     //     r = cove_stream_read(s, &result, &e);   // 1: ended, 0: more to come
+ *     cove_stream_close(s);
+ */
+struct cove_stream;
+
+/* Start an exec (request as for cove_exec) and stream its events. */
+int cove_stream_exec(struct cove *c, const char *id, const char *request_json, const struct cove_exec_events *events,
+		     struct cove_stream **ret, struct cove_error *err);
+/* Attach to a kept process, as cove_proc_attach does. */
+int cove_stream_attach(struct cove *c, const char *id, const char *proc, bool replay,
+		       const struct cove_exec_events *events, struct cove_stream **ret, struct cove_error *err);
+int cove_stream_fd(const struct cove_stream *s);
+/* Read what has arrived (waiting for something if nothing has) and call the
+ * events. 1 once the process's exit came (*ret filled), 0 when more is to
+ * come (also after a signal interrupted the wait), -1 on an error: the
+ * request's own (an unknown process is a 404), or the stream's end without
+ * an exit. After 1 or -1 the stream is over: close it. */
+int cove_stream_read(struct cove_stream *s, struct cove_exec_result *ret, struct cove_error *err);
+void cove_stream_close(struct cove_stream *s);
 
 #ifdef __cplusplus
 }

@@ -260,6 +260,16 @@ static int signal_number(const char *name)
 	return 0;
 }
 
+/* exit_code, signal and timed_out of an exit event or of an ended process. */
+static void exit_status_from_json(json_t *j, struct cove_exec_result *ret)
+{
+	json_t *code = json_object_get(j, "exit_code");
+	const char *sig = json_string_value(json_object_get(j, "signal"));
+	ret->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+	ret->signal = sig ? signal_number(sig) : 0;
+	ret->timed_out = json_is_true(json_object_get(j, "timed_out"));
+}
+
 static void handle_event(struct exec_stream *s, json_t *j)
 {
 	const char *type = json_string_value(json_object_get(j, "type"));
@@ -272,17 +282,17 @@ static void handle_event(struct exec_stream *s, json_t *j)
 	else if (strcmp(type, "stderr") == 0)
 		output_event(s, 2, j);
 	else if (strcmp(type, "exit") == 0) {
-		json_t *code = json_object_get(j, "exit_code");
-		const char *sig = json_string_value(json_object_get(j, "signal"));
-		s->result->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
-		s->result->signal = sig ? signal_number(sig) : 0;
-		s->result->timed_out = json_is_true(json_object_get(j, "timed_out"));
+		exit_status_from_json(j, s->result);
 		s->ended = true;
 	} else if (strcmp(type, "error") == 0) {
 		const char *code = "internal", *message = "";
 		json_unpack(j, "{s:{s?s, s?s}}", "error", "code", &code, "message", &message);
 		snprintf(s->error_code, sizeof(s->error_code), "%s", code);
 		snprintf(s->error_message, sizeof(s->error_message), "%s", message);
+	} else if (strcmp(type, "gap") == 0 && s->events && s->events->on_gap) {
+		const char *stream = json_string_value(json_object_get(j, "stream"));
+		s->events->on_gap(s->events->arg, stream && strcmp(stream, "stderr") == 0 ? 2 : 1,
+				  (unsigned long long)json_integer_value(json_object_get(j, "lost")));
 	}
 }
 
@@ -450,4 +460,234 @@ int cove_lock_release(struct cove *c, const char *id, const struct cove_lock *lo
 		return -1;
 	json_decref(j);
 	return 0;
+}
+/* ---- kept processes ---- */
+
+/* "/v1/sandboxes/<id>/processes/<proc><suffix>" into buf. A pid or a tag
+ * needs no escaping; anything else is refused here, before it could make
+ * another path. */
+static int proc_path(char *buf, size_t cap, const char *id, const char *proc, const char *suffix,
+		     struct cove_error *err)
+{
+	static const char allowed[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+	size_t n = strlen(proc);
+	if (n == 0 || n > 63 || strspn(proc, allowed) != n || strcmp(proc, ".") == 0 || strcmp(proc, "..") == 0)
+		return set_error(err, 0, "invalid_argument", "bad process '%.63s' (want a pid or a tag)", proc);
+	snprintf(buf, cap, "/v1/sandboxes/%s/processes/%s%s", id, proc, suffix);
+	return 0;
+}
+
+/* cove_call with a JSON body, which it takes. */
+static int call_json(struct cove *c, const char *method, const char *path, json_t *body, char **ret_json,
+		     struct cove_error *err)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!text)
+		return set_error(err, 0, "internal", "out of memory");
+	int r = cove_call(c, method, path, text, ret_json, err);
+	free(text);
+	return r;
+}
+
+int cove_proc_start(struct cove *c, const char *id, const char *request_json, int *ret_pid, struct cove_error *err)
+{
+	json_t *req = json_loads(request_json ? request_json : "{}", 0, NULL);
+	if (!json_is_object(req)) {
+		json_decref(req);
+		return set_error(err, 0, "invalid_argument", "the request is not a JSON object");
+	}
+	json_object_set_new(req, "background", json_true());
+	json_object_del(req, "stream"); /* the answer is the pid, not a stream */
+	char path[128], *answer = NULL;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	if (call_json(c, "POST", path, req, &answer, err) < 0)
+		return -1;
+	json_t *j = json_loads(answer, 0, NULL);
+	json_t *pid = json_object_get(j, "pid");
+	int r = json_is_integer(pid) ? 0 : set_error(err, 500, "internal", "no pid in the answer");
+	if (r == 0)
+		*ret_pid = (int)json_integer_value(pid);
+	json_decref(j);
+	free(answer);
+	return r;
+}
+
+int cove_proc_list(struct cove *c, const char *id, char **ret_json, struct cove_error *err)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", id);
+	return cove_call(c, "GET", path, NULL, ret_json, err);
+}
+
+int cove_proc_get(struct cove *c, const char *id, const char *proc, double wait, char **ret_json,
+		  struct cove_error *err)
+{
+	char path[192], query[48] = "";
+	if (wait > 0)
+		snprintf(query, sizeof(query), "?wait=%.3f", wait);
+	if (proc_path(path, sizeof(path), id, proc, query, err) < 0)
+		return -1;
+	return cove_call(c, "GET", path, NULL, ret_json, err);
+}
+
+int cove_proc_wait(struct cove *c, const char *id, const char *proc, struct cove_exec_result *ret,
+		   struct cove_error *err)
+{
+	for (;;) {
+		char *answer;
+		/* An hour a request: well under coved's limit on a wait. */
+		if (cove_proc_get(c, id, proc, 3600, &answer, err) < 0)
+			return -1;
+		json_t *j = json_loads(answer, 0, NULL);
+		free(answer);
+		const char *state = json_string_value(json_object_get(j, "state"));
+		bool ended = state && strcmp(state, "exited") == 0;
+		if (ended)
+			exit_status_from_json(j, ret);
+		json_decref(j);
+		if (ended)
+			return 0;
+	}
+}
+
+int cove_proc_stdin(struct cove *c, const char *id, const char *proc, const void *data, size_t len, bool eof,
+		    struct cove_error *err)
+{
+	char path[192];
+	if (proc_path(path, sizeof(path), id, proc, "/stdin", err) < 0)
+		return -1;
+	char *b64 = malloc(base64_encoded_len(len) + 1);
+	if (!b64)
+		return set_error(err, 0, "internal", "out of memory");
+	base64_encode(data, len, b64);
+	json_t *req = json_pack("{s:s}", "data_b64", b64);
+	free(b64);
+	if (eof)
+		json_object_set_new(req, "eof", json_true());
+	return call_json(c, "POST", path, req, NULL, err);
+}
+
+int cove_proc_signal(struct cove *c, const char *id, const char *proc, const char *signal, bool tree,
+		     struct cove_error *err)
+{
+	char path[192];
+	if (proc_path(path, sizeof(path), id, proc, "/signal", err) < 0)
+		return -1;
+	json_t *req = json_pack("{s:b}", "tree", tree);
+	if (signal && *signal && strspn(signal, "0123456789") == strlen(signal))
+		json_object_set_new(req, "signal", json_integer(atoi(signal)));
+	else if (signal)
+		json_object_set_new(req, "signal", json_string(signal));
+	return call_json(c, "POST", path, req, NULL, err);
+}
+
+int cove_proc_resize(struct cove *c, const char *id, const char *proc, int rows, int cols, struct cove_error *err)
+{
+	char path[192];
+	if (proc_path(path, sizeof(path), id, proc, "/resize", err) < 0)
+		return -1;
+	return call_json(c, "POST", path, json_pack("{s:i, s:i}", "rows", rows, "cols", cols), NULL, err);
+}
+
+/* ---- streams ---- */
+
+struct cove_stream {
+	int fd; /* its own connection: the struct cove stays free for other calls */
+	struct http_parser parser;
+	struct exec_stream events;
+	struct cove_exec_result result;
+	char buf[65536];
+};
+
+static int stream_open(struct cove *c, const char *method, const char *path, const char *body,
+		       const struct cove_exec_events *events, struct cove_stream **ret, struct cove_error *err)
+{
+	struct cove_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return set_error(err, 0, "internal", "out of memory");
+	s->fd = http_connect_unix(c->socket_path);
+	if (s->fd < 0) {
+		set_error(err, 0, "unreachable", "cannot reach coved at '%s': %s", c->socket_path, strerror(-s->fd));
+		free(s);
+		return -1;
+	}
+	s->result.exit_code = -1;
+	s->events = (struct exec_stream){ .events = events, .result = &s->result };
+	http_parser_init(&s->parser, on_exec_body, &s->events);
+	struct cove_err e = { 0 };
+	if (http_send_request(s->fd, method, path, NULL, body, body ? strlen(body) : 0, &e) < 0) {
+		set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
+		cove_stream_close(s);
+		return -1;
+	}
+	*ret = s;
+	return 0;
+}
+
+int cove_stream_exec(struct cove *c, const char *id, const char *request_json, const struct cove_exec_events *events,
+		     struct cove_stream **ret, struct cove_error *err)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec?stream=1", id);
+	return stream_open(c, "POST", path, request_json, events, ret, err);
+}
+
+int cove_stream_attach(struct cove *c, const char *id, const char *proc, bool replay,
+		       const struct cove_exec_events *events, struct cove_stream **ret, struct cove_error *err)
+{
+	char path[192];
+	if (proc_path(path, sizeof(path), id, proc, replay ? "/attach" : "/attach?replay=0", err) < 0)
+		return -1;
+	return stream_open(c, "GET", path, NULL, events, ret, err);
+}
+
+int cove_stream_fd(const struct cove_stream *s)
+{
+	return s->fd;
+}
+
+int cove_stream_read(struct cove_stream *s, struct cove_exec_result *ret, struct cove_error *err)
+{
+	ssize_t n = read(s->fd, s->buf, sizeof(s->buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n < 0)
+		return set_error(err, 0, "unreachable", "reading from coved: %s", strerror(errno));
+	if (n > 0 && http_parser_feed(&s->parser, s->buf, (size_t)n) < 0)
+		return set_error(err, 0, "internal", "malformed stream from coved: %s", s->parser.why);
+	/* The exit and an error are each the last event of a stream, and an
+	 * error answer's body is one such line. */
+	if (s->events.ended) {
+		*ret = s->result;
+		return 1;
+	}
+	if (s->events.error_code[0])
+		return set_error(err, s->parser.status >= 300 ? s->parser.status : 409, s->events.error_code, "%s",
+				 s->events.error_message);
+	if (n == 0 || s->parser.state == HTTP_PARSE_DONE)
+		return set_error(err, 0, "unreachable", "the stream ended early");
+	return 0;
+}
+
+void cove_stream_close(struct cove_stream *s)
+{
+	if (!s)
+		return;
+	close(s->fd);
+	free(s->events.line);
+	free(s);
+}
+
+int cove_proc_attach(struct cove *c, const char *id, const char *proc, bool replay,
+		     const struct cove_exec_events *events, struct cove_exec_result *ret, struct cove_error *err)
+{
+	struct cove_stream *s;
+	if (cove_stream_attach(c, id, proc, replay, events, &s, err) < 0)
+		return -1;
+	int r;
+	while ((r = cove_stream_read(s, ret, err)) == 0)
+		;
+	cove_stream_close(s);
+	return r < 0 ? -1 : 0;
 }

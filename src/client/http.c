@@ -728,23 +728,34 @@ static int response_error(const struct http_parser *p, const struct body_sink *s
 	return err_sys(err, -r, "%s %s: read response", method, target);
 }
 
+/* Build the request's head and send it with the body: -1 (err set) for a
+ * request that cannot be sent, else 0 with send_all's result in *ret_sent. */
+static int send_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
+			size_t body_len, int *ret_sent, struct cove_err *err)
+{
+	_cleanup_free_ char *head = NULL;
+
+	if (!body)
+		body_len = 0;
+	if (request_head(method, target, extra_headers, body_len, &head, err) < 0)
+		return -1;
+	struct iovec iov[2] = { { head, strlen(head) }, { (void *)body, body_len } };
+	*ret_sent = send_all(fd, iov, ARRAY_SIZE(iov));
+	return 0;
+}
+
 int http_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
 		 size_t body_len, http_body_cb on_body, void *arg, size_t max_body, struct http_response *ret,
 		 struct cove_err *err)
 {
 	struct body_sink sink = { .user = on_body, .user_arg = arg, .max = max_body };
 	struct http_parser p;
-	_cleanup_free_ char *head = NULL;
+	int sent;
 
 	if (sink.max > SIZE_MAX / 2)
 		sink.max = SIZE_MAX / 2;
-	if (!body)
-		body_len = 0;
-	if (request_head(method, target, extra_headers, body_len, &head, err) < 0)
+	if (send_request(fd, method, target, extra_headers, body, body_len, &sent, err) < 0)
 		return -1;
-
-	struct iovec iov[2] = { { head, strlen(head) }, { (void *)body, body_len } };
-	int sent = send_all(fd, iov, ARRAY_SIZE(iov));
 	/* A daemon may answer (413, 401) and close before reading the whole
 	 * request: on EPIPE/ECONNRESET still read, and report the send
 	 * error only if no response is there. */
@@ -770,4 +781,14 @@ int http_request(int fd, const char *method, const char *target, const char *ext
 	ret->body_len = sink.len;
 	memcpy(ret->content_type, p.content_type, sizeof(ret->content_type));
 	return 0;
+}
+
+int http_send_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
+		      size_t body_len, struct cove_err *err)
+{
+	int sent;
+
+	if (send_request(fd, method, target, extra_headers, body, body_len, &sent, err) < 0)
+		return -1;
+	return sent < 0 ? err_sys(err, -sent, "%s %s: send request", method, target) : 0;
 }
