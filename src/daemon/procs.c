@@ -459,7 +459,7 @@ static void trim_ended(struct sandbox *sb)
 	}
 }
 
-/* A foreground terminal's client is its one reader, and the terminal goes
+/* A foreground terminal's (or a session's) client is its one reader, and the terminal goes
  * with it: there a slow client slows the process (its writes to the pty
  * block once coved stops reading), as a local terminal or ssh does, rather
  * than lose output past the ring. A process that is gone is read whole. */
@@ -470,7 +470,8 @@ static bool held_back(const struct proc *p, int i)
 	for (const struct attach *a = p->attachers; a; a = a->next)
 		if (a->kill_on_close && a->req && p->ring->written[i] - a->pos[i] >= RING_CAP / 2)
 			return true;
-	return false;
+	/* A session's shell likewise waits for the command's client. */
+	return p->session && p->ring->written[i] - sessions_read_position(p->session, i) >= RING_CAP / 2;
 }
 
 /* Read each output fd only while it is not held back. */
@@ -819,6 +820,11 @@ json_t *proc_meta(const struct proc *p)
 void proc_set_session(struct proc *p, struct session *s)
 {
 	p->session = s;
+}
+
+void proc_update_flow(struct proc *p)
+{
+	update_flow(p);
 }
 
 static struct proc *find_seq(struct sandbox *sb, uint32_t seq)
