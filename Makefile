@@ -12,7 +12,7 @@ PIE_CFLAGS = -fPIE
 PIE_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN)
 
 LIBS_DAEMON := -levent -ljansson -lsqlite3 -lseccomp -larchive -lpthread
-LIBS_CLIENT := -ljansson
+LIBS_CLIENT := -ljansson -larchive -lacl
 
 COMMON_SRC := $(wildcard src/common/*.c)
 SYS_SRC    := $(wildcard src/sys/*.c)

@@ -648,6 +648,141 @@ def test_tar_download_memory_bounded(cv):
     sh(cv, sid, "rm -rf /tmp/mem")
 
 
+def _same_tree(a, b):
+    """Both host trees hold the same names, types, file bytes and link targets."""
+    def walk(root):
+        out = {}
+        for d, dirs, files in os.walk(root):
+            for n in dirs + files:
+                p = os.path.join(d, n)
+                rel = os.path.relpath(p, root)
+                if os.path.islink(p):
+                    out[rel] = ("link", os.readlink(p))
+                elif os.path.isdir(p):
+                    out[rel] = ("dir", None)
+                else:
+                    with open(p, "rb") as f:
+                        out[rel] = ("file", f.read())
+        return out
+    wa, wb = walk(a), walk(b)
+    assert wa == wb, (sorted(set(wa) ^ set(wb))[:10])
+    return len(wa)
+
+
+def test_cli_cp_folders(cv):
+    sid = _sb(cv)
+    src = os.path.join(cv.dir, "cli-src")
+    _host_tree(src, 300, 20 << 20)
+    os.symlink("d0/e0/f0000.bin", os.path.join(src, "link"))
+    os.makedirs(os.path.join(src, "empty"))
+    sh(cv, sid, "rm -rf /tmp/cpd && mkdir -p /tmp/cpd/exists")
+    # Onto a missing path: it becomes the folder; onto a folder: inside it.
+    for dst, inside in [("/tmp/cpd/new", "/tmp/cpd/new"), ("/tmp/cpd/exists", "/tmp/cpd/exists/cli-src")]:
+        r = cv.cli("cp", src, sid + ":" + dst)
+        assert r.returncode == 0, r
+        sums = sh(cv, sid, "cd %s && find . -type f | sort | xargs md5sum | md5sum && readlink link && "
+                           "ls -d empty" % inside)
+        assert sums.endswith("d0/e0/f0000.bin\nempty\n"), sums
+    r = cv.cli("cp", src + "/.", sid + ":/tmp/cpd/exists")  # SRC/. : what the folder holds
+    assert r.returncode == 0 and sh(cv, sid, "test -f /tmp/cpd/exists/link && echo yes") == "yes\n", r
+    # And back: onto a missing path, and into an existing folder.
+    back = os.path.join(cv.dir, "cli-back")
+    r = cv.cli("cp", sid + ":/tmp/cpd/new", back)
+    assert r.returncode == 0, r
+    assert _same_tree(src, back) == 300 + 7 + 7 * 13 + 2
+    r = cv.cli("cp", sid + ":/tmp/cpd/new", back)
+    assert r.returncode == 0 and _same_tree(src, os.path.join(back, "new")), r
+    r = cv.cli("cp", sid + ":/tmp/cpd/new/.", os.path.join(cv.dir, "cli-back2"))
+    assert r.returncode == 0 and _same_tree(src, os.path.join(cv.dir, "cli-back2")), r
+    # A folder to stdout is a tar.
+    r = cv.cli("cp", sid + ":/tmp/cpd/new/d1", "-")
+    want = {os.path.relpath(os.path.join(d, n), os.path.join(src, "d1"))
+            for d, dirs, files in os.walk(os.path.join(src, "d1")) for n in dirs + files}
+    assert r.returncode == 0 and set(_members(r.stdout)) == want, r.stderr
+    # A single file into an existing folder keeps its name, both ways.
+    r = cv.cli("cp", os.path.join(src, "d0/e0/f0000.bin"), sid + ":/tmp/cpd")
+    assert r.returncode == 0 and sh(cv, sid, "ls /tmp/cpd") == "exists\nf0000.bin\nnew\n", r
+    r = cv.cli("cp", sid + ":/tmp/cpd/f0000.bin", cv.dir)
+    assert r.returncode == 0 and os.path.isfile(os.path.join(cv.dir, "f0000.bin")), r
+    # Failures: a folder onto a file, both ways; a missing source; no sandbox.
+    r = cv.cli("cp", src, sid + ":/tmp/cpd/f0000.bin")
+    assert r.returncode == 1 and b"not a directory" in r.stderr, r
+    r = cv.cli("cp", sid + ":/tmp/cpd/new", os.path.join(cv.dir, "f0000.bin"))
+    assert r.returncode == 1 and b"not a directory" in r.stderr, r
+    r = cv.cli("cp", sid + ":/tmp/cpd/none", os.path.join(cv.dir, "none"))
+    assert r.returncode == 1 and b"No such file" in r.stderr and not os.path.exists(os.path.join(cv.dir, "none")), r
+    r = cv.cli("cp", src, "sb_aaaaaaaaaaaa:/tmp/x")
+    assert r.returncode == 1 and b"no sandbox" in r.stderr, r
+    r = cv.cli("cp", src, os.path.join(cv.dir, "elsewhere"))
+    assert r.returncode == 2, r
+
+
+def test_cli_cp_hostile_tree_stays_in_place(cv):
+    """What the sandbox put in a folder cannot make cove cp write outside
+    the destination on the host: its symlinks stay links, and a symlink
+    already in the destination is replaced, not extracted through."""
+    sid = _sb(cv)
+    sh(cv, sid, "rm -rf /tmp/evil && mkdir -p /tmp/evil/sub && ln -s /root /tmp/evil/rootlink && "
+           "ln -s ../../../../../../root /tmp/evil/up && echo x > /tmp/evil/sub/.cove-cli-evil")
+    dst = os.path.join(cv.dir, "evil-back")
+    r = cv.cli("cp", sid + ":/tmp/evil", dst)
+    assert r.returncode == 0, r
+    assert os.readlink(os.path.join(dst, "rootlink")) == "/root" and os.path.isfile(dst + "/sub/.cove-cli-evil")
+    outside = os.path.join(cv.dir, "outside")
+    os.makedirs(outside)
+    dst2 = os.path.join(cv.dir, "evil-back2")
+    os.makedirs(dst2)
+    os.symlink(outside, os.path.join(dst2, "sub"))
+    r = cv.cli("cp", sid + ":/tmp/evil/.", dst2)
+    assert r.returncode == 0 and not os.path.islink(os.path.join(dst2, "sub")), r
+    assert os.path.isfile(os.path.join(dst2, "sub", ".cove-cli-evil"))
+    assert os.listdir(outside) == [] and not os.path.exists("/root/.cove-cli-evil")
+
+
+def test_cli_files(cv):
+    sid = _sb(cv)
+    sh(cv, sid, "rm -rf /tmp/cf && mkdir -p /tmp/cf/b/c && printf one > /tmp/cf/a && printf two > /tmp/cf/b/c/d && "
+           "ln -s a /tmp/cf/l")
+    r = cv.cli("files", "ls", sid, "/tmp/cf")
+    assert r.returncode == 0 and r.stdout == b"a\nb\nl\n", r
+    r = cv.cli("files", "ls", "-d", "3", sid, "/tmp/cf/")
+    assert r.returncode == 0 and r.stdout == b"a\nb\nb/c\nb/c/d\nl\n", r
+    r = cv.cli("files", "ls", "-l", sid, "/tmp/cf")
+    lines = r.stdout.decode().splitlines()
+    assert r.returncode == 0 and lines[0].split()[:5] == ["file", "0644", "0", "0", "3"], lines
+    assert lines[2].startswith("symlink") and lines[2].endswith(" l -> a"), lines
+    r = cv.cli("--json", "files", "ls", sid, "/tmp/cf")
+    assert r.returncode == 0 and len(json.loads(r.stdout)["entries"]) == 3, r
+    r = cv.cli("files", "cat", sid, "/tmp/cf/a", "/tmp/cf/b/c/d", "/tmp/cf/l")
+    assert r.returncode == 0 and r.stdout == b"onetwoone", r
+    assert cv.cli("files", "mkdir", sid, "/tmp/cf/m/n", "/tmp/cf/o").returncode == 0
+    assert cv.cli("files", "chmod", sid, "0600", "/tmp/cf/a", "/tmp/cf/o").returncode == 0
+    assert sh(cv, sid, "stat -c %a /tmp/cf/a /tmp/cf/o; test -d /tmp/cf/m/n && echo d") == "600\n600\nd\n"
+    assert cv.cli("files", "mv", sid, "/tmp/cf/a", "/tmp/cf/z").returncode == 0
+    r = cv.cli("files", "mv", sid, "/tmp/cf/z", "/tmp/cf/l")
+    assert r.returncode == 1 and b"File exists" in r.stderr, r
+    assert cv.cli("files", "mv", "-f", sid, "/tmp/cf/z", "/tmp/cf/l").returncode == 0
+    r = cv.cli("files", "rm", sid, "/tmp/cf/b")
+    assert r.returncode == 1 and b"not empty" in r.stderr, r
+    assert cv.cli("files", "rm", "-r", sid, "/tmp/cf/b", "/tmp/cf/m", "/tmp/cf/nothing").returncode == 0
+    r = cv.cli("files", "ls", sid, "/tmp/cf")
+    assert r.returncode == 0 and r.stdout == b"l\no\n", r
+    # Failures: unknown sandbox, missing path, wrong kind, bad usage.
+    for args, code, msg in [(["ls", "sb_aaaaaaaaaaaa", "/tmp"], 1, b"no sandbox"),
+                            (["ls", sid, "/tmp/cf/none"], 1, b"No such file"),
+                            (["ls", sid, "/tmp/cf/l"], 1, b"not a directory"),
+                            (["cat", sid, "/tmp/cf"], 1, b"not a regular file"),
+                            (["chmod", sid, "999", "/tmp/cf/l"], 1, b"'mode'"),
+                            (["chmod", sid, "0644", "/tmp/cf/none"], 1, b"No such file"),
+                            (["ls", sid], 2, b"usage" if False else b"expected"),
+                            (["mv", sid, "/tmp/cf/l"], 2, b"expected"),
+                            (["ls", "-d", "0", sid, "/tmp"], 2, b"depth"),
+                            (["ls", "-x", sid, "/tmp"], 2, b"unknown option"),
+                            (["frobnicate", sid, "/tmp"], 2, b"expected ls")]:
+        r = cv.cli("files", *args)
+        assert r.returncode == code and msg in r.stderr, (args, r)
+
+
 def test_names_that_are_not_utf8(cv):
     """File names are bytes: listings show what is not UTF-8 as U+FFFD,
     errors and answers quoting such a path stay JSON, and a tar keeps the
