@@ -28,13 +28,17 @@ static const struct verb {
 	{ "ls", cmd_ls, "ls                           list sandboxes" },
 	{ "info", cmd_info, "info ID                      a sandbox as JSON" },
 	{ "rm", cmd_rm, "rm ID...                     delete sandboxes" },
-	{ "cp", cmd_cp, "cp SRC ID:DST | ID:SRC DST   copy a file into or out of a sandbox (- is stdin/stdout)" },
+	{ "cp", cmd_cp,
+	  "cp SRC ID:DST | ID:SRC DST   copy a file or folder into or out of a sandbox (- is stdin/stdout)" },
 	{ "snapshot", cmd_snapshot, "snapshot [--name N] ID       snapshot a sandbox (running or not), print its ID" },
 	{ "snapshot rm", cmd_snapshot, "snapshot rm SNID...          delete snapshots" },
 	{ "snapshots", cmd_snapshots, "snapshots                    list snapshots" },
 	{ "restore", cmd_restore, "restore [OPTIONS] SNID       a new sandbox from a snapshot, print its ID" },
 	{ "fork", cmd_fork, "fork [-n N] ID               N copies of a running sandbox, print their IDs" },
 	{ "lock", cmd_lock, "lock [OPTIONS] ID NAME -- CMD...  run CMD in a sandbox holding its lock NAME" },
+	{ "files", cmd_files,
+	  "files ls [-l] [-d N] ID PATH | cat ID PATH... | rm [-r] ID PATH... | mkdir ID PATH...\n"
+	  "        | mv [-f] ID FROM TO | chmod ID MODE PATH...   a sandbox's files" },
 };
 
 static void usage(FILE *f)
