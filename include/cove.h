@@ -102,6 +102,36 @@ int cove_lock_acquire(struct cove *c, const char *id, const char *name, double l
 int cove_lock_renew(struct cove *c, const char *id, struct cove_lock *lock, double lease, struct cove_error *err);
 /* Release a held lock: the first waiter gets it. */
 int cove_lock_release(struct cove *c, const char *id, const struct cove_lock *lock, struct cove_error *err);
+/* The rest of the Files API; every path is the sandbox's, resolved inside
+ * it as its user. A stat: {name, path, type, size, mode, mtime, uid, gid
+ * [, target]} into *ret_json (free it). */
+int cove_stat(struct cove *c, const char *id, const char *path, char **ret_json, struct cove_error *err);
+/* A folder's entries, depth levels down (1: its own), as {path, entries,
+ * truncated}; each entry is shaped like a stat. */
+int cove_list(struct cove *c, const char *id, const char *path, int depth, char **ret_json, struct cove_error *err);
+/* Remove a file, a symlink or an empty folder; with recursive, a folder and
+ * all it holds. A missing path is no error: *ret_deleted (if not NULL)
+ * says whether something was there. */
+int cove_remove(struct cove *c, const char *id, const char *path, bool recursive, bool *ret_deleted,
+		struct cove_error *err);
+int cove_mkdir(struct cove *c, const char *id, const char *path, struct cove_error *err); /* mkdir -p */
+int cove_move(struct cove *c, const char *id, const char *from, const char *to, bool overwrite, struct cove_error *err);
+int cove_chmod(struct cove *c, const char *id, const char *path, const char *mode, struct cove_error *err);
+
+/* Receives a download's bytes as they arrive; a non-zero return stops it. */
+typedef int (*cove_data_fn)(void *arg, const char *buf, size_t len);
+/* A regular file, streamed to on_data: no size bound, unlike cove_read_file. */
+int cove_read_file_stream(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
+			  struct cove_error *err);
+/* A folder as an uncompressed tar, streamed to on_data; member names are
+ * relative to the folder. */
+int cove_read_tar(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
+		  struct cove_error *err);
+/* Extract an uncompressed tar (len bytes) into a folder of the sandbox,
+ * made if missing; what it makes belongs to the sandbox's user. *ret_json
+ * (if not NULL): {path, entries, skipped, created}. */
+int cove_write_tar(struct cove *c, const char *id, const char *path, const void *tar, size_t len, char **ret_json,
+		   struct cove_error *err);
 
 /* Sessions: a persistent shell in a sandbox whose cwd, variables, functions
  * and aliases carry over between commands. options_json: {"cwd","env",

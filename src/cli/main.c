@@ -28,7 +28,8 @@ static const struct verb {
 	{ "ls", cmd_ls, "ls                           list sandboxes" },
 	{ "info", cmd_info, "info ID                      a sandbox as JSON" },
 	{ "rm", cmd_rm, "rm ID...                     delete sandboxes" },
-	{ "cp", cmd_cp, "cp SRC ID:DST | ID:SRC DST   copy a file into or out of a sandbox (- is stdin/stdout)" },
+	{ "cp", cmd_cp,
+	  "cp SRC ID:DST | ID:SRC DST   copy a file or folder into or out of a sandbox (- is stdin/stdout)" },
 	{ "snapshot", cmd_snapshot, "snapshot [--name N] ID       snapshot a sandbox (running or not), print its ID" },
 	{ "snapshot rm", cmd_snapshot, "snapshot rm SNID...          delete snapshots" },
 	{ "snapshots", cmd_snapshots, "snapshots                    list snapshots" },
@@ -40,6 +41,9 @@ static const struct verb {
 	{ "kill", cmd_kill, "kill [-s SIG] [--tree] ID P  signal a process (default KILL)" },
 	{ "wait", cmd_wait, "wait ID P                    wait for a process, exit with its status" },
 	{ "shell", cmd_shell, "shell [OPTIONS] ID [-- CMD]  an interactive terminal (default: the user's shell)" },
+	{ "files", cmd_files,
+	  "files ls [-l] [-d N] ID PATH | cat ID PATH... | rm [-r] ID PATH... | mkdir ID PATH...\n"
+	  "        | mv [-f] ID FROM TO | chmod ID MODE PATH...   a sandbox's files" },
 };
 
 static void usage(FILE *f)

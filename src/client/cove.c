@@ -160,22 +160,28 @@ static int request(struct cove *c, const char *method, const char *path, const c
 	return request_raw(c, method, path, body, body ? strlen(body) : 0, on_body, arg, res, err);
 }
 
+/* A JSON answer to *ret_json (when not NULL), or its error to err. */
+static int take_json(struct http_response *res, char **ret_json, struct cove_error *err)
+{
+	if (res->status >= 300) {
+		error_from_body(res->status, res->body, err);
+		free(res->body);
+		return -1;
+	}
+	if (ret_json)
+		*ret_json = res->body;
+	else
+		free(res->body);
+	return 0;
+}
+
 int cove_call(struct cove *c, const char *method, const char *path, const char *body, char **ret_json,
 	      struct cove_error *err)
 {
 	struct http_response res;
 	if (request(c, method, path, body, NULL, NULL, &res, err) < 0)
 		return -1;
-	if (res.status >= 300) {
-		error_from_body(res.status, res.body, err);
-		free(res.body);
-		return -1;
-	}
-	if (ret_json)
-		*ret_json = res.body;
-	else
-		free(res.body);
-	return 0;
+	return take_json(&res, ret_json, err);
 }
 
 int cove_create(struct cove *c, const char *spec_json, char id[16], struct cove_error *err)
@@ -338,13 +344,14 @@ int cove_exec(struct cove *c, const char *id, const char *request_json, const st
 	return r;
 }
 
-/* "/v1/sandboxes/<id>/files?path=<path, percent-encoded>" into buf. */
-static int files_target(char *buf, size_t cap, const char *id, const char *path, struct cove_error *err)
+/* Append "<sep>name=<value, percent-encoded>" to the NUL-terminated buf. */
+static int add_param(char *buf, size_t cap, char sep, const char *name, const char *value, struct cove_error *err)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	int n = snprintf(buf, cap, "/v1/sandboxes/%s/files?path=", id);
-	size_t off = n < 0 ? cap : (size_t)n;
-	for (const unsigned char *p = (const unsigned char *)path; *p && off + 4 < cap; p++) {
+	size_t off = strlen(buf);
+	int n = snprintf(buf + off, cap - off, "%c%s=", sep, name);
+	off = n < 0 || (size_t)n >= cap - off ? cap : off + (size_t)n;
+	for (const unsigned char *p = (const unsigned char *)value; *p && off + 4 < cap; p++) {
 		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
 		    strchr("/-_.~", *p)) {
 			buf[off++] = (char)*p;
@@ -358,6 +365,13 @@ static int files_target(char *buf, size_t cap, const char *id, const char *path,
 		return set_error(err, 0, "invalid_argument", "path too long");
 	buf[off] = '\0';
 	return 0;
+}
+
+/* "/v1/sandboxes/<id>/files?path=<path, percent-encoded>" into buf. */
+static int files_target(char *buf, size_t cap, const char *id, const char *path, struct cove_error *err)
+{
+	snprintf(buf, cap, "/v1/sandboxes/%s/files", id);
+	return add_param(buf, cap, '?', "path", path, err);
 }
 
 int cove_read_file(struct cove *c, const char *id, const char *path, char **ret_data, size_t *ret_len,
@@ -690,4 +704,168 @@ int cove_proc_attach(struct cove *c, const char *id, const char *proc, bool repl
 		;
 	cove_stream_close(s);
 	return r < 0 ? -1 : 0;
+
+/* ---- the rest of the Files API ---- */
+
+#define FILES_TARGET_MAX (2 * 3 * 4096 + 256)
+
+/* "/v1/sandboxes/<id>/<route>?path=<path>" into buf. */
+static int route_target(char *buf, size_t cap, const char *id, const char *route, const char *path,
+			struct cove_error *err)
+{
+	snprintf(buf, cap, "/v1/sandboxes/%s/%s", id, route);
+	return add_param(buf, cap, '?', "path", path, err);
+}
+
+int cove_stat(struct cove *c, const char *id, const char *path, char **ret_json, struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	if (route_target(target, sizeof(target), id, "files", path, err) < 0 ||
+	    add_param(target, sizeof(target), '&', "stat", "1", err) < 0)
+		return -1;
+	return cove_call(c, "GET", target, NULL, ret_json, err);
+}
+
+int cove_list(struct cove *c, const char *id, const char *path, int depth, char **ret_json, struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX], d[16];
+	snprintf(d, sizeof(d), "%d", depth);
+	if (route_target(target, sizeof(target), id, "files", path, err) < 0 ||
+	    add_param(target, sizeof(target), '&', "depth", d, err) < 0)
+		return -1;
+	char *body = NULL;
+	if (cove_call(c, "GET", target, NULL, &body, err) < 0)
+		return -1;
+	json_t *j = json_loads(body, 0, NULL);
+	bool listing = json_is_array(json_object_get(j, "entries"));
+	json_decref(j);
+	if (!listing) { /* a file's bytes */
+		free(body);
+		return set_error(err, 400, "invalid_argument", "'%s' is not a directory", path);
+	}
+	*ret_json = body;
+	return 0;
+}
+
+int cove_remove(struct cove *c, const char *id, const char *path, bool recursive, bool *ret_deleted,
+		struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX], *body = NULL;
+	if (route_target(target, sizeof(target), id, "files", path, err) < 0 ||
+	    (recursive && add_param(target, sizeof(target), '&', "recursive", "1", err) < 0) ||
+	    cove_call(c, "DELETE", target, NULL, &body, err) < 0)
+		return -1;
+	json_t *j = json_loads(body, 0, NULL);
+	if (ret_deleted)
+		*ret_deleted = json_is_true(json_object_get(j, "deleted"));
+	json_decref(j);
+	free(body);
+	return 0;
+}
+
+int cove_mkdir(struct cove *c, const char *id, const char *path, struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	if (route_target(target, sizeof(target), id, "files/mkdir", path, err) < 0)
+		return -1;
+	return cove_call(c, "POST", target, NULL, NULL, err);
+}
+
+int cove_move(struct cove *c, const char *id, const char *from, const char *to, bool overwrite, struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	snprintf(target, sizeof(target), "/v1/sandboxes/%s/files/move", id);
+	if (add_param(target, sizeof(target), '?', "from", from, err) < 0 ||
+	    add_param(target, sizeof(target), '&', "to", to, err) < 0 ||
+	    (overwrite && add_param(target, sizeof(target), '&', "overwrite", "1", err) < 0))
+		return -1;
+	return cove_call(c, "POST", target, NULL, NULL, err);
+}
+
+int cove_chmod(struct cove *c, const char *id, const char *path, const char *mode, struct cove_error *err)
+{
+	char target[128];
+	snprintf(target, sizeof(target), "/v1/sandboxes/%s/files/chmod", id);
+	json_t *j = json_pack("{s:s, s:s}", "path", path, "mode", mode);
+	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!body)
+		return set_error(err, 0, "invalid_argument", "path or mode is not valid UTF-8");
+	int r = cove_call(c, "POST", target, body, NULL, err);
+	free(body);
+	return r;
+}
+
+/* A download's bytes to the caller, noting that some went: a request that
+ * delivered anything is never sent again. */
+struct download {
+	cove_data_fn on_data;
+	void *arg;
+	bool delivered;
+};
+
+static int on_download(void *arg, const char *buf, size_t len)
+{
+	struct download *d = arg;
+	d->delivered = true;
+	return d->on_data(d->arg, buf, len);
+}
+
+static int download(struct cove *c, const char *target, const char *path, const char *type, cove_data_fn on_data,
+		    void *arg, struct cove_error *err)
+{
+	struct download d = { on_data, arg, false };
+	struct http_response res;
+	struct cove_err e = { 0 };
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (connect_daemon(c, err) < 0)
+			return -1;
+		memset(&e, 0, sizeof(e));
+		bool reused = c->requests_on_fd++ > 0;
+		if (http_request_typed_stream(c->fd, "GET", target, type, on_download, &d, MAX_RESPONSE, &res, &e) == 0)
+			break;
+		close(c->fd);
+		c->fd = -1;
+		if (!reused || e.code != ECONNRESET || d.delivered)
+			return set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
+	}
+	if (c->fd < 0)
+		return set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
+	int r = 0;
+	if (res.status >= 300)
+		r = error_from_body(res.status, res.body, err);
+	else if (res.body) /* collected: not the type asked for */
+		r = set_error(err, res.status, "invalid_argument", "'%s' is not a %s", path,
+			      strcmp(type, "application/x-tar") == 0 ? "directory" : "regular file");
+	free(res.body);
+	return r;
+}
+
+int cove_read_file_stream(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
+			  struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	if (route_target(target, sizeof(target), id, "files", path, err) < 0)
+		return -1;
+	return download(c, target, path, "application/octet-stream", on_data, arg, err);
+}
+
+int cove_read_tar(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
+		  struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	if (route_target(target, sizeof(target), id, "files/tar", path, err) < 0)
+		return -1;
+	return download(c, target, path, "application/x-tar", on_data, arg, err);
+}
+
+int cove_write_tar(struct cove *c, const char *id, const char *path, const void *tar, size_t len, char **ret_json,
+		   struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	struct http_response res;
+	if (route_target(target, sizeof(target), id, "files/tar", path, err) < 0 ||
+	    request_raw(c, "PUT", target, tar, len, NULL, NULL, &res, err) < 0)
+		return -1;
+	return take_json(&res, ret_json, err);
 }

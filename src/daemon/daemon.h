@@ -258,6 +258,10 @@ int files_put(struct evhttp_request *req, const char *id, struct cove_err *err);
 int files_delete(struct evhttp_request *req, const char *id, struct cove_err *err);
 int files_mkdir(struct evhttp_request *req, const char *id, struct cove_err *err);
 int files_move(struct evhttp_request *req, const char *id, struct cove_err *err);
+int files_chmod(struct evhttp_request *req, const char *id, struct cove_err *err);
+/* files_tar.c: GET streams a folder as a tar, PUT extracts a tar into one */
+int files_tar_get(struct evhttp_request *req, const char *id, struct cove_err *err);
+int files_tar_put(struct evhttp_request *req, const char *id, struct cove_err *err);
 /* From the init connection; files_on_opened takes fd (-1 if none came). */
 void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd);
 void files_on_failed(struct sandbox *sb, uint32_t seq, int errnum);
