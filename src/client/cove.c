@@ -704,6 +704,7 @@ int cove_proc_attach(struct cove *c, const char *id, const char *proc, bool repl
 		;
 	cove_stream_close(s);
 	return r < 0 ? -1 : 0;
+}
 
 /* ---- the rest of the Files API ---- */
 
