@@ -35,6 +35,12 @@ static const struct verb {
 	{ "restore", cmd_restore, "restore [OPTIONS] SNID       a new sandbox from a snapshot, print its ID" },
 	{ "fork", cmd_fork, "fork [-n N] ID               N copies of a running sandbox, print their IDs" },
 	{ "lock", cmd_lock, "lock [OPTIONS] ID NAME -- CMD...  run CMD in a sandbox holding its lock NAME" },
+	{ "checkpoint", cmd_checkpoint,
+	  "checkpoint [--label L] ID    add a checkpoint to a sandbox's history, print its number" },
+	{ "history", cmd_history, "history ID                   a sandbox's checkpoints (also of a deleted sandbox)" },
+	{ "history rm", cmd_history, "history rm ID                forget a history and the snapshots only it needed" },
+	{ "rollback", cmd_rollback, "rollback ID K                a new sandbox from checkpoint K, print its ID" },
+	{ "branch", cmd_branch, "branch [-n N] ID K           N new sandboxes from checkpoint K, each its own branch" },
 };
 
 static void usage(FILE *f)
