@@ -140,6 +140,11 @@ cleanup() {
 		for id in $(timeout 20 "$COVE" --socket "$SOCK" ls 2>/dev/null | awk 'NR > 1 { print $1 }'); do
 			timeout 20 "$COVE" --socket "$SOCK" rm "$id" >/dev/null 2>&1
 		done
+		# the histories of checkpoints (their snapshots are kept while a
+		# history needs them), by the sandboxes the snapshots were taken of
+		for id in $(timeout 20 "$COVE" --socket "$SOCK" snapshots 2>/dev/null | awk 'NR > 1 { print $2 }' | sort -u); do
+			timeout 20 "$COVE" --socket "$SOCK" history rm "$id" >/dev/null 2>&1
+		done
 		# and every snapshot (snapbench's, if it was interrupted)
 		for id in $(timeout 20 "$COVE" --socket "$SOCK" snapshots 2>/dev/null | awk 'NR > 1 { print $1 }'); do
 			timeout 20 "$COVE" --socket "$SOCK" snapshot rm "$id" >/dev/null 2>&1

@@ -4,8 +4,8 @@
 Against a running coved (HTTP over its unix socket, one kept-alive
 connection), for a sandbox holding 10 files and one holding 10,000 files plus
 a 1 GiB file of its own changes: p50/p95 of snapshot, restore, fork into 1,
-fork into 10 (the whole request), and a snapshot right after a one-file
-change (a checkpoint). Next to them, on the same btrfs pool: a raw btrfs
+fork into 10 (the whole request), and a checkpoint (POST .../checkpoints: a
+snapshot added to the sandbox's history) right after a one-file change. Next to them, on the same btrfs pool: a raw btrfs
 subvolume snapshot (the ioctl, and the `btrfs` CLI) of a subvolume holding the
 same large tree, and `cp -a` of the same tree as a plain directory on the
 disk under the pool (ext4).
@@ -161,7 +161,7 @@ def main():
     a = ap.parse_args()
     N = a.runs
     api = Api(a.socket)
-    made_sb, made_sn = set(), set()
+    made_sb, made_sn, made_hist = set(), set(), set()
     raw = os.path.join(a.pool, "cove-bench-raw")
     t_all = time.monotonic()
 
@@ -172,6 +172,10 @@ def main():
     def rm_sn(snid):
         api.call("DELETE", f"/v1/snapshots/{snid}", ok=(200, 204, 404))
         made_sn.discard(snid)
+
+    def rm_history(sid):  # its checkpoints' snapshots go with it
+        api.call("DELETE", f"/v1/sandboxes/{sid}/checkpoints", ok=(200, 404))
+        made_hist.discard(sid)
 
     try:
         # --- setup: the two sandboxes --------------------------------------
@@ -227,12 +231,14 @@ def main():
 
             if size == "large":
                 xs = []
+                made_hist.add(sid)
                 for i in range(N):
                     api.exec(sid, ["sh", "-c", f"echo step {i} >/srv/bench/d7/f7"])
-                    ms, sn = api.timed("POST", f"/v1/sandboxes/{sid}/snapshots", {})
-                    made_sn.add(sn["id"])
+                    ms, cp = api.timed("POST", f"/v1/sandboxes/{sid}/checkpoints", {"label": f"step {i}"})
+                    if cp["seq"] != i + 1:
+                        raise RuntimeError(f"checkpoint {i + 1} came back as {cp['seq']}")
                     xs.append(ms)
-                    rm_sn(sn["id"])
+                rm_history(sid)
                 record("large.checkpoint", xs)
         for sid in list(made_sb):
             rm_sb(sid)
@@ -304,6 +310,11 @@ def main():
                 rm_sn(snid)
             except Exception as e:  # noqa: BLE001
                 log(f"WARN: deleting snapshot {snid}: {e}")
+        for sid in list(made_hist):
+            try:
+                rm_history(sid)
+            except Exception as e:  # noqa: BLE001
+                log(f"WARN: deleting the history of {sid}: {e}")
         cleanup_raw(raw)
         shutil.rmtree(a.scratch, ignore_errors=True)
     with open(a.out, "w") as f:

@@ -218,6 +218,24 @@ int cove_stream_fd(const struct cove_stream *s);
 int cove_stream_read(struct cove_stream *s, struct cove_exec_result *ret, struct cove_error *err);
 void cove_stream_close(struct cove_stream *s);
 
+/* Checkpoints: a sandbox's ordered history of durable snapshots, numbered
+ * 1, 2, 3..., which coved keeps after the sandbox is deleted (until
+ * DELETE /v1/sandboxes/<id>/checkpoints). Take one (label may be NULL, at
+ * most 255 bytes); its number goes to *ret_seq. */
+int cove_checkpoint(struct cove *c, const char *id, const char *label, int *ret_seq, struct cove_error *err);
+/* A new sandbox (its ID into ret_id) from checkpoint seq of id's history;
+ * id may be a deleted sandbox. The original is left as it is. The new
+ * sandbox's history starts as id's up to seq: its next checkpoint is
+ * seq + 1, with parent seq. */
+int cove_rollback(struct cove *c, const char *id, int seq, char ret_id[16], struct cove_error *err);
+/* As cove_rollback, count (1 to 100) new sandboxes, each a branch of its
+ * own beside the original's line; ret_ids has count entries. */
+int cove_branch(struct cove *c, const char *id, int seq, int count, char (*ret_ids)[16], struct cove_error *err);
+/* The history itself is JSON, {sandbox, live, origin, checkpoints: [{seq,
+ * parent, label, snapshot, sandbox, created_at}], derived}, from
+ *     cove_call(c, "GET", "/v1/sandboxes/<id>/checkpoints", NULL, &json, &err);
+ * and DELETE on that path forgets it, with the snapshots only it needed. */
+
 #ifdef __cplusplus
 }
 #endif

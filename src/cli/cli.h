@@ -39,6 +39,10 @@ int cmd_kill(struct cli *cli, int argc, char **argv);
 int cmd_wait(struct cli *cli, int argc, char **argv);
 int cmd_shell(struct cli *cli, int argc, char **argv);
 int cmd_files(struct cli *cli, int argc, char **argv);
+int cmd_checkpoint(struct cli *cli, int argc, char **argv);
+int cmd_history(struct cli *cli, int argc, char **argv);
+int cmd_rollback(struct cli *cli, int argc, char **argv);
+int cmd_branch(struct cli *cli, int argc, char **argv);
 
 /* Run a command in sandbox id, streaming output to our stdout/stderr.
  * Returns the exit status to exit with (the command's, 128+signal, or

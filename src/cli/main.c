@@ -44,6 +44,12 @@ static const struct verb {
 	{ "files", cmd_files,
 	  "files ls [-l] [-d N] ID PATH | cat ID PATH... | rm [-r] ID PATH... | mkdir ID PATH...\n"
 	  "        | mv [-f] ID FROM TO | chmod ID MODE PATH...   a sandbox's files" },
+	{ "checkpoint", cmd_checkpoint,
+	  "checkpoint [--label L] ID    add a checkpoint to a sandbox's history, print its number" },
+	{ "history", cmd_history, "history ID                   a sandbox's checkpoints (also of a deleted sandbox)" },
+	{ "history rm", cmd_history, "history rm ID                forget a history and the snapshots only it needed" },
+	{ "rollback", cmd_rollback, "rollback ID K                a new sandbox from checkpoint K, print its ID" },
+	{ "branch", cmd_branch, "branch [-n N] ID K           N new sandboxes from checkpoint K, each its own branch" },
 };
 
 static void usage(FILE *f)

@@ -411,16 +411,16 @@ int cove_write_file(struct cove *c, const char *id, const char *path, const void
 	return r;
 }
 
-/* POST a locks request (body given as a jansson object, taken) to
- * /v1/sandboxes/<id>/locks<suffix>; the answer's object into *ret. */
-static int lock_call(struct cove *c, const char *id, const char *suffix, json_t *body, json_t **ret,
-		     struct cove_error *err)
+/* POST body (a jansson object, taken; NULL: a string that is not UTF-8) to
+ * /v1/sandboxes/<id>/<verb>; the answer's object into *ret. */
+static int sandbox_post(struct cove *c, const char *id, const char *verb, json_t *body, json_t **ret,
+			struct cove_error *err)
 {
-	char path[128], *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *answer = NULL;
+	char path[160], *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *answer = NULL;
 	json_decref(body);
 	if (!text)
-		return set_error(err, 0, "invalid_argument", "a lock name or token that is not UTF-8");
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/locks%s", id, suffix);
+		return set_error(err, 0, "invalid_argument", "a name, label or token that is not UTF-8");
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s", id, verb);
 	int r = cove_call(c, "POST", path, text, &answer, err);
 	free(text);
 	if (r < 0)
@@ -428,6 +428,16 @@ static int lock_call(struct cove *c, const char *id, const char *suffix, json_t 
 	*ret = json_loads(answer, 0, NULL);
 	free(answer);
 	return *ret ? 0 : set_error(err, 500, "internal", "malformed answer from coved");
+}
+
+/* POST a locks request (body given as a jansson object, taken) to
+ * /v1/sandboxes/<id>/locks<suffix>; the answer's object into *ret. */
+static int lock_call(struct cove *c, const char *id, const char *suffix, json_t *body, json_t **ret,
+		     struct cove_error *err)
+{
+	char verb[32];
+	snprintf(verb, sizeof(verb), "locks%s", suffix);
+	return sandbox_post(c, id, verb, body, ret, err);
 }
 
 int cove_lock_acquire(struct cove *c, const char *id, const char *name, double lease, double wait,
@@ -869,4 +879,51 @@ int cove_write_tar(struct cove *c, const char *id, const char *path, const void 
 	    request_raw(c, "PUT", target, tar, len, NULL, NULL, &res, err) < 0)
 		return -1;
 	return take_json(&res, ret_json, err);
+}
+
+/* A sandbox's ID from its JSON into id. */
+static int copy_id(json_t *sandbox, char id[16], struct cove_error *err)
+{
+	const char *s = json_string_value(json_object_get(sandbox, "id"));
+	if (!s || strlen(s) >= 16)
+		return set_error(err, 500, "internal", "no sandbox ID in coved's answer");
+	strcpy(id, s);
+	return 0;
+}
+
+int cove_checkpoint(struct cove *c, const char *id, const char *label, int *ret_seq, struct cove_error *err)
+{
+	json_t *j;
+	if (sandbox_post(c, id, "checkpoints", json_pack("{s:s}", "label", label ? label : ""), &j, err) < 0)
+		return -1;
+	json_t *seq = json_object_get(j, "seq");
+	int r = json_is_integer(seq) ? 0 : set_error(err, 500, "internal", "no seq in coved's answer");
+	if (r == 0)
+		*ret_seq = (int)json_integer_value(seq);
+	json_decref(j);
+	return r;
+}
+
+int cove_rollback(struct cove *c, const char *id, int seq, char ret_id[16], struct cove_error *err)
+{
+	json_t *j;
+	if (sandbox_post(c, id, "rollback", json_pack("{s:i}", "seq", seq), &j, err) < 0)
+		return -1;
+	int r = copy_id(j, ret_id, err);
+	json_decref(j);
+	return r;
+}
+
+int cove_branch(struct cove *c, const char *id, int seq, int count, char (*ret_ids)[16], struct cove_error *err)
+{
+	json_t *j;
+	if (sandbox_post(c, id, "branch", json_pack("{s:i, s:i}", "seq", seq, "count", count), &j, err) < 0)
+		return -1;
+	json_t *made = json_object_get(j, "sandboxes");
+	int r = json_array_size(made) == (size_t)count ? 0
+						       : set_error(err, 500, "internal", "coved made another count");
+	for (int i = 0; r == 0 && i < count; i++)
+		r = copy_id(json_array_get(made, i), ret_ids[i], err);
+	json_decref(j);
+	return r;
 }

@@ -680,6 +680,97 @@ static int h_lock_list(struct evhttp_request *req, const char *id, struct cove_e
 	return 0;
 }
 
+#define API_MAX_LABEL 255
+
+/* Histories (history.c). Their GET, DELETE, rollback and branch take the
+ * ID of a deleted sandbox too: its history outlives it. */
+static int h_checkpoint(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	static const char *const fields[] = { "label", NULL };
+	struct sandbox *sb = lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	const char *label = "";
+	json_t *checkpoint = NULL;
+	int r = check_fields(j, fields, err) < 0 || get_string(j, "label", &label, API_MAX_LABEL, err) < 0 ? -1 : 0;
+	if (r == 0)
+		r = history_checkpoint(daemon_ctx, sb, label, &checkpoint, err);
+	json_decref(j);
+	if (r < 0)
+		return -1;
+	api_send_json(req, 201, checkpoint);
+	return 0;
+}
+
+static int h_history(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	json_t *h;
+	if (history_get(daemon_ctx, id, &h, err) < 0)
+		return -1;
+	api_send_json(req, 200, h);
+	return 0;
+}
+
+static int h_history_delete(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	json_t *answer;
+	if (history_delete(daemon_ctx, id, &answer, err) < 0)
+		return -1;
+	api_send_json(req, 200, answer);
+	return 0;
+}
+
+/* The body of a rollback or a branch: "seq", required, and "count" (1 to
+ * API_MAX_FORK) when count is not NULL. */
+static int parse_history_point(json_t *j, int *seq, int *count, struct cove_err *err)
+{
+	static const char *const rollback_fields[] = { "seq", NULL };
+	static const char *const branch_fields[] = { "seq", "count", NULL };
+	json_t *s = json_object_get(j, "seq"), *n = json_object_get(j, "count");
+	if (check_fields(j, count ? branch_fields : rollback_fields, err) < 0)
+		return -1;
+	if (!s)
+		return err_set(err, COVE_EINVAL, "'seq' is required: the number of a checkpoint");
+	if (!json_is_integer(s) || json_integer_value(s) < 1 || json_integer_value(s) > INT32_MAX)
+		return err_set(err, COVE_EINVAL, "'seq' must be a checkpoint's number, an integer from 1");
+	*seq = (int)json_integer_value(s);
+	if (n && (!json_is_integer(n) || json_integer_value(n) < 1 || json_integer_value(n) > API_MAX_FORK))
+		return err_set(err, COVE_EINVAL, "'count' must be an integer from 1 to %d", API_MAX_FORK);
+	if (n)
+		*count = (int)json_integer_value(n);
+	return 0;
+}
+
+static int h_rollback(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	json_t *j = read_body(req, err);
+	int seq = 0;
+	struct sandbox *sb;
+	int r = j ? parse_history_point(j, &seq, NULL, err) : -1;
+	json_decref(j);
+	if (r < 0 || history_restore(daemon_ctx, id, seq, "rollback", 1, &sb, err) < 0)
+		return -1;
+	api_send_json(req, 201, sandbox_to_json(sb));
+	return 0;
+}
+
+static int h_branch(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	json_t *j = read_body(req, err);
+	int seq = 0, count = 1;
+	struct sandbox *made[API_MAX_FORK];
+	int r = j ? parse_history_point(j, &seq, &count, err) : -1;
+	json_decref(j);
+	if (r < 0 || history_restore(daemon_ctx, id, seq, "branch", count, made, err) < 0)
+		return -1;
+	json_t *a = json_array();
+	for (int i = 0; i < count; i++)
+		json_array_append_new(a, sandbox_to_json(made[i]));
+	api_send_json(req, 201, json_pack("{s:o}", "sandboxes", a));
+	return 0;
+}
+
 static const struct route {
 	enum evhttp_cmd_type method;
 	const char *pattern; /* fnmatch; '*' is the {id} segment */
@@ -720,6 +811,11 @@ static const struct route {
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/files/chmod", files_chmod },
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/files/tar", files_tar_get },
 	{ EVHTTP_REQ_PUT, "/v1/sandboxes/*/files/tar", files_tar_put },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/checkpoints", h_checkpoint },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/checkpoints", h_history },
+	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*/checkpoints", h_history_delete },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/rollback", h_rollback },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/branch", h_branch },
 };
 
 void api_handle(struct evhttp_request *req, void *arg)

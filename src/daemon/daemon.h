@@ -144,6 +144,7 @@ json_t *snapshot_to_json(const struct snapshot *sn);
  * snapshot; on return its files, manifest and row are on disk. */
 int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret,
 		    struct cove_err *err);
+/* Refused (409) while a checkpoint names it (history.c). */
 int snapshot_delete(struct daemon *d, struct snapshot *sn, struct cove_err *err);
 /* A new sandbox from sn; overrides (name, memory, cpu_millis, pids when
  * set, i.e. non-empty or non-zero) replace the snapshot's. */
@@ -317,6 +318,27 @@ void access_cleanup(void);
 /* First thing for every request: false when it has been answered already
  * (401 without the token on TCP, 503 over the connection limit). */
 bool access_request_begin(struct evhttp_request *req);
+
+/* history.c: a sandbox's ordered checkpoints, kept in state.db after the
+ * sandbox is deleted (see there). id may name a deleted sandbox wherever
+ * it is a const char *. */
+/* Append a checkpoint to sb's history: a snapshot as snapshot_create takes
+ * it, and a row; *ret is the checkpoint as JSON. */
+int history_checkpoint(struct daemon *d, struct sandbox *sb, const char *label, json_t **ret, struct cove_err *err);
+/* id's history as JSON (empty for a live sandbox without one); 404 when id
+ * is neither a sandbox nor a history. */
+int history_get(struct daemon *d, const char *id, json_t **ret, struct cove_err *err);
+/* count new sandboxes (ret gets them) from checkpoint seq of id's history,
+ * each with a history of its own that starts as id's up to seq, recorded
+ * as kind ("rollback" or "branch"). All or nothing. */
+int history_restore(struct daemon *d, const char *id, int seq, const char *kind, int count, struct sandbox **ret,
+		    struct cove_err *err);
+/* Forget id's history, and delete its snapshots that no other history
+ * names; *ret says what went. */
+int history_delete(struct daemon *d, const char *id, json_t **ret, struct cove_err *err);
+/* 0 when no checkpoint names the snapshot, else -1 with a 409 that says
+ * which history does. */
+int history_check_unused(struct daemon *d, const char *snapshot, struct cove_err *err);
 
 /* api.c */
 void api_handle(struct evhttp_request *req, void *arg);

@@ -234,6 +234,8 @@ int snapshot_delete(struct daemon *d, struct snapshot *sn, struct cove_err *err)
 {
 	char dir[600];
 	snap_dir(d, sn->id, dir, sizeof(dir));
+	if (history_check_unused(d, sn->id, err) < 0)
+		return -1;
 	if (store_delete_snapshot(d->store, sn->id, err) < 0)
 		return -1;
 	list_remove(d, sn);

@@ -1,7 +1,11 @@
 #include "daemon/store.h"
 
 #include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+#include "common/cleanup.h"
 
 struct store {
 	sqlite3 *db;
@@ -27,6 +31,62 @@ static const char schema[] = "PRAGMA journal_mode=WAL;"
 			     " image_dir TEXT NOT NULL,"
 			     " created_at INTEGER NOT NULL,"
 			     " spec TEXT NOT NULL);";
+
+/* Schema changes after the first tables, in order: migrations[i] takes a
+ * database from user_version i to i + 1. A database made before any of them
+ * is at version 0, so every existing state.db is brought up to date at
+ * start, each step in its own transaction. Only ever append. */
+static const char *const migrations[] = {
+	/* 1: histories of checkpoints (history.c). A history is keyed by the
+	 * sandbox whose line it is and outlives it; origin is the history it
+	 * was rolled back or branched from. A checkpoint names a snapshot,
+	 * which DELETE /v1/snapshots leaves alone while a row names it. */
+	"CREATE TABLE histories ("
+	" sandbox TEXT PRIMARY KEY,"
+	" origin TEXT,"
+	" origin_seq INTEGER,"
+	" origin_kind TEXT,"
+	" created_at INTEGER NOT NULL);"
+	"CREATE TABLE checkpoints ("
+	" history TEXT NOT NULL,"
+	" seq INTEGER NOT NULL,"
+	" label TEXT NOT NULL,"
+	" snapshot TEXT NOT NULL,"
+	" sandbox TEXT NOT NULL,"
+	" created_at INTEGER NOT NULL,"
+	" PRIMARY KEY (history, seq));"
+	"CREATE INDEX checkpoints_by_snapshot ON checkpoints(snapshot);",
+};
+
+static int migrate(sqlite3 *db, const char *path, struct cove_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int version = -1;
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (version < 0)
+		return err_set(err, COVE_EINTERNAL, "state store '%s': read its version: %s", path, sqlite3_errmsg(db));
+	/* A newer coved's database: its tables may mean what this one does not know. */
+	if (version > (int)ARRAY_SIZE(migrations))
+		return err_set(err, COVE_EINTERNAL,
+			       "state store '%s' is at schema version %d, newer than this coved's %d", path, version,
+			       (int)ARRAY_SIZE(migrations));
+	for (; version < (int)ARRAY_SIZE(migrations); version++) {
+		char bump[64];
+		snprintf(bump, sizeof(bump), "PRAGMA user_version = %d;", version + 1);
+		if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(db, migrations[version], NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(db, bump, NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+			int r = err_set(err, COVE_EINTERNAL, "state store '%s': migrate to version %d: %s", path,
+					version + 1, sqlite3_errmsg(db));
+			(void)sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			return r;
+		}
+	}
+	return 0;
+}
 
 static int db_err(struct store *s, struct cove_err *err, const char *what)
 {
@@ -62,6 +122,10 @@ int store_open(struct store **ret, const char *path, struct cove_err *err)
 				s->db ? sqlite3_errmsg(s->db) : "out of memory");
 		store_close(s);
 		return r;
+	}
+	if (migrate(s->db, path, err) < 0) {
+		store_close(s);
+		return -1;
 	}
 	sqlite3_busy_timeout(s->db, 5000);
 	*ret = s;
@@ -174,5 +238,211 @@ int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct stor
 	}
 	int r = rc == SQLITE_DONE ? 0 : db_err(s, err, "list snapshots");
 	sqlite3_reset(s->snap_each);
+	return r;
+}
+
+/* Histories of checkpoints. Statements are prepared per call: these are
+ * rare next to the snapshot each checkpoint takes. */
+
+/* A statement with its parameters bound: types has one letter a parameter,
+ * 's' (const char *; NULL binds NULL), 'i' (int), 'I' (int64_t). NULL on
+ * failure (sqlite3_errmsg says why). */
+static sqlite3_stmt *prepare(struct store *s, const char *sql, const char *types, ...)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	va_list ap;
+	va_start(ap, types);
+	for (int i = 1; types[i - 1]; i++) {
+		if (types[i - 1] == 's')
+			sqlite3_bind_text(st, i, va_arg(ap, const char *), -1, SQLITE_TRANSIENT);
+		else if (types[i - 1] == 'i')
+			sqlite3_bind_int(st, i, va_arg(ap, int));
+		else
+			sqlite3_bind_int64(st, i, (sqlite3_int64)va_arg(ap, int64_t));
+	}
+	va_end(ap);
+	return st;
+}
+
+/* Steps a statement without rows to its end, and finalizes it. */
+static int run(struct store *s, sqlite3_stmt *st, const char *what, struct cove_err *err)
+{
+	int r = st && sqlite3_step(st) == SQLITE_DONE ? 0 : db_err(s, err, what);
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* A write that is answered as done must survive a power failure, as a
+ * snapshot's row does: one transaction, committed with a WAL sync. */
+static int begin_durable(struct store *s, const char *what, struct cove_err *err)
+{
+	if (sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) == SQLITE_OK &&
+	    sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	int r = db_err(s, err, what);
+	(void)sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+	return r;
+}
+
+/* Commit when r is 0, else roll back; r, or -1 when the commit failed. */
+static int end_durable(struct store *s, int r, const char *what, struct cove_err *err)
+{
+	if (r == 0 && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		r = db_err(s, err, what);
+	if (r < 0)
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	(void)sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+	return r;
+}
+
+int store_put_checkpoint(struct store *s, const struct store_checkpoint *c, struct cove_err *err)
+{
+	static const char what[] = "save checkpoint";
+	if (begin_durable(s, what, err) < 0)
+		return -1;
+	int r = run(s,
+		    prepare(s, "INSERT OR IGNORE INTO histories (sandbox, created_at) VALUES (?, ?)", "sI", c->history,
+			    c->created_at),
+		    what, err);
+	if (r == 0)
+		r = run(s,
+			prepare(s,
+				"INSERT INTO checkpoints (history, seq, label, snapshot, sandbox, created_at)"
+				" VALUES (?, ?, ?, ?, ?, ?)",
+				"sisssI", c->history, c->seq, c->label, c->snapshot, c->sandbox, c->created_at),
+			what, err);
+	return end_durable(s, r, what, err);
+}
+
+int store_last_checkpoint(struct store *s, const char *history, int *ret_seq, struct cove_err *err)
+{
+	sqlite3_stmt *st = prepare(s, "SELECT coalesce(max(seq), 0) FROM checkpoints WHERE history = ?", "s", history);
+	int r = st && sqlite3_step(st) == SQLITE_ROW ? 0 : db_err(s, err, "read history");
+	if (r == 0)
+		*ret_seq = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return r;
+}
+
+static void history_of_row(sqlite3_stmt *st, struct store_history *h)
+{
+	h->sandbox = (const char *)sqlite3_column_text(st, 0);
+	h->origin = (const char *)sqlite3_column_text(st, 1);
+	h->origin_seq = sqlite3_column_int(st, 2);
+	h->origin_kind = (const char *)sqlite3_column_text(st, 3);
+	h->created_at = (int64_t)sqlite3_column_int64(st, 4);
+}
+
+/* Calls cb for every row of st, a SELECT of histories' columns in order. */
+static int each_history(struct store *s, sqlite3_stmt *st, void (*cb)(void *arg, const struct store_history *h),
+			void *arg, struct cove_err *err)
+{
+	int rc = SQLITE_ERROR, n = 0;
+	while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_history h;
+		history_of_row(st, &h);
+		cb(arg, &h);
+		n++;
+	}
+	int r = st && rc == SQLITE_DONE ? n : db_err(s, err, "read history");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int store_get_history(struct store *s, const char *sandbox, void (*cb)(void *arg, const struct store_history *h),
+		      void *arg, struct cove_err *err)
+{
+	return each_history(s,
+			    prepare(s,
+				    "SELECT sandbox, origin, origin_seq, origin_kind, created_at FROM histories"
+				    " WHERE sandbox = ?",
+				    "s", sandbox),
+			    cb, arg, err);
+}
+
+int store_each_derived(struct store *s, const char *origin, void (*cb)(void *arg, const struct store_history *h),
+		       void *arg, struct cove_err *err)
+{
+	return each_history(s,
+			    prepare(s,
+				    "SELECT sandbox, origin, origin_seq, origin_kind, created_at FROM histories"
+				    " WHERE origin = ? ORDER BY created_at, sandbox",
+				    "s", origin),
+			    cb, arg, err);
+}
+
+int store_each_checkpoint(struct store *s, const char *history, void (*cb)(void *arg, const struct store_checkpoint *c),
+			  void *arg, struct cove_err *err)
+{
+	sqlite3_stmt *st = prepare(s,
+				   "SELECT history, seq, label, snapshot, sandbox, created_at FROM checkpoints"
+				   " WHERE history = ? ORDER BY seq",
+				   "s", history);
+	int rc = SQLITE_ERROR;
+	while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_checkpoint c = {
+			.history = (const char *)sqlite3_column_text(st, 0),
+			.seq = sqlite3_column_int(st, 1),
+			.label = (const char *)sqlite3_column_text(st, 2),
+			.snapshot = (const char *)sqlite3_column_text(st, 3),
+			.sandbox = (const char *)sqlite3_column_text(st, 4),
+			.created_at = (int64_t)sqlite3_column_int64(st, 5),
+		};
+		cb(arg, &c);
+	}
+	int r = st && rc == SQLITE_DONE ? 0 : db_err(s, err, "read history");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int store_copy_history(struct store *s, const struct store_history *h, struct cove_err *err)
+{
+	static const char what[] = "save history";
+	if (begin_durable(s, what, err) < 0)
+		return -1;
+	int r = run(s,
+		    prepare(s,
+			    "INSERT INTO histories (sandbox, origin, origin_seq, origin_kind, created_at)"
+			    " VALUES (?, ?, ?, ?, ?)",
+			    "ssisI", h->sandbox, h->origin, h->origin_seq, h->origin_kind, h->created_at),
+		    what, err);
+	if (r == 0)
+		r = run(s,
+			prepare(s,
+				"INSERT INTO checkpoints (history, seq, label, snapshot, sandbox, created_at)"
+				" SELECT ?, seq, label, snapshot, sandbox, created_at FROM checkpoints"
+				" WHERE history = ? AND seq <= ?",
+				"ssi", h->sandbox, h->origin, h->origin_seq),
+			what, err);
+	return end_durable(s, r, what, err);
+}
+
+int store_delete_history(struct store *s, const char *sandbox, struct cove_err *err)
+{
+	static const char what[] = "delete history";
+	if (begin_durable(s, what, err) < 0)
+		return -1;
+	int r = run(s, prepare(s, "DELETE FROM checkpoints WHERE history = ?", "s", sandbox), what, err);
+	if (r == 0)
+		r = run(s, prepare(s, "DELETE FROM histories WHERE sandbox = ?", "s", sandbox), what, err);
+	return end_durable(s, r, what, err);
+}
+
+int store_snapshot_users(struct store *s, const char *snapshot, char ret_history[16], int *ret_seq,
+			 struct cove_err *err)
+{
+	sqlite3_stmt *st = prepare(s,
+				   "SELECT history, seq, (SELECT count(*) FROM checkpoints WHERE snapshot = ?1)"
+				   " FROM checkpoints WHERE snapshot = ?1 ORDER BY history, seq LIMIT 1",
+				   "s", snapshot);
+	int rc = st ? sqlite3_step(st) : SQLITE_ERROR;
+	int r = rc == SQLITE_DONE ? 0 : rc == SQLITE_ROW ? sqlite3_column_int(st, 2) : db_err(s, err, "read history");
+	if (rc == SQLITE_ROW) {
+		snprintf(ret_history, 16, "%s", (const char *)sqlite3_column_text(st, 0));
+		*ret_seq = sqlite3_column_int(st, 1);
+	}
+	sqlite3_finalize(st);
 	return r;
 }

@@ -42,3 +42,49 @@ int store_delete_snapshot(struct store *s, const char *id, struct cove_err *err)
 /* Calls cb for every snapshot, oldest first; cb's strings are borrowed. */
 int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct store_snapshot *sn), void *arg,
 			struct cove_err *err);
+
+/* Histories: a sandbox's ordered checkpoints, each naming a snapshot. A
+ * history is keyed by its sandbox's ID and outlives the sandbox. */
+struct store_history {
+	const char *sandbox;     /* whose line it is */
+	const char *origin;      /* the history it was rolled back or branched from, or NULL */
+	int origin_seq;          /* ... at that checkpoint */
+	const char *origin_kind; /* "rollback" or "branch"; NULL without origin */
+	int64_t created_at;      /* unix ms */
+};
+
+struct store_checkpoint {
+	const char *history;
+	int seq; /* 1, 2, 3... in its history */
+	const char *label;
+	const char *snapshot;
+	const char *sandbox; /* the sandbox it was taken of (another's for an inherited one) */
+	int64_t created_at;  /* unix ms */
+};
+
+/* Append c to c->history, created without origin when it has none yet;
+ * committed durably. */
+int store_put_checkpoint(struct store *s, const struct store_checkpoint *c, struct cove_err *err);
+/* The highest seq of history, 0 when it has none. */
+int store_last_checkpoint(struct store *s, const char *history, int *ret_seq, struct cove_err *err);
+/* Calls cb with sandbox's history, if it has one: returns 1, 0 without
+ * one, or -1. cb's strings are borrowed. */
+int store_get_history(struct store *s, const char *sandbox, void (*cb)(void *arg, const struct store_history *h),
+		      void *arg, struct cove_err *err);
+/* Calls cb for every history whose origin is origin, oldest first: returns
+ * how many, or -1. */
+int store_each_derived(struct store *s, const char *origin, void (*cb)(void *arg, const struct store_history *h),
+		       void *arg, struct cove_err *err);
+/* Calls cb for every checkpoint of history, by seq. */
+int store_each_checkpoint(struct store *s, const char *history, void (*cb)(void *arg, const struct store_checkpoint *c),
+			  void *arg, struct cove_err *err);
+/* A new history h->sandbox (from h->origin at h->origin_seq, as
+ * h->origin_kind) holding origin's checkpoints 1..origin_seq: one durable
+ * transaction. */
+int store_copy_history(struct store *s, const struct store_history *h, struct cove_err *err);
+/* Forget sandbox's history and its checkpoints (not their snapshots). */
+int store_delete_history(struct store *s, const char *sandbox, struct cove_err *err);
+/* How many checkpoints name snapshot (0 or more, -1 on failure); when
+ * some do, the first one's history and seq. */
+int store_snapshot_users(struct store *s, const char *snapshot, char ret_history[16], int *ret_seq,
+			 struct cove_err *err);

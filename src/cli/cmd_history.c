@@ -1,0 +1,163 @@
+/* cove checkpoint / history / rollback / branch: a sandbox's checkpoints,
+ * and new sandboxes from them. */
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define MAX_BRANCHES 100 /* as coved's fork and branch */
+
+/* A checkpoint number or a count: a decimal integer from 1 to max. */
+static int parse_positive(const char *s, int max, int *ret)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || v < 1 || v > max)
+		return -1;
+	*ret = (int)v;
+	return 0;
+}
+
+int cmd_checkpoint(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = { { "label", required_argument, NULL, 'l' }, { 0 } };
+	const char *label = NULL;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (c != 'l')
+			return cli_usage_error("checkpoint", "unknown or incomplete option '%s'", argv[optind - 1]);
+		label = optarg;
+	}
+	if (optind != argc - 1)
+		return cli_usage_error("checkpoint", "want exactly one sandbox ID");
+	struct cove_error err = { 0 };
+	int seq;
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_checkpoint(cli->client, argv[optind], label, &seq, &err) < 0)
+		return cli_fail(&err);
+	printf("%d\n", seq);
+	return 0;
+}
+
+int cmd_rollback(struct cli *cli, int argc, char **argv)
+{
+	int seq;
+	if (argc != 3)
+		return cli_usage_error("rollback", "want a sandbox ID and a checkpoint number");
+	if (parse_positive(argv[2], INT_MAX, &seq) < 0)
+		return cli_usage_error("rollback", "bad checkpoint number '%s'", argv[2]);
+	struct cove_error err = { 0 };
+	char id[16];
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_rollback(cli->client, argv[1], seq, id, &err) < 0)
+		return cli_fail(&err);
+	printf("%s\n", id);
+	return 0;
+}
+
+int cmd_branch(struct cli *cli, int argc, char **argv)
+{
+	int c, seq, count = 1;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt(argc, argv, "+n:")) != -1)
+		if (c != 'n' || parse_positive(optarg, MAX_BRANCHES, &count) < 0)
+			return cli_usage_error("branch", "bad or unknown option '%s' (-n 1 to %d)", argv[optind - 1],
+					       MAX_BRANCHES);
+	if (optind != argc - 2)
+		return cli_usage_error("branch", "want a sandbox ID and a checkpoint number");
+	if (parse_positive(argv[optind + 1], INT_MAX, &seq) < 0)
+		return cli_usage_error("branch", "bad checkpoint number '%s'", argv[optind + 1]);
+	struct cove_error err = { 0 };
+	char ids[MAX_BRANCHES][16];
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_branch(cli->client, argv[optind], seq, count, ids, &err) < 0)
+		return cli_fail(&err);
+	for (int i = 0; i < count; i++)
+		printf("%s\n", ids[i]);
+	return 0;
+}
+
+static const char *str(json_t *j, const char *key)
+{
+	const char *s = json_string_value(json_object_get(j, key));
+	return s ? s : "";
+}
+
+/* The checkpoints as a table; then where the line came from and what was
+ * made from it, one "key: value" line each. */
+static void print_history(json_t *h)
+{
+	size_t i;
+	json_t *c, *origin = json_object_get(h, "origin"), *derived = json_object_get(h, "derived");
+	printf("%-4s %-6s %-16s %-16s %-14s  %s\n", "SEQ", "PARENT", "SNAPSHOT", "TAKEN OF", "CREATED (ms)", "LABEL");
+	json_array_foreach(json_object_get(h, "checkpoints"), i, c)
+	{
+		json_t *parent = json_object_get(c, "parent");
+		char p[16] = "-";
+		if (json_is_integer(parent))
+			snprintf(p, sizeof(p), "%lld", (long long)json_integer_value(parent));
+		printf("%-4lld %-6s %-16s %-16s %-14lld  %s\n",
+		       (long long)json_integer_value(json_object_get(c, "seq")), p, str(c, "snapshot"),
+		       str(c, "sandbox"), (long long)json_integer_value(json_object_get(c, "created_at")),
+		       str(c, "label"));
+	}
+	if (json_is_object(origin))
+		printf("origin: %s of %s at checkpoint %lld\n", str(origin, "kind"), str(origin, "sandbox"),
+		       (long long)json_integer_value(json_object_get(origin, "seq")));
+	json_array_foreach(derived, i, c)
+	{
+		printf("derived: %s %s at checkpoint %lld\n", str(c, "sandbox"), str(c, "kind"),
+		       (long long)json_integer_value(json_object_get(c, "seq")));
+	}
+	if (!json_is_true(json_object_get(h, "live")))
+		printf("sandbox: %s is deleted, its history kept\n", str(h, "sandbox"));
+}
+
+/* method on /v1/sandboxes/<id>/checkpoints; the answer into *ret. Exit status. */
+static int history_call(struct cli *cli, const char *method, const char *id, json_t **ret)
+{
+	struct cove_error err = { 0 };
+	char path[256], *answer = NULL;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/checkpoints", id);
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_call(cli->client, method, path, NULL, &answer, &err) < 0)
+		return cli_fail(&err);
+	*ret = json_loads(answer, 0, NULL);
+	free(answer);
+	return 0;
+}
+
+/* cove history ID, and cove history rm ID: forget a history and the
+ * snapshots only it needed. */
+int cmd_history(struct cli *cli, int argc, char **argv)
+{
+	bool rm = argc > 1 && strcmp(argv[1], "rm") == 0;
+	if (argc != (rm ? 3 : 2))
+		return cli_usage_error(rm ? "history rm" : "history", "want exactly one sandbox ID");
+	json_t *j = NULL;
+	int r = history_call(cli, rm ? "DELETE" : "GET", argv[argc - 1], &j);
+	if (r == 0 && rm) {
+		printf("%s: %lld checkpoints forgotten, %zu snapshots deleted\n", argv[2],
+		       (long long)json_integer_value(json_object_get(j, "checkpoints")),
+		       json_array_size(json_object_get(j, "snapshots_deleted")));
+	} else if (r == 0 && cli->json) {
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else if (r == 0) {
+		print_history(j);
+	}
+	json_decref(j);
+	return r;
+}
