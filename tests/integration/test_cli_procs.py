@@ -67,8 +67,10 @@ def test_cli_detach_ps_wait_attach(cv):
 
 def test_cli_kill(cv):
     sid = cv.create()
-    pid = _detach(cv, sid, "--tag", "t", "trap 'exit 9' TERM; sleep 100 & wait")
-    time.sleep(0.3)
+    # a loop, so that its children dying first (--tree) does not end it
+    # before its own TERM, and its trap, come
+    pid = _detach(cv, sid, "--tag", "t", "trap 'exit 9' TERM; while :; do sleep 0.1; done")
+    assert wait_until(lambda: cv.exec(sid, "pgrep -c sleep")["stdout"].strip() != "0", 5)
     k = cv.cli("kill", "-s", "TERM", "--tree", sid, "t")
     assert k.returncode == 0 and k.stdout == b"", k
     assert cv.cli("wait", sid, str(pid)).returncode == 9

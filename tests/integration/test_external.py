@@ -158,7 +158,8 @@ def test_processes_and_sessions_work_through_it(cv):
         assert st == 200 and j["pid"] > 1, (st, j)
         pid = j["pid"]
         # A host pid: the process is visible on the host as it is.
-        assert "sleep 30" in _read("/proc/%d/cmdline" % pid).replace("\0", " ")
+        # (read until the shell's exec of sleep is through: mid-exec it is empty)
+        assert wait_until(lambda: "sleep 30" in _read("/proc/%d/cmdline" % pid).replace("\0", " "), 5)
         st, j = cv.api("POST", "/v1/sandboxes/%s/processes/bg/signal" % sid, {"signal": "SIGTERM"})
         assert st == 200, (st, j)
         st, j = cv.api("GET", "/v1/sandboxes/%s/processes/%d?wait=10" % (sid, pid))
