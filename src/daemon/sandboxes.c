@@ -466,7 +466,7 @@ static void finish_delete(struct daemon *d, struct sandbox *sb)
 
 void sandboxes_stop_if_idle(struct daemon *d)
 {
-	if (!d->stopping)
+	if (!d->stopping || worker_busy())
 		return;
 	for (int i = 0; i < MAX_SANDBOXES; i++)
 		if (d->sandboxes[i] && d->sandboxes[i]->state == SB_DELETING)

@@ -2,6 +2,7 @@
  * (WAL). An interface with one implementation today; a fleet would put
  * PostgreSQL behind the same calls. Every call is one transaction. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -25,6 +26,7 @@ struct store_snapshot {
 	const char *image_dir;
 	int64_t created_at; /* unix ms */
 	const char *spec;   /* JSON: the sandbox's spec, as in store_sandbox */
+	bool durable;       /* its files and manifest are on disk (see snapshots.c) */
 };
 
 int store_open(struct store **ret, const char *path, struct cove_err *err);
@@ -35,9 +37,11 @@ int store_delete_sandbox(struct store *s, const char *id, struct cove_err *err);
 /* Calls cb for every sandbox, in creation order; cb's strings are borrowed. */
 int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store_sandbox *sb), void *arg,
 		       struct cove_err *err);
-/* Insert a snapshot's row, committed durably (a WAL sync, whatever the
- * store's default). */
+/* Insert a snapshot's row, not durable (sn->durable is not read). */
 int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct cove_err *err);
+/* Mark it durable, committed durably (a WAL sync, whatever the store's
+ * default). */
+int store_set_snapshot_durable(struct store *s, const char *id, struct cove_err *err);
 int store_delete_snapshot(struct store *s, const char *id, struct cove_err *err);
 /* Calls cb for every snapshot, oldest first; cb's strings are borrowed. */
 int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct store_snapshot *sn), void *arg,
