@@ -411,7 +411,10 @@ static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 }
 
 /* The frozen instant is a temporary snapshot directory without manifest or
- * row: a crash leaves something the next start deletes. */
+ * row: a crash leaves something the next start deletes. The copies' rows
+ * are one transaction, committed once all copies run: a crash before that
+ * leaves copies without rows, which the next start removes (their
+ * processes with them), so a fork is all or nothing across a crash too. */
 int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox **ret, struct cove_err *err)
 {
 	char id[16], dir[600], files[700];
@@ -421,6 +424,10 @@ int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox
 	snap_files(d, id, files, sizeof(files));
 	if (freeze_and_snapshot(d, sb, dir, err) < 0)
 		return -1;
+	if (store_begin(d->store, err) < 0) {
+		(void)remove_dir(dir);
+		return -1;
+	}
 	int n = 0;
 	for (; n < count; n++) {
 		struct sandbox_spec spec;
@@ -433,13 +440,21 @@ int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox
 		if (r < 0)
 			break;
 	}
-	if (n < count)
+	bool ok = n == count;
+	if (!ok)
 		for (int i = 0; i < n; i++)
 			(void)sandbox_delete(d, ret[i], NULL);
+	/* The copies, or their deletions. A commit that fails wrote none of
+	 * the copies' rows: they go as a failed fork's do. */
+	if (store_commit(d->store, ok ? err : NULL) < 0 && ok) {
+		ok = false;
+		for (int i = 0; i < n; i++)
+			(void)sandbox_delete(d, ret[i], NULL);
+	}
 	int r = remove_dir(dir);
 	if (r < 0)
 		log_error("sandbox %s: fork: delete '%s': %s (the next start tries again)", sb->id, dir, strerror(-r));
-	return n < count ? -1 : 0;
+	return ok ? 0 : -1;
 }
 
 static bool files_on_disk(struct daemon *d, const char *id)

@@ -207,3 +207,17 @@ int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct stor
 	sqlite3_reset(s->snap_each);
 	return r;
 }
+
+int store_begin(struct store *s, struct cove_err *err)
+{
+	return sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : db_err(s, err, "begin");
+}
+
+int store_commit(struct store *s, struct cove_err *err)
+{
+	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	int r = db_err(s, err, "commit");
+	(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}

@@ -1,6 +1,7 @@
 /* The state store: what coved must remember across restarts, in SQLite
  * (WAL). An interface with one implementation today; a fleet would put
- * PostgreSQL behind the same calls. Every call is one transaction. */
+ * PostgreSQL behind the same calls. Every call is one transaction, but
+ * between store_begin and store_commit, where all are one. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,3 +47,8 @@ int store_delete_snapshot(struct store *s, const char *id, struct cove_err *err)
 /* Calls cb for every snapshot, oldest first; cb's strings are borrowed. */
 int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct store_snapshot *sn), void *arg,
 			struct cove_err *err);
+/* One transaction of every call until store_commit: a crash before the
+ * commit, or a commit that fails (it then rolls back), leaves none of
+ * them. Not nested. */
+int store_begin(struct store *s, struct cove_err *err);
+int store_commit(struct store *s, struct cove_err *err);
