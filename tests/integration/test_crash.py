@@ -20,7 +20,7 @@ import time
 
 import covetest
 from covetest import wait_until
-from test_restart import _fire, _restart
+from test_restart import _fire
 
 TRIALS = 60
 HTTP_TIMEOUT = 20  # a sandbox left frozen would hang an exec: fail, not wait
@@ -82,6 +82,21 @@ def _subvols(cv):
 def _expected_subvols(cv, sandboxes, snapshots):
     images = {"images/" + n for n in os.listdir(os.path.join(cv.data, "pool", "images"))}
     return images | {"sandboxes/" + s for s in sandboxes} | {"snapshots/%s/files" % s for s in snapshots}
+
+
+def _restart(cv, refusals):
+    """Start coved again. A start refused right after a kill (a sandbox
+    start the kill cut short may hold the API socket for a moment: see
+    test_restart) is counted, then retried."""
+    for attempt in range(4):
+        try:
+            cv.start()
+            return
+        except RuntimeError as e:
+            if attempt == 3:
+                raise AssertionError("coved does not start again: %s" % e)
+            refusals.append(str(e).strip().splitlines()[-1:])
+            time.sleep(0.5)
 
 
 def _log_since(cv, offset):
@@ -169,19 +184,24 @@ def _diff(want, got):
     return ("missing %s; unexpected %s" % (sorted(a - b)[:5], sorted(b - a)[:5]))[:1500]
 
 
-def _span(cv, method, path, body):
-    """How long an operation takes undisturbed (ms), and what it made."""
-    t0 = time.time()
-    st, j = cv.api(method, path, body, timeout=HTTP_TIMEOUT)
-    assert st == 201, (st, j)
-    return (time.time() - t0) * 1000, j
+def _span(cv, method, path, body, undo):
+    """How long an operation takes undisturbed (ms, the median of three);
+    undo(answer) removes what it made."""
+    times = []
+    for _ in range(3):
+        t0 = time.time()
+        st, j = cv.api(method, path, body, timeout=HTTP_TIMEOUT)
+        assert st == 201, (st, j)
+        times.append((time.time() - t0) * 1000)
+        undo(j)
+    return sorted(times)[1]
 
 
 def test_sigkill_during_snapshot_restore_fork(_cv):
     cv = covetest.Coved().start()
     seed = int(os.environ.get("COVE_CRASH_SEED", time.time()))  # to replay a run
     rng = random.Random(seed)
-    problems, phases, seen_ids = [], {}, set()
+    problems, phases, seen_ids, refusals = [], {}, set(), []
     t_start = time.time()
     try:
         source = cv.create(name="source")
@@ -191,14 +211,17 @@ def test_sigkill_during_snapshot_restore_fork(_cv):
         assert "/srv/t/rel l 777 1234 4321 1 5 " in reference and "/srv/t/suid f 4750 1000 1000" in reference, \
             reference[:3000]
         assert "/srv/t/a/one f 644 0 0 2 4 981173106" in reference and "/srv/t/fifo p" in reference, reference[:3000]
+        st, base = cv.api("POST", "/v1/sandboxes/%s/snapshots" % source, {"name": "base"})
+        assert st == 201 and base["durable"] is True, (st, base)
         # Undisturbed durations, to aim the kills inside the operations.
-        spans = {}
-        spans["snapshot"], base = _span(cv, "POST", "/v1/sandboxes/%s/snapshots" % source, {"name": "base"})
-        spans["restore"], j = _span(cv, "POST", "/v1/snapshots/%s/restore" % base["id"], {})
-        cv.api("DELETE", "/v1/sandboxes/" + j["id"])
-        spans["fork"], j = _span(cv, "POST", "/v1/sandboxes/%s/fork" % source, {"count": 2})
-        for c in j["sandboxes"]:
-            cv.api("DELETE", "/v1/sandboxes/" + c["id"])
+        spans = {
+            "snapshot": _span(cv, "POST", "/v1/sandboxes/%s/snapshots" % source, {},
+                              lambda j: cv.api("DELETE", "/v1/snapshots/" + j["id"])),
+            "restore": _span(cv, "POST", "/v1/snapshots/%s/restore" % base["id"], {},
+                             lambda j: cv.api("DELETE", "/v1/sandboxes/" + j["id"])),
+            "fork": _span(cv, "POST", "/v1/sandboxes/%s/fork" % source, {"count": 2},
+                          lambda j: [cv.api("DELETE", "/v1/sandboxes/" + c["id"]) for c in j["sandboxes"]]),
+        }
         ops = ["snapshot", "snapshot nowait", "restore", "fork 1", "fork 3"]
         for trial in range(TRIALS):
             op = ops[trial % len(ops)]
@@ -215,13 +238,13 @@ def test_sigkill_during_snapshot_restore_fork(_cv):
             else:
                 req = ("POST", "/v1/sandboxes/%s/fork" % source, {"count": int(op.split()[1])})
                 span = spans["fork"] * int(op.split()[1]) / 2
-            # 0-30 ms, or over the whole operation when it takes longer.
-            delay = rng.uniform(0, max(30, 1.2 * span)) / 1000
+            # Anywhere in the operation, or just after it.
+            delay = rng.uniform(0, 1.2 * span) / 1000
             out, log_at = [], os.path.getsize(cv.log)
             t = _fire(cv, *req, out)
             time.sleep(delay)
             cv.kill()
-            _restart(cv, problems, "%s (trial %d)" % (op, trial))
+            _restart(cv, refusals)
             t.join(HTTP_TIMEOUT)
             answer = out[0] if out else None
             log = _log_since(cv, log_at)
@@ -251,8 +274,8 @@ def test_sigkill_during_snapshot_restore_fork(_cv):
             wait_until(lambda: not covetest.cgroup_procs(sid), 5)
             if covetest.cgroup_procs(sid):
                 problems.append("unlisted sandbox %s keeps processes %s" % (sid, covetest.cgroup_procs(sid)))
-        print("# %d trials in %.0f s, COVE_CRASH_SEED=%d (kill delays within %s ms):" % (
-            trial + 1, time.time() - t_start, seed, {k: round(max(30, 1.2 * v)) for k, v in spans.items()}))
+        print("# %d trials in %.0f s, COVE_CRASH_SEED=%d, kills within %s ms, %d starts refused at first:" % (
+            trial + 1, time.time() - t_start, seed, {k: round(1.2 * v) for k, v in spans.items()}, len(refusals)))
         for op in ops:
             for phase, n in sorted(phases.get(op, {}).items(), key=lambda kv: -kv[1]):
                 print("#   %-16s %3d  %s" % (op, n, phase))
