@@ -477,21 +477,25 @@ static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *e
 
 static int h_snapshot(struct evhttp_request *req, const char *id, struct cove_err *err)
 {
-	static const char *const fields[] = { "name", "memory", NULL };
+	static const char *const fields[] = { "name", "memory", "wait_durable", NULL };
 	struct sandbox *sb = lookup(id, err);
 	json_t *j = sb ? read_body(req, err) : NULL;
 	if (!j)
 		return -1;
 	const char *name = "";
 	json_t *memory = json_object_get(j, "memory");
+	json_t *wait = json_object_get(j, "wait_durable");
 	struct snapshot *sn;
 	int r = check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ? -1 : 0;
 	if (r == 0 && memory && !json_is_boolean(memory))
 		r = err_set(err, COVE_EINVAL, "'memory' must be a boolean");
+	if (r == 0 && wait && !json_is_boolean(wait))
+		r = err_set(err, COVE_EINVAL, "'wait_durable' must be a boolean");
 	if (r == 0 && json_is_true(memory))
 		r = err_set(err, COVE_EINVAL, "memory snapshots are not supported on this host");
 	if (r == 0)
-		r = snapshot_create(daemon_ctx, sb, name, &sn, err);
+		r = json_is_false(wait) ? snapshot_create_nowait(daemon_ctx, sb, name, &sn, err)
+					: snapshot_create(daemon_ctx, sb, name, &sn, err);
 	json_decref(j);
 	if (r < 0)
 		return -1;

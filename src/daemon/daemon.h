@@ -20,6 +20,7 @@ struct exec;
 struct file_op;
 struct proc;
 struct lock;
+struct durable_job;
 
 struct sandbox_spec {
 	char name[64];
@@ -72,6 +73,8 @@ struct snapshot {
 	int64_t created_at; /* unix ms */
 	json_t *spec;       /* the sandbox's spec when it was taken */
 	struct snapshot *next;
+	bool durable;            /* files, manifest and row on disk (see snapshots.c) */
+	struct durable_job *job; /* the work making it durable off the loop, or NULL */
 };
 
 /* access.c: the API's listeners and their limits, from coved's flags; 0 or
@@ -104,7 +107,7 @@ struct daemon {
 	int count;                                /* not counting deleting ones */
 	struct snapshot *snapshots;               /* complete ones only, oldest first */
 	uint64_t requests;
-	bool stopping; /* SIGTERM: exit once no deletion is under way */
+	bool stopping; /* SIGTERM: exit once no deletion or worker job is under way */
 	struct access_config access;
 };
 
@@ -112,7 +115,7 @@ extern struct daemon *daemon_ctx;
 
 /* sandboxes.c */
 int sandboxes_load(struct daemon *d, struct cove_err *err);
-/* When stopping and no deletion is under way, leave the loop. */
+/* When stopping and no deletion or worker job is under way, leave the loop. */
 void sandboxes_stop_if_idle(struct daemon *d);
 struct sandbox *sandbox_find(struct daemon *d, const char *id);
 /* Create and boot a sandbox from spec (its env is moved out). Its root is
@@ -144,6 +147,11 @@ json_t *snapshot_to_json(const struct snapshot *sn);
  * snapshot; on return its files, manifest and row are on disk. */
 int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret,
 		    struct cove_err *err);
+/* The same, returning right after the subvolume snapshot and its row: the
+ * snapshot is listed, durable false, until a worker thread has made it
+ * durable (wait_durable false). */
+int snapshot_create_nowait(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret,
+			   struct cove_err *err);
 /* Refused (409) while a checkpoint names it (history.c). */
 int snapshot_delete(struct daemon *d, struct snapshot *sn, struct cove_err *err);
 /* A new sandbox from sn; overrides (name, memory, cpu_millis, pids when
@@ -352,3 +360,10 @@ int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err);
 bool query_flag(struct evhttp_request *req, const char *name); /* ?name=1 or ?name=true */
 void api_send_error(struct evhttp_request *req, const struct cove_err *err);
 void api_send_json(struct evhttp_request *req, int status, json_t *body);
+
+/* worker.c: slow work off the loop. work(arg) runs on a thread of its own
+ * and may touch only what arg holds; then done(arg) runs on the loop. */
+typedef void (*worker_fn)(void *arg);
+int worker_start(struct event_base *base, worker_fn work, worker_fn done, void *arg, struct cove_err *err);
+/* Some job's done has not run yet. */
+bool worker_busy(void);

@@ -489,7 +489,7 @@ static void finish_delete(struct daemon *d, struct sandbox *sb)
 
 void sandboxes_stop_if_idle(struct daemon *d)
 {
-	if (!d->stopping)
+	if (!d->stopping || worker_busy())
 		return;
 	for (int i = 0; i < MAX_SANDBOXES; i++)
 		if (d->sandboxes[i] && d->sandboxes[i]->state == SB_DELETING)
@@ -703,6 +703,10 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	if (row->init_pid > 0 && row->init_start && proc_start_time(row->init_pid) == row->init_start &&
 	    attach(d, sb, &err) == 0) {
 		log_info("sandbox %s: re-attached to cove-init pid %d", sb->id, sb->init_pid);
+		/* A coved killed inside a snapshot's or fork's frozen instant
+		 * left it frozen, and nothing else keeps a sandbox frozen. */
+		if (cgroup_freeze(&d->cgroups, sb->id, false, &err) < 0)
+			log_error("sandbox %s: thaw: %s", sb->id, err.msg);
 		procs_reattach(sb);
 		return;
 	}
@@ -716,8 +720,10 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	log_info("sandbox %s: started again (its previous init was gone)", sb->id);
 }
 
-/* A crash between taking a root and recording it leaves a subvolume that
- * no row names: nothing was acknowledged for it, so it goes. */
+/* A crash between taking a root and recording it, or before a fork's rows
+ * were committed, leaves a subvolume that no row names: nothing was
+ * acknowledged for it, so it goes, and first what may run on it (a fork's
+ * copies were started). */
 static void remove_unrecorded_roots(struct daemon *d)
 {
 	char dir[600], path[700];
@@ -730,9 +736,21 @@ static void remove_unrecorded_roots(struct daemon *d)
 		bool known = false;
 		for (int i = 0; i < MAX_SANDBOXES && !known; i++)
 			known = d->sandboxes[i] && strcmp(d->sandboxes[i]->id, e->d_name) == 0;
+		if (known)
+			continue;
+		struct cove_err err = { 0 };
+		if (cgroup_destroy(&d->cgroups, e->d_name, 2000, &err) < 0) {
+			log_error("sandbox %s, not recorded: %s", e->d_name, err.msg);
+			continue;
+		}
+		socket_path(d, e->d_name, path, sizeof(path));
+		(void)unlink(path);
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (!known && btrfs_subvol_delete(path) == 0)
-			log_info("removed '%s', a sandbox root with no record (an interrupted create)", path);
+		int r = btrfs_subvol_delete(path);
+		if (r < 0)
+			log_error("remove '%s', a sandbox root with no record: %s", path, strerror(-r));
+		else
+			log_info("removed '%s', a sandbox root with no record (an interrupted create or fork)", path);
 	}
 	if (dh)
 		closedir(dh);

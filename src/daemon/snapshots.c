@@ -7,12 +7,24 @@
  *   <pool>/snapshots/<id>/files          read-only snapshot of the sandbox's subvolume
  *   <pool>/snapshots/<id>/manifest.json  id, sandbox, name, image_dir, created_at, spec
  *
- * and a row in state.db. What makes a snapshot whole is, in this order: the
- * files on disk (syncfs), the manifest renamed into place and its directory
- * synced, the row committed. The row is the commit point: at start, a
- * directory without a row or without a manifest is the rest of a snapshot
- * that was never acknowledged and is deleted, and a row whose files or
- * manifest are gone is dropped. So nothing half made is ever listed. */
+ * and a row in state.db. A snapshot is listed from its row on, made in two
+ * steps:
+ *
+ *   taken    the subvolume snapshot (atomic: whole or absent), then its
+ *            row, durable = 0;
+ *   durable  the files on disk (syncfs), the manifest written to a
+ *            temporary file, synced, renamed into place and its directory
+ *            synced, then the row's durable = 1, committed with a WAL sync.
+ *
+ * wait_durable (snapshot_create) does both before the answer;
+ * snapshot_create_nowait answers after the first and has a worker thread do
+ * the syncs, the row being marked back on the loop. After a crash, the start
+ * finishes what it finds: a directory without a row is the rest of a
+ * snapshot never listed and is deleted; a row not durable whose files are
+ * there is made durable (or dropped if that fails), one whose files are gone
+ * is dropped; a durable row whose files or manifest are gone is dropped. So
+ * nothing is ever listed durable that is not, and nothing half made is
+ * listed at all. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -81,8 +93,8 @@ static void list_remove(struct daemon *d, struct snapshot *sn)
 json_t *snapshot_to_json(const struct snapshot *sn)
 {
 	return json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:O}", "id", sn->id, "sandbox", sn->sandbox, "name", sn->name,
-			 "created_at", (json_int_t)sn->created_at, "durable", 1, "image_dir", sn->image_dir, "spec",
-			 sn->spec);
+			 "created_at", (json_int_t)sn->created_at, "durable", sn->durable, "image_dir", sn->image_dir,
+			 "spec", sn->spec);
 }
 
 /* Everything of a snapshot directory, whatever state a crash left it in:
@@ -134,14 +146,11 @@ static int freeze_and_snapshot(struct daemon *d, struct sandbox *sb, const char 
 
 /* The manifest goes to a temporary file that is synced, then renamed into
  * place, then the directory is synced: a manifest on disk is always whole. */
-static int write_manifest(const char *dir, json_t *manifest, struct cove_err *err)
+static int write_manifest(const char *dir, const char *text, struct cove_err *err)
 {
 	char tmp[700], path[700];
 	snprintf(tmp, sizeof(tmp), "%s/" MANIFEST ".tmp", dir);
 	snprintf(path, sizeof(path), "%s/" MANIFEST, dir);
-	_cleanup_free_ char *text = json_dumps(manifest, JSON_INDENT(2));
-	if (!text)
-		return err_set(err, COVE_EINTERNAL, "out of memory");
 	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int r = fd < 0 ? -errno : io_write_all(fd, text, strlen(text));
 	if (r == 0 && fsync(fd) < 0)
@@ -158,11 +167,11 @@ static int write_manifest(const char *dir, json_t *manifest, struct cove_err *er
 
 /* Everything written to the pool so far, the new subvolume included, on
  * disk (a btrfs transaction commit). */
-static int sync_pool(struct daemon *d, struct cove_err *err)
+static int sync_pool(const char *pool_dir, struct cove_err *err)
 {
-	_cleanup_close_ int fd = open(d->pool.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int fd = open(pool_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || syncfs(fd) < 0)
-		return err_sys(err, errno, "sync the pool '%s'", d->pool.dir);
+		return err_sys(err, errno, "sync the pool '%s'", pool_dir);
 	return 0;
 }
 
@@ -173,15 +182,46 @@ static int64_t now_unix_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Manifest, then row: see the top of the file. */
-static int make_durable(struct daemon *d, const struct snapshot *sn, const char *dir, struct cove_err *err)
+/* Files, then manifest, on disk. It reads nothing but its arguments, so a
+ * worker thread may run it. */
+static int persist(const char *pool_dir, const char *dir, const char *manifest, struct cove_err *err)
+{
+	return sync_pool(pool_dir, err) < 0 || write_manifest(dir, manifest, err) < 0 ? -1 : 0;
+}
+
+/* What the manifest holds: the snapshot as the API shows it, less the
+ * flag (a manifest in place means durable files). */
+static char *manifest_text(const struct snapshot *sn)
 {
 	json_t *m = snapshot_to_json(sn);
 	json_object_del(m, "durable");
-	int r = sync_pool(d, err) < 0 || write_manifest(dir, m, err) < 0 ? -1 : 0;
+	char *text = m ? json_dumps(m, JSON_INDENT(2)) : NULL;
 	json_decref(m);
-	if (r < 0)
+	return text;
+}
+
+/* The commit point: the row says durable. */
+static int mark_durable(struct daemon *d, struct snapshot *sn, struct cove_err *err)
+{
+	if (store_set_snapshot_durable(d->store, sn->id, err) < 0)
 		return -1;
+	sn->durable = true;
+	return 0;
+}
+
+/* The durable step, on the loop. */
+static int make_durable(struct daemon *d, struct snapshot *sn, struct cove_err *err)
+{
+	char dir[600];
+	snap_dir(d, sn->id, dir, sizeof(dir));
+	_cleanup_free_ char *text = manifest_text(sn);
+	if (!text)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	return persist(d->pool.dir, dir, text, err) < 0 || mark_durable(d, sn, err) < 0 ? -1 : 0;
+}
+
+static int put_row(struct daemon *d, const struct snapshot *sn, struct cove_err *err)
+{
 	_cleanup_free_ char *spec = json_dumps(sn->spec, JSON_COMPACT);
 	struct store_snapshot row = { .id = sn->id,
 				      .sandbox = sn->sandbox,
@@ -194,7 +234,8 @@ static int make_durable(struct daemon *d, const struct snapshot *sn, const char 
 	return store_put_snapshot(d->store, &row, err);
 }
 
-int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
+/* The step "taken": listed from here on, not durable. */
+static int take(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
 {
 	struct snapshot *sn = calloc(1, sizeof(*sn));
 	if (!sn || snapshot_id_new(sn->id) < 0) {
@@ -216,14 +257,103 @@ int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, stru
 		snapshot_free(sn);
 		return -1;
 	}
-	if (make_durable(d, sn, dir, err) < 0) {
-		(void)store_delete_snapshot(d->store, sn->id, NULL);
+	if (put_row(d, sn, err) < 0) {
 		(void)remove_dir(dir);
 		snapshot_free(sn);
 		return -1;
 	}
-	log_info("sandbox %s: snapshot %s taken", sb->id, sn->id);
 	list_append(d, sn);
+	*ret = sn;
+	return 0;
+}
+
+/* A snapshot that could not be made durable, when its caller is told so:
+ * nothing of it stays. */
+static void discard(struct daemon *d, struct snapshot *sn)
+{
+	struct cove_err e = { 0 };
+	if (snapshot_delete(d, sn, &e) < 0)
+		log_error("snapshot %s: %s (the next start deals with it)", sn->id, e.msg);
+}
+
+int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
+{
+	struct snapshot *sn;
+	if (take(d, sb, name, &sn, err) < 0)
+		return -1;
+	if (make_durable(d, sn, err) < 0) {
+		discard(d, sn);
+		return -1;
+	}
+	log_info("sandbox %s: snapshot %s taken", sb->id, sn->id);
+	*ret = sn;
+	return 0;
+}
+
+/* The durable step of snapshot_create_nowait: persist() on a worker
+ * thread, with copies of what it needs; then, on the loop, the row. */
+struct durable_job {
+	struct snapshot *sn; /* the loop's: the thread never touches it */
+	bool deleted;        /* snapshot_delete ran meanwhile: the directory goes here */
+	char pool_dir[512];
+	char dir[600];
+	char *manifest;
+	int r;
+	struct cove_err err;
+};
+
+static void durable_work(void *arg)
+{
+	struct durable_job *j = arg;
+	j->r = persist(j->pool_dir, j->dir, j->manifest, &j->err);
+}
+
+static void durable_done(void *arg)
+{
+	struct durable_job *j = arg;
+	struct daemon *d = daemon_ctx;
+	struct snapshot *sn = j->sn;
+	sn->job = NULL;
+	if (j->deleted) {
+		int r = remove_dir(j->dir);
+		if (r < 0)
+			log_error("snapshot %s: delete '%s': %s (the next start tries again)", sn->id, j->dir,
+				  strerror(-r));
+		snapshot_free(sn);
+	} else if (j->r < 0 || mark_durable(d, sn, &j->err) < 0) {
+		/* Listed, not durable: the next start tries again or drops it. */
+		log_error("snapshot %s: not made durable: %s", sn->id, j->err.msg);
+	} else {
+		log_debug("snapshot %s: durable", sn->id);
+	}
+	free(j->manifest);
+	free(j);
+	sandboxes_stop_if_idle(d);
+}
+
+int snapshot_create_nowait(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret,
+			   struct cove_err *err)
+{
+	struct snapshot *sn;
+	if (take(d, sb, name, &sn, err) < 0)
+		return -1;
+	struct durable_job *j = calloc(1, sizeof(*j));
+	if (!j || !(j->manifest = manifest_text(sn))) {
+		free(j);
+		discard(d, sn);
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	}
+	j->sn = sn;
+	snprintf(j->pool_dir, sizeof(j->pool_dir), "%s", d->pool.dir);
+	snap_dir(d, sn->id, j->dir, sizeof(j->dir));
+	if (worker_start(d->base, durable_work, durable_done, j, err) < 0) {
+		free(j->manifest);
+		free(j);
+		discard(d, sn);
+		return -1;
+	}
+	sn->job = j;
+	log_info("sandbox %s: snapshot %s taken (durable in the background)", sb->id, sn->id);
 	*ret = sn;
 	return 0;
 }
@@ -239,6 +369,11 @@ int snapshot_delete(struct daemon *d, struct snapshot *sn, struct cove_err *err)
 	if (store_delete_snapshot(d->store, sn->id, err) < 0)
 		return -1;
 	list_remove(d, sn);
+	/* A worker thread still writes into the directory: its job removes it. */
+	if (sn->job) {
+		sn->job->deleted = true;
+		return 0;
+	}
 	int r = remove_dir(dir);
 	if (r < 0)
 		log_error("snapshot %s: delete '%s': %s (the next start tries again)", sn->id, dir, strerror(-r));
@@ -278,7 +413,10 @@ static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 }
 
 /* The frozen instant is a temporary snapshot directory without manifest or
- * row: a crash leaves something the next start deletes. */
+ * row: a crash leaves something the next start deletes. The copies' rows
+ * are one transaction, committed once all copies run: a crash before that
+ * leaves copies without rows, which the next start removes (their
+ * processes with them), so a fork is all or nothing across a crash too. */
 int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox **ret, struct cove_err *err)
 {
 	char id[16], dir[600], files[700];
@@ -288,6 +426,10 @@ int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox
 	snap_files(d, id, files, sizeof(files));
 	if (freeze_and_snapshot(d, sb, dir, err) < 0)
 		return -1;
+	if (store_begin(d->store, err) < 0) {
+		(void)remove_dir(dir);
+		return -1;
+	}
 	int n = 0;
 	for (; n < count; n++) {
 		struct sandbox_spec spec;
@@ -300,26 +442,38 @@ int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox
 		if (r < 0)
 			break;
 	}
-	if (n < count)
+	bool ok = n == count;
+	if (!ok)
 		for (int i = 0; i < n; i++)
 			(void)sandbox_delete(d, ret[i], NULL);
+	/* The copies, or their deletions. A commit that fails wrote none of
+	 * the copies' rows: they go as a failed fork's do. */
+	if (store_commit(d->store, ok ? err : NULL) < 0 && ok) {
+		ok = false;
+		for (int i = 0; i < n; i++)
+			(void)sandbox_delete(d, ret[i], NULL);
+	}
 	int r = remove_dir(dir);
 	if (r < 0)
 		log_error("sandbox %s: fork: delete '%s': %s (the next start tries again)", sb->id, dir, strerror(-r));
-	return n < count ? -1 : 0;
+	return ok ? 0 : -1;
 }
 
-/* A row is kept only when its files and manifest are there. */
+static bool files_on_disk(struct daemon *d, const char *id)
+{
+	char path[700];
+	snap_files(d, id, path, sizeof(path));
+	return btrfs_is_subvol(path) == 1;
+}
+
+/* A durable row is kept only when its files and manifest are there. */
 static bool complete_on_disk(struct daemon *d, const char *id)
 {
 	char path[700];
 	struct stat st;
 	snap_dir(d, id, path, sizeof(path));
 	strcat(path, "/" MANIFEST);
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-		return false;
-	snap_files(d, id, path, sizeof(path));
-	return btrfs_is_subvol(path) == 1;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && files_on_disk(d, id);
 }
 
 struct load_ctx {
@@ -346,7 +500,8 @@ static void load_one(void *arg, const struct store_snapshot *row)
 	snprintf(sn->name, sizeof(sn->name), "%s", row->name);
 	snprintf(sn->image_dir, sizeof(sn->image_dir), "%s", row->image_dir);
 	sn->created_at = row->created_at;
-	if (complete_on_disk(d, sn->id)) {
+	sn->durable = row->durable;
+	if (sn->durable ? complete_on_disk(d, sn->id) : files_on_disk(d, sn->id)) {
 		list_append(d, sn);
 		return;
 	}
@@ -395,6 +550,22 @@ int snapshots_load(struct daemon *d, struct cove_err *err)
 	free(ctx.drop);
 	if (r < 0)
 		return -1;
+	/* Taken, not durable yet when coved died: the files are whole (a
+	 * subvolume snapshot is atomic), so the rest is done now, before
+	 * anything is served. */
+	for (struct snapshot *sn = d->snapshots, *next; sn; sn = next) {
+		struct cove_err e = { 0 };
+		next = sn->next;
+		if (sn->durable)
+			continue;
+		if (make_durable(d, sn, &e) == 0) {
+			log_info("snapshot %s: made durable at start", sn->id);
+			continue;
+		}
+		log_error("snapshot %s: cannot be made durable: %s: dropped", sn->id, e.msg);
+		if (snapshot_delete(d, sn, err) < 0)
+			return -1;
+	}
 	/* An unreadable row may own a directory: then nothing is swept. */
 	if (ctx.bad == 0)
 		sweep(d, dir);

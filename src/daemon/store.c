@@ -11,6 +11,7 @@ struct store {
 	sqlite3 *db;
 	sqlite3_stmt *put, *del, *each;
 	sqlite3_stmt *snap_put, *snap_del, *snap_each;
+	sqlite3_stmt *snap_durable;
 };
 
 static const char schema[] = "PRAGMA journal_mode=WAL;"
@@ -56,6 +57,10 @@ static const char *const migrations[] = {
 	" created_at INTEGER NOT NULL,"
 	" PRIMARY KEY (history, seq));"
 	"CREATE INDEX checkpoints_by_snapshot ON checkpoints(snapshot);",
+	/* 2: a snapshot's durable flag (wait_durable false answers before its
+	 * files are on disk). The rows of older databases were all written
+	 * durable. */
+	"ALTER TABLE snapshots ADD COLUMN durable INTEGER NOT NULL DEFAULT 1;",
 };
 
 static int migrate(sqlite3 *db, const char *path, struct cove_err *err)
@@ -100,8 +105,18 @@ int store_open(struct store **ret, const char *path, struct cove_err *err)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
 		    SQLITE_OK ||
-	    sqlite3_exec(s->db, schema, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(
+	    sqlite3_exec(s->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
+		int r = err_set(err, COVE_EINTERNAL, "open state store '%s': %s", path,
+				s->db ? sqlite3_errmsg(s->db) : "out of memory");
+		store_close(s);
+		return r;
+	}
+	/* Tables first, then the statements that name their columns. */
+	if (migrate(s->db, path, err) < 0) {
+		store_close(s);
+		return -1;
+	}
+	if (sqlite3_prepare_v2(
 		    s->db,
 		    "INSERT INTO sandboxes (id, state, slot, init_pid, init_start, spec) VALUES (?,?,?,?,?,?)"
 		    " ON CONFLICT(id) DO UPDATE SET state=excluded.state, slot=excluded.slot,"
@@ -110,22 +125,20 @@ int store_open(struct store **ret, const char *path, struct cove_err *err)
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "SELECT id, state, slot, init_pid, init_start, spec FROM sandboxes ORDER BY seq",
 			       -1, &s->each, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(
-		    s->db,
-		    "INSERT INTO snapshots (id, sandbox, name, image_dir, created_at, spec) VALUES (?,?,?,?,?,?)", -1,
-		    &s->snap_put, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(s->db, "DELETE FROM snapshots WHERE id = ?", -1, &s->snap_del, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
-			       "SELECT id, sandbox, name, image_dir, created_at, spec FROM snapshots ORDER BY seq", -1,
-			       &s->snap_each, NULL) != SQLITE_OK) {
+			       "INSERT INTO snapshots (id, sandbox, name, image_dir, created_at, spec, durable)"
+			       " VALUES (?,?,?,?,?,?,0)",
+			       -1, &s->snap_put, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "DELETE FROM snapshots WHERE id = ?", -1, &s->snap_del, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(
+		    s->db, "SELECT id, sandbox, name, image_dir, created_at, spec, durable FROM snapshots ORDER BY seq",
+		    -1, &s->snap_each, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "UPDATE snapshots SET durable = 1 WHERE id = ?", -1, &s->snap_durable, NULL) !=
+		    SQLITE_OK) {
 		int r = err_set(err, COVE_EINTERNAL, "open state store '%s': %s", path,
 				s->db ? sqlite3_errmsg(s->db) : "out of memory");
 		store_close(s);
 		return r;
-	}
-	if (migrate(s->db, path, err) < 0) {
-		store_close(s);
-		return -1;
 	}
 	sqlite3_busy_timeout(s->db, 5000);
 	*ret = s;
@@ -142,6 +155,7 @@ void store_close(struct store *s)
 	sqlite3_finalize(s->snap_put);
 	sqlite3_finalize(s->snap_del);
 	sqlite3_finalize(s->snap_each);
+	sqlite3_finalize(s->snap_durable);
 	sqlite3_close(s->db);
 	free(s);
 }
@@ -190,14 +204,11 @@ int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store
 	return r;
 }
 
-/* synchronous=NORMAL (the store's default) may lose the last commits in a
- * power failure, which a sandbox's row survives (the next start cleans up
- * either way) but a snapshot reported durable must not: its row is
- * committed with a WAL sync. */
+/* A row that is not durable yet may be lost to a power cut with the
+ * store's default synchronous=NORMAL: the next start then finds its
+ * directory without a row and deletes it. */
 int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct cove_err *err)
 {
-	if (sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) != SQLITE_OK)
-		return db_err(s, err, "save snapshot");
 	sqlite3_reset(s->snap_put);
 	sqlite3_bind_text(s->snap_put, 1, sn->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s->snap_put, 2, sn->sandbox, -1, SQLITE_STATIC);
@@ -207,6 +218,21 @@ int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct 
 	sqlite3_bind_text(s->snap_put, 6, sn->spec, -1, SQLITE_STATIC);
 	int r = sqlite3_step(s->snap_put) == SQLITE_DONE ? 0 : db_err(s, err, "save snapshot");
 	sqlite3_reset(s->snap_put);
+	return r;
+}
+
+/* synchronous=NORMAL may lose the last commits in a power failure, which a
+ * snapshot reported durable must not: this commit is a WAL sync. */
+int store_set_snapshot_durable(struct store *s, const char *id, struct cove_err *err)
+{
+	if (sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(s, err, "mark snapshot durable");
+	sqlite3_reset(s->snap_durable);
+	sqlite3_bind_text(s->snap_durable, 1, id, -1, SQLITE_STATIC);
+	int r = sqlite3_step(s->snap_durable) == SQLITE_DONE ? 0 : db_err(s, err, "mark snapshot durable");
+	if (r == 0 && sqlite3_changes(s->db) != 1)
+		r = err_set(err, COVE_EINTERNAL, "state store: no snapshot row '%s'", id);
+	sqlite3_reset(s->snap_durable);
 	(void)sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
 	return r;
 }
@@ -233,6 +259,7 @@ int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct stor
 			.image_dir = (const char *)sqlite3_column_text(s->snap_each, 3),
 			.created_at = (int64_t)sqlite3_column_int64(s->snap_each, 4),
 			.spec = (const char *)sqlite3_column_text(s->snap_each, 5),
+			.durable = sqlite3_column_int(s->snap_each, 6) != 0,
 		};
 		cb(arg, &sn);
 	}
@@ -444,5 +471,19 @@ int store_snapshot_users(struct store *s, const char *snapshot, char ret_history
 		*ret_seq = sqlite3_column_int(st, 1);
 	}
 	sqlite3_finalize(st);
+	return r;
+}
+
+int store_begin(struct store *s, struct cove_err *err)
+{
+	return sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : db_err(s, err, "begin");
+}
+
+int store_commit(struct store *s, struct cove_err *err)
+{
+	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	int r = db_err(s, err, "commit");
+	(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	return r;
 }
