@@ -11,8 +11,8 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(SAN)
 PIE_CFLAGS = -fPIE
 PIE_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN)
 
-LIBS_DAEMON := -levent -ljansson -lsqlite3 -lseccomp -lpthread
-LIBS_CLIENT := -ljansson
+LIBS_DAEMON := -levent -ljansson -lsqlite3 -lseccomp -larchive -lpthread
+LIBS_CLIENT := -ljansson -larchive -lacl
 
 COMMON_SRC := $(wildcard src/common/*.c)
 SYS_SRC    := $(wildcard src/sys/*.c)
@@ -25,7 +25,7 @@ INIT_SRC   := $(wildcard src/init/*.c)
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 # cove-init is static and links only libc: it is built from its own objects
 # (compiled without PIE) plus the pure helpers it shares.
-INIT_COMMON := src/common/wire.c src/common/passwd.c
+INIT_COMMON := src/common/wire.c src/common/passwd.c src/common/io.c
 iobj = $(patsubst %.c,$(BUILD)/init-obj/%.o,$(1))
 
 CORE_OBJ   := $(call obj,$(COMMON_SRC) $(SYS_SRC) $(SANDBOX_SRC))

@@ -58,6 +58,9 @@ struct cove_exec_events {
 	/* fd is 1 for stdout, 2 for stderr; the bytes are exact. */
 	void (*on_output)(void *arg, int fd, const char *buf, size_t len);
 	void *arg;
+	/* Attach streams only: lost bytes of fd's output that came before
+	 * what the process's retained tail (1 MiB per stream) still holds. */
+	void (*on_gap)(void *arg, int fd, unsigned long long lost);
 };
 
 struct cove_exec_result {
@@ -99,6 +102,36 @@ int cove_lock_acquire(struct cove *c, const char *id, const char *name, double l
 int cove_lock_renew(struct cove *c, const char *id, struct cove_lock *lock, double lease, struct cove_error *err);
 /* Release a held lock: the first waiter gets it. */
 int cove_lock_release(struct cove *c, const char *id, const struct cove_lock *lock, struct cove_error *err);
+/* The rest of the Files API; every path is the sandbox's, resolved inside
+ * it as its user. A stat: {name, path, type, size, mode, mtime, uid, gid
+ * [, target]} into *ret_json (free it). */
+int cove_stat(struct cove *c, const char *id, const char *path, char **ret_json, struct cove_error *err);
+/* A folder's entries, depth levels down (1: its own), as {path, entries,
+ * truncated}; each entry is shaped like a stat. */
+int cove_list(struct cove *c, const char *id, const char *path, int depth, char **ret_json, struct cove_error *err);
+/* Remove a file, a symlink or an empty folder; with recursive, a folder and
+ * all it holds. A missing path is no error: *ret_deleted (if not NULL)
+ * says whether something was there. */
+int cove_remove(struct cove *c, const char *id, const char *path, bool recursive, bool *ret_deleted,
+		struct cove_error *err);
+int cove_mkdir(struct cove *c, const char *id, const char *path, struct cove_error *err); /* mkdir -p */
+int cove_move(struct cove *c, const char *id, const char *from, const char *to, bool overwrite, struct cove_error *err);
+int cove_chmod(struct cove *c, const char *id, const char *path, const char *mode, struct cove_error *err);
+
+/* Receives a download's bytes as they arrive; a non-zero return stops it. */
+typedef int (*cove_data_fn)(void *arg, const char *buf, size_t len);
+/* A regular file, streamed to on_data: no size bound, unlike cove_read_file. */
+int cove_read_file_stream(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
+			  struct cove_error *err);
+/* A folder as an uncompressed tar, streamed to on_data; member names are
+ * relative to the folder. */
+int cove_read_tar(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
+		  struct cove_error *err);
+/* Extract an uncompressed tar (len bytes) into a folder of the sandbox,
+ * made if missing; what it makes belongs to the sandbox's user. *ret_json
+ * (if not NULL): {path, entries, skipped, created}. */
+int cove_write_tar(struct cove *c, const char *id, const char *path, const void *tar, size_t len, char **ret_json,
+		   struct cove_error *err);
 
 /* Sessions: a persistent shell in a sandbox whose cwd, variables, functions
  * and aliases carry over between commands. options_json: {"cwd","env",
@@ -107,6 +140,83 @@ int cove_lock_release(struct cove *c, const char *id, const struct cove_lock *lo
 int cove_session_create(struct cove *c, const char *id, const char *options_json, char session_id[24],
 			struct cove_error *err);
 int cove_session_delete(struct cove *c, const char *id, const char *session_id, struct cove_error *err);
+/* ---- Kept processes: background jobs and terminals ----
+ *
+ * A kept process is started by an exec request with "background": true (or
+ * "tty": true): coved answers with its pid at once, keeps its output (the
+ * last 1 MiB of each stream), and the process outlives the client, and
+ * coved. It is named by its pid or by the "tag" given at its start, both as
+ * text here ("42", "web"): proc below is either.
+ *
+ *     int pid;
+ *     cove_proc_start(c, id, "{\"cmd\": \"make\", \"tag\": \"build\"}", &pid, &e);
+ *     cove_proc_attach(c, id, "build", true, &events, &r, &e);  // replay, follow, exit status
+ */
+
+/* Start a kept process. request_json is an exec request (cmd, env, cwd,
+ * user, stdin, timeout, tag, stdin_open, tty, rows, cols); libcove adds
+ * "background": true. */
+int cove_proc_start(struct cove *c, const char *id, const char *request_json, int *ret_pid, struct cove_error *err);
+/* The sandbox's kept processes, as the API's JSON {"processes": [...]}
+ * (free it): running ones and the last ended ones. */
+int cove_proc_list(struct cove *c, const char *id, char **ret_json, struct cove_error *err);
+/* One process as JSON (pid, tag, cmd, state "running" or "exited",
+ * exit_code, signal, ...; free it). With wait > 0, the answer comes when
+ * the process has ended or after wait seconds (at most 86400), whichever is
+ * first: its state tells which. */
+int cove_proc_get(struct cove *c, const char *id, const char *proc, double wait, char **ret_json,
+		  struct cove_error *err);
+/* Wait for the process's end, however long that takes; its exit status
+ * goes to *ret. */
+int cove_proc_wait(struct cove *c, const char *id, const char *proc, struct cove_exec_result *ret,
+		   struct cove_error *err);
+/* Write len bytes to the process's stdin (a pipe it was started with
+ * "stdin_open": true, or a terminal's input); eof then closes it (a
+ * terminal gets its EOF character, ^D). Returns once coved has written
+ * the bytes: a process that does not read holds the call. */
+int cove_proc_stdin(struct cove *c, const char *id, const char *proc, const void *data, size_t len, bool eof,
+		    struct cove_error *err);
+/* Send a signal: a name ("TERM", "SIGTERM"), a number as text ("15"), or
+ * NULL for KILL; tree: to all of its descendants too. */
+int cove_proc_signal(struct cove *c, const char *id, const char *proc, const char *signal, bool tree,
+		     struct cove_error *err);
+/* A terminal's new window size; its foreground processes get SIGWINCH. */
+int cove_proc_resize(struct cove *c, const char *id, const char *proc, int rows, int cols, struct cove_error *err);
+/* Follow a process's output: the retained tail first (when replay), then
+ * live output, until it has ended; its exit status goes to *ret. */
+int cove_proc_attach(struct cove *c, const char *id, const char *proc, bool replay,
+		     const struct cove_exec_events *events, struct cove_exec_result *ret, struct cove_error *err);
+
+/* ---- Streams read at the caller's pace ----
+ *
+ * For programs that wait on several things at once, like a terminal (the
+ * user's keys, the window size, the output): a stream has its own
+ * connection, so c stays free for stdin and resize calls meanwhile, and an
+ * fd to poll. A terminal is an exec stream of a request with "tty": true
+ * and no "background": coved kills it when the stream's connection closes,
+ * and its output waits for the stream's reader.
+ *
+ *     cove_stream_exec(c, id, "{\"cmd\": \"bash\", \"tty\": true}", &events, &s, &e);
+ *     // poll cove_stream_fd(s) with the rest; when it is readable:
+ *     //     r = cove_stream_read(s, &result, &e);   // 1: ended, 0: more to come
+ *     cove_stream_close(s);
+ */
+struct cove_stream;
+
+/* Start an exec (request as for cove_exec) and stream its events. */
+int cove_stream_exec(struct cove *c, const char *id, const char *request_json, const struct cove_exec_events *events,
+		     struct cove_stream **ret, struct cove_error *err);
+/* Attach to a kept process, as cove_proc_attach does. */
+int cove_stream_attach(struct cove *c, const char *id, const char *proc, bool replay,
+		       const struct cove_exec_events *events, struct cove_stream **ret, struct cove_error *err);
+int cove_stream_fd(const struct cove_stream *s);
+/* Read what has arrived (waiting for something if nothing has) and call the
+ * events. 1 once the process's exit came (*ret filled), 0 when more is to
+ * come (also after a signal interrupted the wait), -1 on an error: the
+ * request's own (an unknown process is a 404), or the stream's end without
+ * an exit. After 1 or -1 the stream is over: close it. */
+int cove_stream_read(struct cove_stream *s, struct cove_exec_result *ret, struct cove_error *err);
+void cove_stream_close(struct cove_stream *s);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,7 @@ sources()
 	wire) echo "src/common/wire.c" ;;
 	passwd) echo "src/common/passwd.c" ;;
 	encoding) echo "src/common/encoding.c" ;;
+	entry) echo "src/common/wire.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -59,6 +60,10 @@ seed()
 		printf 'Zm9vYmFy' >"$d/seed1"
 		printf 'Zm9vYg==' >"$d/seed2"
 		printf 'caf\303\251 \342\202\254 \360\237\230\200' >"$d/seed3"
+		;;
+	entry)
+		printf './a//b/./c/' >"$d/seed1"
+		printf '/../etc/passwd' >"$d/seed2"
 		;;
 	esac
 }

@@ -33,8 +33,23 @@ int cmd_snapshots(struct cli *cli, int argc, char **argv);
 int cmd_restore(struct cli *cli, int argc, char **argv);
 int cmd_fork(struct cli *cli, int argc, char **argv);
 int cmd_lock(struct cli *cli, int argc, char **argv);
+int cmd_ps(struct cli *cli, int argc, char **argv);
+int cmd_attach(struct cli *cli, int argc, char **argv);
+int cmd_kill(struct cli *cli, int argc, char **argv);
+int cmd_wait(struct cli *cli, int argc, char **argv);
+int cmd_shell(struct cli *cli, int argc, char **argv);
+int cmd_files(struct cli *cli, int argc, char **argv);
 
 /* Run a command in sandbox id, streaming output to our stdout/stderr.
  * Returns the exit status to exit with (the command's, 128+signal, or
  * 124 on timeout, 125 for a cove error, 126/127 when it could not run). */
 int cli_exec_stream(struct cli *cli, const char *id, const char *request_json);
+/* Start a background process (the request has "background": true), print
+ * its pid; the status to exit with. */
+int cli_exec_detached(struct cli *cli, const char *id, const char *request_json);
+/* The status to exit with for a process's end: its exit code, 128+signal,
+ * or 124 (with a message) when it timed out. */
+int cli_exit_status(const struct cove_exec_result *res);
+/* Print err; the status to exit with for an exec that failed: 127 when the
+ * command was not found, 126 when it could not be run, else 125. */
+int cli_exec_error_status(const struct cove_error *err);

@@ -25,19 +25,9 @@ int cli_exec_stream(struct cli *cli, const char *id, const char *request_json)
 	struct cove_exec_events ev = { .on_output = on_output };
 	struct cove_exec_result res;
 	struct cove_error err = { 0 };
-	if (cove_exec(cli->client, id, request_json, &ev, &res, &err) < 0) {
-		cli_fail(&err);
-		if (strstr(err.message, "exec: No such file"))
-			return 127;
-		if (strstr(err.message, "exec: Permission denied"))
-			return 126;
-		return 125;
-	}
-	if (res.timed_out) {
-		fprintf(stderr, "cove: timed out\n");
-		return 124;
-	}
-	return res.signal ? 128 + res.signal : res.exit_code;
+	if (cove_exec(cli->client, id, request_json, &ev, &res, &err) < 0)
+		return cli_exec_error_status(&err);
+	return cli_exit_status(&res);
 }
 
 /* All of our stdin, base64-encoded, or NULL (too large, unreadable, or out
@@ -73,7 +63,8 @@ static char *read_stdin_b64(void)
 static const struct option exec_opts[] = {
 	{ "env", required_argument, NULL, 'e' },   { "workdir", required_argument, NULL, 'w' },
 	{ "user", required_argument, NULL, 'u' },  { "timeout", required_argument, NULL, 't' },
-	{ "interactive", no_argument, NULL, 'i' }, { 0 },
+	{ "interactive", no_argument, NULL, 'i' }, { "detach", no_argument, NULL, 'd' },
+	{ "tag", required_argument, NULL, 'T' },   { 0 },
 };
 
 static int parse_exec(int argc, char **argv, json_t *req)
@@ -81,7 +72,7 @@ static int parse_exec(int argc, char **argv, json_t *req)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+e:w:u:t:i", exec_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:w:u:t:id", exec_opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
 		case 'e':
@@ -109,6 +100,12 @@ static int parse_exec(int argc, char **argv, json_t *req)
 			free(b64);
 			break;
 		}
+		case 'd':
+			json_object_set_new(req, "background", json_true());
+			break;
+		case 'T':
+			json_object_set_new(req, "tag", json_string(optarg));
+			break;
 		default:
 			return cli_usage_error("exec", "unknown or incomplete option '%s'", argv[optind - 1]), -1;
 		}
@@ -134,7 +131,12 @@ int cmd_exec(struct cli *cli, int argc, char **argv)
 			json_array_append_new(cmd, json_string(argv[i]));
 		json_object_set_new(req, "cmd", cmd);
 		char *body = json_dumps(req, JSON_COMPACT);
-		r = cli_connect(cli) < 0 ? 1 : cli_exec_stream(cli, id, body);
+		if (cli_connect(cli) < 0)
+			r = 1;
+		else if (json_is_true(json_object_get(req, "background")))
+			r = cli_exec_detached(cli, id, body);
+		else
+			r = cli_exec_stream(cli, id, body);
 		free(body);
 	}
 	json_decref(req);

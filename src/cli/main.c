@@ -28,13 +28,22 @@ static const struct verb {
 	{ "ls", cmd_ls, "ls                           list sandboxes" },
 	{ "info", cmd_info, "info ID                      a sandbox as JSON" },
 	{ "rm", cmd_rm, "rm ID...                     delete sandboxes" },
-	{ "cp", cmd_cp, "cp SRC ID:DST | ID:SRC DST   copy a file into or out of a sandbox (- is stdin/stdout)" },
+	{ "cp", cmd_cp,
+	  "cp SRC ID:DST | ID:SRC DST   copy a file or folder into or out of a sandbox (- is stdin/stdout)" },
 	{ "snapshot", cmd_snapshot, "snapshot [--name N] ID       snapshot a sandbox (running or not), print its ID" },
 	{ "snapshot rm", cmd_snapshot, "snapshot rm SNID...          delete snapshots" },
 	{ "snapshots", cmd_snapshots, "snapshots                    list snapshots" },
 	{ "restore", cmd_restore, "restore [OPTIONS] SNID       a new sandbox from a snapshot, print its ID" },
 	{ "fork", cmd_fork, "fork [-n N] ID               N copies of a running sandbox, print their IDs" },
 	{ "lock", cmd_lock, "lock [OPTIONS] ID NAME -- CMD...  run CMD in a sandbox holding its lock NAME" },
+	{ "ps", cmd_ps, "ps [--json] ID               a sandbox's kept processes (exec -d, shell)" },
+	{ "attach", cmd_attach, "attach [--no-replay] ID P    a process's output: its kept tail, then live" },
+	{ "kill", cmd_kill, "kill [-s SIG] [--tree] ID P  signal a process (default KILL)" },
+	{ "wait", cmd_wait, "wait ID P                    wait for a process, exit with its status" },
+	{ "shell", cmd_shell, "shell [OPTIONS] ID [-- CMD]  an interactive terminal (default: the user's shell)" },
+	{ "files", cmd_files,
+	  "files ls [-l] [-d N] ID PATH | cat ID PATH... | rm [-r] ID PATH... | mkdir ID PATH...\n"
+	  "        | mv [-f] ID FROM TO | chmod ID MODE PATH...   a sandbox's files" },
 };
 
 static void usage(FILE *f)
@@ -47,8 +56,10 @@ static void usage(FILE *f)
 		   "  --isolation external [--inherit-env]  the host backend: a workspace folder, no OS boundary\n"
 		   "restore options: --name NAME --memory 512M --cpus 1 --pids N (default: the snapshot's)\n"
 		   "exec options: --env K=V --workdir DIR --user U --timeout SECONDS -i (pass stdin)\n"
+		   "  -d|--detach (in the background, print its pid) --tag T (name it; P is its pid or tag)\n"
 		   "lock options: --lease SECONDS (default 30, renewed while CMD runs) --wait SECONDS\n"
 		   "  (default 3600; 0: try once)\n"
+		   "shell options: --env K=V --workdir DIR --user U\n"
 		   "environment: COVE_SOCKET (default " COVE_DEFAULT_SOCKET "), COVE_DATA (default /var/lib/cove)\n");
 	fprintf(f, "coved over TCP (coved --listen), instead of the socket: --host ADDR:PORT (or COVE_HOST),\n"
 		   "  with the API token from --token-file PATH (or COVE_TOKEN)\n");

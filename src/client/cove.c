@@ -160,22 +160,28 @@ static int request(struct cove *c, const char *method, const char *path, const c
 	return request_raw(c, method, path, body, body ? strlen(body) : 0, on_body, arg, res, err);
 }
 
+/* A JSON answer to *ret_json (when not NULL), or its error to err. */
+static int take_json(struct http_response *res, char **ret_json, struct cove_error *err)
+{
+	if (res->status >= 300) {
+		error_from_body(res->status, res->body, err);
+		free(res->body);
+		return -1;
+	}
+	if (ret_json)
+		*ret_json = res->body;
+	else
+		free(res->body);
+	return 0;
+}
+
 int cove_call(struct cove *c, const char *method, const char *path, const char *body, char **ret_json,
 	      struct cove_error *err)
 {
 	struct http_response res;
 	if (request(c, method, path, body, NULL, NULL, &res, err) < 0)
 		return -1;
-	if (res.status >= 300) {
-		error_from_body(res.status, res.body, err);
-		free(res.body);
-		return -1;
-	}
-	if (ret_json)
-		*ret_json = res.body;
-	else
-		free(res.body);
-	return 0;
+	return take_json(&res, ret_json, err);
 }
 
 int cove_create(struct cove *c, const char *spec_json, char id[16], struct cove_error *err)
@@ -260,6 +266,16 @@ static int signal_number(const char *name)
 	return 0;
 }
 
+/* exit_code, signal and timed_out of an exit event or of an ended process. */
+static void exit_status_from_json(json_t *j, struct cove_exec_result *ret)
+{
+	json_t *code = json_object_get(j, "exit_code");
+	const char *sig = json_string_value(json_object_get(j, "signal"));
+	ret->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+	ret->signal = sig ? signal_number(sig) : 0;
+	ret->timed_out = json_is_true(json_object_get(j, "timed_out"));
+}
+
 static void handle_event(struct exec_stream *s, json_t *j)
 {
 	const char *type = json_string_value(json_object_get(j, "type"));
@@ -272,17 +288,17 @@ static void handle_event(struct exec_stream *s, json_t *j)
 	else if (strcmp(type, "stderr") == 0)
 		output_event(s, 2, j);
 	else if (strcmp(type, "exit") == 0) {
-		json_t *code = json_object_get(j, "exit_code");
-		const char *sig = json_string_value(json_object_get(j, "signal"));
-		s->result->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
-		s->result->signal = sig ? signal_number(sig) : 0;
-		s->result->timed_out = json_is_true(json_object_get(j, "timed_out"));
+		exit_status_from_json(j, s->result);
 		s->ended = true;
 	} else if (strcmp(type, "error") == 0) {
 		const char *code = "internal", *message = "";
 		json_unpack(j, "{s:{s?s, s?s}}", "error", "code", &code, "message", &message);
 		snprintf(s->error_code, sizeof(s->error_code), "%s", code);
 		snprintf(s->error_message, sizeof(s->error_message), "%s", message);
+	} else if (strcmp(type, "gap") == 0 && s->events && s->events->on_gap) {
+		const char *stream = json_string_value(json_object_get(j, "stream"));
+		s->events->on_gap(s->events->arg, stream && strcmp(stream, "stderr") == 0 ? 2 : 1,
+				  (unsigned long long)json_integer_value(json_object_get(j, "lost")));
 	}
 }
 
@@ -328,13 +344,14 @@ int cove_exec(struct cove *c, const char *id, const char *request_json, const st
 	return r;
 }
 
-/* "/v1/sandboxes/<id>/files?path=<path, percent-encoded>" into buf. */
-static int files_target(char *buf, size_t cap, const char *id, const char *path, struct cove_error *err)
+/* Append "<sep>name=<value, percent-encoded>" to the NUL-terminated buf. */
+static int add_param(char *buf, size_t cap, char sep, const char *name, const char *value, struct cove_error *err)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	int n = snprintf(buf, cap, "/v1/sandboxes/%s/files?path=", id);
-	size_t off = n < 0 ? cap : (size_t)n;
-	for (const unsigned char *p = (const unsigned char *)path; *p && off + 4 < cap; p++) {
+	size_t off = strlen(buf);
+	int n = snprintf(buf + off, cap - off, "%c%s=", sep, name);
+	off = n < 0 || (size_t)n >= cap - off ? cap : off + (size_t)n;
+	for (const unsigned char *p = (const unsigned char *)value; *p && off + 4 < cap; p++) {
 		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
 		    strchr("/-_.~", *p)) {
 			buf[off++] = (char)*p;
@@ -348,6 +365,13 @@ static int files_target(char *buf, size_t cap, const char *id, const char *path,
 		return set_error(err, 0, "invalid_argument", "path too long");
 	buf[off] = '\0';
 	return 0;
+}
+
+/* "/v1/sandboxes/<id>/files?path=<path, percent-encoded>" into buf. */
+static int files_target(char *buf, size_t cap, const char *id, const char *path, struct cove_error *err)
+{
+	snprintf(buf, cap, "/v1/sandboxes/%s/files", id);
+	return add_param(buf, cap, '?', "path", path, err);
 }
 
 int cove_read_file(struct cove *c, const char *id, const char *path, char **ret_data, size_t *ret_len,
@@ -450,4 +474,399 @@ int cove_lock_release(struct cove *c, const char *id, const struct cove_lock *lo
 		return -1;
 	json_decref(j);
 	return 0;
+}
+/* ---- kept processes ---- */
+
+/* "/v1/sandboxes/<id>/processes/<proc><suffix>" into buf. A pid or a tag
+ * needs no escaping; anything else is refused here, before it could make
+ * another path. */
+static int proc_path(char *buf, size_t cap, const char *id, const char *proc, const char *suffix,
+		     struct cove_error *err)
+{
+	static const char allowed[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+	size_t n = strlen(proc);
+	if (n == 0 || n > 63 || strspn(proc, allowed) != n || strcmp(proc, ".") == 0 || strcmp(proc, "..") == 0)
+		return set_error(err, 0, "invalid_argument", "bad process '%.63s' (want a pid or a tag)", proc);
+	snprintf(buf, cap, "/v1/sandboxes/%s/processes/%s%s", id, proc, suffix);
+	return 0;
+}
+
+/* cove_call with a JSON body, which it takes. */
+static int call_json(struct cove *c, const char *method, const char *path, json_t *body, char **ret_json,
+		     struct cove_error *err)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!text)
+		return set_error(err, 0, "internal", "out of memory");
+	int r = cove_call(c, method, path, text, ret_json, err);
+	free(text);
+	return r;
+}
+
+int cove_proc_start(struct cove *c, const char *id, const char *request_json, int *ret_pid, struct cove_error *err)
+{
+	json_t *req = json_loads(request_json ? request_json : "{}", 0, NULL);
+	if (!json_is_object(req)) {
+		json_decref(req);
+		return set_error(err, 0, "invalid_argument", "the request is not a JSON object");
+	}
+	json_object_set_new(req, "background", json_true());
+	json_object_del(req, "stream"); /* the answer is the pid, not a stream */
+	char path[128], *answer = NULL;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	if (call_json(c, "POST", path, req, &answer, err) < 0)
+		return -1;
+	json_t *j = json_loads(answer, 0, NULL);
+	json_t *pid = json_object_get(j, "pid");
+	int r = json_is_integer(pid) ? 0 : set_error(err, 500, "internal", "no pid in the answer");
+	if (r == 0)
+		*ret_pid = (int)json_integer_value(pid);
+	json_decref(j);
+	free(answer);
+	return r;
+}
+
+int cove_proc_list(struct cove *c, const char *id, char **ret_json, struct cove_error *err)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", id);
+	return cove_call(c, "GET", path, NULL, ret_json, err);
+}
+
+int cove_proc_get(struct cove *c, const char *id, const char *proc, double wait, char **ret_json,
+		  struct cove_error *err)
+{
+	char path[192], query[48] = "";
+	if (wait > 0)
+		snprintf(query, sizeof(query), "?wait=%.3f", wait);
+	if (proc_path(path, sizeof(path), id, proc, query, err) < 0)
+		return -1;
+	return cove_call(c, "GET", path, NULL, ret_json, err);
+}
+
+int cove_proc_wait(struct cove *c, const char *id, const char *proc, struct cove_exec_result *ret,
+		   struct cove_error *err)
+{
+	for (;;) {
+		char *answer;
+		/* An hour a request: well under coved's limit on a wait. */
+		if (cove_proc_get(c, id, proc, 3600, &answer, err) < 0)
+			return -1;
+		json_t *j = json_loads(answer, 0, NULL);
+		free(answer);
+		const char *state = json_string_value(json_object_get(j, "state"));
+		bool ended = state && strcmp(state, "exited") == 0;
+		if (ended)
+			exit_status_from_json(j, ret);
+		json_decref(j);
+		if (ended)
+			return 0;
+	}
+}
+
+int cove_proc_stdin(struct cove *c, const char *id, const char *proc, const void *data, size_t len, bool eof,
+		    struct cove_error *err)
+{
+	char path[192];
+	if (proc_path(path, sizeof(path), id, proc, "/stdin", err) < 0)
+		return -1;
+	char *b64 = malloc(base64_encoded_len(len) + 1);
+	if (!b64)
+		return set_error(err, 0, "internal", "out of memory");
+	base64_encode(data, len, b64);
+	json_t *req = json_pack("{s:s}", "data_b64", b64);
+	free(b64);
+	if (eof)
+		json_object_set_new(req, "eof", json_true());
+	return call_json(c, "POST", path, req, NULL, err);
+}
+
+int cove_proc_signal(struct cove *c, const char *id, const char *proc, const char *signal, bool tree,
+		     struct cove_error *err)
+{
+	char path[192];
+	if (proc_path(path, sizeof(path), id, proc, "/signal", err) < 0)
+		return -1;
+	json_t *req = json_pack("{s:b}", "tree", tree);
+	if (signal && *signal && strspn(signal, "0123456789") == strlen(signal))
+		json_object_set_new(req, "signal", json_integer(atoi(signal)));
+	else if (signal)
+		json_object_set_new(req, "signal", json_string(signal));
+	return call_json(c, "POST", path, req, NULL, err);
+}
+
+int cove_proc_resize(struct cove *c, const char *id, const char *proc, int rows, int cols, struct cove_error *err)
+{
+	char path[192];
+	if (proc_path(path, sizeof(path), id, proc, "/resize", err) < 0)
+		return -1;
+	return call_json(c, "POST", path, json_pack("{s:i, s:i}", "rows", rows, "cols", cols), NULL, err);
+}
+
+/* ---- streams ---- */
+
+struct cove_stream {
+	int fd; /* its own connection: the struct cove stays free for other calls */
+	struct http_parser parser;
+	struct exec_stream events;
+	struct cove_exec_result result;
+	char buf[65536];
+};
+
+static int stream_open(struct cove *c, const char *method, const char *path, const char *body,
+		       const struct cove_exec_events *events, struct cove_stream **ret, struct cove_error *err)
+{
+	struct cove_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return set_error(err, 0, "internal", "out of memory");
+	s->fd = http_connect_unix(c->socket_path);
+	if (s->fd < 0) {
+		set_error(err, 0, "unreachable", "cannot reach coved at '%s': %s", c->socket_path, strerror(-s->fd));
+		free(s);
+		return -1;
+	}
+	s->result.exit_code = -1;
+	s->events = (struct exec_stream){ .events = events, .result = &s->result };
+	http_parser_init(&s->parser, on_exec_body, &s->events);
+	struct cove_err e = { 0 };
+	if (http_send_request(s->fd, method, path, NULL, body, body ? strlen(body) : 0, &e) < 0) {
+		set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
+		cove_stream_close(s);
+		return -1;
+	}
+	*ret = s;
+	return 0;
+}
+
+int cove_stream_exec(struct cove *c, const char *id, const char *request_json, const struct cove_exec_events *events,
+		     struct cove_stream **ret, struct cove_error *err)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec?stream=1", id);
+	return stream_open(c, "POST", path, request_json, events, ret, err);
+}
+
+int cove_stream_attach(struct cove *c, const char *id, const char *proc, bool replay,
+		       const struct cove_exec_events *events, struct cove_stream **ret, struct cove_error *err)
+{
+	char path[192];
+	if (proc_path(path, sizeof(path), id, proc, replay ? "/attach" : "/attach?replay=0", err) < 0)
+		return -1;
+	return stream_open(c, "GET", path, NULL, events, ret, err);
+}
+
+int cove_stream_fd(const struct cove_stream *s)
+{
+	return s->fd;
+}
+
+int cove_stream_read(struct cove_stream *s, struct cove_exec_result *ret, struct cove_error *err)
+{
+	ssize_t n = read(s->fd, s->buf, sizeof(s->buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n < 0)
+		return set_error(err, 0, "unreachable", "reading from coved: %s", strerror(errno));
+	if (n > 0 && http_parser_feed(&s->parser, s->buf, (size_t)n) < 0)
+		return set_error(err, 0, "internal", "malformed stream from coved: %s", s->parser.why);
+	/* The exit and an error are each the last event of a stream, and an
+	 * error answer's body is one such line. */
+	if (s->events.ended) {
+		*ret = s->result;
+		return 1;
+	}
+	if (s->events.error_code[0])
+		return set_error(err, s->parser.status >= 300 ? s->parser.status : 409, s->events.error_code, "%s",
+				 s->events.error_message);
+	if (n == 0 || s->parser.state == HTTP_PARSE_DONE)
+		return set_error(err, 0, "unreachable", "the stream ended early");
+	return 0;
+}
+
+void cove_stream_close(struct cove_stream *s)
+{
+	if (!s)
+		return;
+	close(s->fd);
+	free(s->events.line);
+	free(s);
+}
+
+int cove_proc_attach(struct cove *c, const char *id, const char *proc, bool replay,
+		     const struct cove_exec_events *events, struct cove_exec_result *ret, struct cove_error *err)
+{
+	struct cove_stream *s;
+	if (cove_stream_attach(c, id, proc, replay, events, &s, err) < 0)
+		return -1;
+	int r;
+	while ((r = cove_stream_read(s, ret, err)) == 0)
+		;
+	cove_stream_close(s);
+	return r < 0 ? -1 : 0;
+}
+
+/* ---- the rest of the Files API ---- */
+
+#define FILES_TARGET_MAX (2 * 3 * 4096 + 256)
+
+/* "/v1/sandboxes/<id>/<route>?path=<path>" into buf. */
+static int route_target(char *buf, size_t cap, const char *id, const char *route, const char *path,
+			struct cove_error *err)
+{
+	snprintf(buf, cap, "/v1/sandboxes/%s/%s", id, route);
+	return add_param(buf, cap, '?', "path", path, err);
+}
+
+int cove_stat(struct cove *c, const char *id, const char *path, char **ret_json, struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	if (route_target(target, sizeof(target), id, "files", path, err) < 0 ||
+	    add_param(target, sizeof(target), '&', "stat", "1", err) < 0)
+		return -1;
+	return cove_call(c, "GET", target, NULL, ret_json, err);
+}
+
+int cove_list(struct cove *c, const char *id, const char *path, int depth, char **ret_json, struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX], d[16];
+	snprintf(d, sizeof(d), "%d", depth);
+	if (route_target(target, sizeof(target), id, "files", path, err) < 0 ||
+	    add_param(target, sizeof(target), '&', "depth", d, err) < 0)
+		return -1;
+	char *body = NULL;
+	if (cove_call(c, "GET", target, NULL, &body, err) < 0)
+		return -1;
+	json_t *j = json_loads(body, 0, NULL);
+	bool listing = json_is_array(json_object_get(j, "entries"));
+	json_decref(j);
+	if (!listing) { /* a file's bytes */
+		free(body);
+		return set_error(err, 400, "invalid_argument", "'%s' is not a directory", path);
+	}
+	*ret_json = body;
+	return 0;
+}
+
+int cove_remove(struct cove *c, const char *id, const char *path, bool recursive, bool *ret_deleted,
+		struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX], *body = NULL;
+	if (route_target(target, sizeof(target), id, "files", path, err) < 0 ||
+	    (recursive && add_param(target, sizeof(target), '&', "recursive", "1", err) < 0) ||
+	    cove_call(c, "DELETE", target, NULL, &body, err) < 0)
+		return -1;
+	json_t *j = json_loads(body, 0, NULL);
+	if (ret_deleted)
+		*ret_deleted = json_is_true(json_object_get(j, "deleted"));
+	json_decref(j);
+	free(body);
+	return 0;
+}
+
+int cove_mkdir(struct cove *c, const char *id, const char *path, struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	if (route_target(target, sizeof(target), id, "files/mkdir", path, err) < 0)
+		return -1;
+	return cove_call(c, "POST", target, NULL, NULL, err);
+}
+
+int cove_move(struct cove *c, const char *id, const char *from, const char *to, bool overwrite, struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	snprintf(target, sizeof(target), "/v1/sandboxes/%s/files/move", id);
+	if (add_param(target, sizeof(target), '?', "from", from, err) < 0 ||
+	    add_param(target, sizeof(target), '&', "to", to, err) < 0 ||
+	    (overwrite && add_param(target, sizeof(target), '&', "overwrite", "1", err) < 0))
+		return -1;
+	return cove_call(c, "POST", target, NULL, NULL, err);
+}
+
+int cove_chmod(struct cove *c, const char *id, const char *path, const char *mode, struct cove_error *err)
+{
+	char target[128];
+	snprintf(target, sizeof(target), "/v1/sandboxes/%s/files/chmod", id);
+	json_t *j = json_pack("{s:s, s:s}", "path", path, "mode", mode);
+	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!body)
+		return set_error(err, 0, "invalid_argument", "path or mode is not valid UTF-8");
+	int r = cove_call(c, "POST", target, body, NULL, err);
+	free(body);
+	return r;
+}
+
+/* A download's bytes to the caller, noting that some went: a request that
+ * delivered anything is never sent again. */
+struct download {
+	cove_data_fn on_data;
+	void *arg;
+	bool delivered;
+};
+
+static int on_download(void *arg, const char *buf, size_t len)
+{
+	struct download *d = arg;
+	d->delivered = true;
+	return d->on_data(d->arg, buf, len);
+}
+
+static int download(struct cove *c, const char *target, const char *path, const char *type, cove_data_fn on_data,
+		    void *arg, struct cove_error *err)
+{
+	struct download d = { on_data, arg, false };
+	struct http_response res;
+	struct cove_err e = { 0 };
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (connect_daemon(c, err) < 0)
+			return -1;
+		memset(&e, 0, sizeof(e));
+		bool reused = c->requests_on_fd++ > 0;
+		if (http_request_typed_stream(c->fd, "GET", target, type, on_download, &d, MAX_RESPONSE, &res, &e) == 0)
+			break;
+		close(c->fd);
+		c->fd = -1;
+		if (!reused || e.code != ECONNRESET || d.delivered)
+			return set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
+	}
+	if (c->fd < 0)
+		return set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
+	int r = 0;
+	if (res.status >= 300)
+		r = error_from_body(res.status, res.body, err);
+	else if (res.body) /* collected: not the type asked for */
+		r = set_error(err, res.status, "invalid_argument", "'%s' is not a %s", path,
+			      strcmp(type, "application/x-tar") == 0 ? "directory" : "regular file");
+	free(res.body);
+	return r;
+}
+
+int cove_read_file_stream(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
+			  struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	if (route_target(target, sizeof(target), id, "files", path, err) < 0)
+		return -1;
+	return download(c, target, path, "application/octet-stream", on_data, arg, err);
+}
+
+int cove_read_tar(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
+		  struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	if (route_target(target, sizeof(target), id, "files/tar", path, err) < 0)
+		return -1;
+	return download(c, target, path, "application/x-tar", on_data, arg, err);
+}
+
+int cove_write_tar(struct cove *c, const char *id, const char *path, const void *tar, size_t len, char **ret_json,
+		   struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	struct http_response res;
+	if (route_target(target, sizeof(target), id, "files/tar", path, err) < 0 ||
+	    request_raw(c, "PUT", target, tar, len, NULL, NULL, &res, err) < 0)
+		return -1;
+	return take_json(&res, ret_json, err);
 }

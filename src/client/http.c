@@ -613,16 +613,25 @@ struct body_sink {
 	http_body_cb user;
 	void *user_arg;
 	bool user_failed;
+	const struct http_parser *parser;
+	const char *stream_type; /* if set, only a status < 300 with this Content-Type is streamed */
 	char *buf;
 	size_t len, cap, max;
 	bool too_big, oom;
 };
 
+static bool streamed(const struct body_sink *s)
+{
+	const struct http_parser *p = s->parser;
+	return s->user && (!s->stream_type || (p->status < 300 && strncasecmp(p->content_type, s->stream_type,
+									      strlen(s->stream_type)) == 0));
+}
+
 static int sink_body(void *arg, const char *data, size_t n)
 {
 	struct body_sink *s = arg;
 
-	if (s->user) {
+	if (streamed(s)) {
 		int r = s->user(s->user_arg, data, n);
 		s->user_failed = r != 0;
 		return r;
@@ -728,23 +737,36 @@ static int response_error(const struct http_parser *p, const struct body_sink *s
 	return err_sys(err, -r, "%s %s: read response", method, target);
 }
 
-int http_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
-		 size_t body_len, http_body_cb on_body, void *arg, size_t max_body, struct http_response *ret,
-		 struct cove_err *err)
+/* Build the request's head and send it with the body: -1 (err set) for a
+ * request that cannot be sent, else 0 with send_all's result in *ret_sent. */
+static int send_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
+			size_t body_len, int *ret_sent, struct cove_err *err)
 {
-	struct body_sink sink = { .user = on_body, .user_arg = arg, .max = max_body };
-	struct http_parser p;
 	_cleanup_free_ char *head = NULL;
 
-	if (sink.max > SIZE_MAX / 2)
-		sink.max = SIZE_MAX / 2;
 	if (!body)
 		body_len = 0;
 	if (request_head(method, target, extra_headers, body_len, &head, err) < 0)
 		return -1;
-
 	struct iovec iov[2] = { { head, strlen(head) }, { (void *)body, body_len } };
-	int sent = send_all(fd, iov, ARRAY_SIZE(iov));
+	*ret_sent = send_all(fd, iov, ARRAY_SIZE(iov));
+	return 0;
+}
+
+static int request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
+		   size_t body_len, http_body_cb on_body, void *arg, const char *stream_type, size_t max_body,
+		   struct http_response *ret, struct cove_err *err)
+{
+	struct http_parser p;
+	struct body_sink sink = {
+		.user = on_body, .user_arg = arg, .parser = &p, .stream_type = stream_type, .max = max_body
+	};
+	int sent;
+
+	if (sink.max > SIZE_MAX / 2)
+		sink.max = SIZE_MAX / 2;
+	if (send_request(fd, method, target, extra_headers, body, body_len, &sent, err) < 0)
+		return -1;
 	/* A daemon may answer (413, 401) and close before reading the whole
 	 * request: on EPIPE/ECONNRESET still read, and report the send
 	 * error only if no response is there. */
@@ -760,7 +782,7 @@ int http_request(int fd, const char *method, const char *target, const char *ext
 			return err_sys(err, -sent, "%s %s: send request", method, target);
 		return response_error(&p, &sink, r, method, target, max_body, err);
 	}
-	if (!on_body) {
+	if (!streamed(&sink)) {
 		if (!sink.buf && !(sink.buf = malloc(1)))
 			return err_sys(err, ENOMEM, "%s %s: response body", method, target);
 		sink.buf[sink.len] = '\0';
@@ -770,4 +792,27 @@ int http_request(int fd, const char *method, const char *target, const char *ext
 	ret->body_len = sink.len;
 	memcpy(ret->content_type, p.content_type, sizeof(ret->content_type));
 	return 0;
+}
+
+int http_send_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
+		      size_t body_len, struct cove_err *err)
+{
+	int sent;
+
+	if (send_request(fd, method, target, extra_headers, body, body_len, &sent, err) < 0)
+		return -1;
+	return sent < 0 ? err_sys(err, -sent, "%s %s: send request", method, target) : 0;
+}
+
+int http_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
+		 size_t body_len, http_body_cb on_body, void *arg, size_t max_body, struct http_response *ret,
+		 struct cove_err *err)
+{
+	return request(fd, method, target, extra_headers, body, body_len, on_body, arg, NULL, max_body, ret, err);
+}
+
+int http_request_typed_stream(int fd, const char *method, const char *target, const char *type, http_body_cb on_body,
+			      void *arg, size_t max_other_body, struct http_response *ret, struct cove_err *err)
+{
+	return request(fd, method, target, NULL, NULL, 0, on_body, arg, type, max_other_body, ret, err);
 }

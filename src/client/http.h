@@ -74,3 +74,15 @@ struct http_response {
 int http_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
 		 size_t body_len, http_body_cb on_body, void *arg, size_t max_body, struct http_response *ret,
 		 struct cove_err *err);
+
+/* Send one request (head and Content-Length body, may be NULL) on fd and
+ * read nothing: for a response that the caller reads at its own pace with
+ * an http_parser (a stream it polls). 0 or -1 with err set. */
+int http_send_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
+		      size_t body_len, struct cove_err *err);
+/* Like http_request without a request body, but only the body of a
+ * success (status < 300) whose Content-Type starts with type goes to
+ * on_body: any other (an error) is collected into ret->body, up to
+ * max_other_body bytes. */
+int http_request_typed_stream(int fd, const char *method, const char *target, const char *type, http_body_cb on_body,
+			      void *arg, size_t max_other_body, struct http_response *ret, struct cove_err *err);

@@ -115,3 +115,33 @@ invalid:
 	*ret_valid = 0;
 	return i;
 }
+
+size_t utf8_sanitize(const char *in, size_t n, char *out, size_t cap)
+{
+	static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+	size_t o = 0;
+	if (cap == 0)
+		return 0;
+	while (n > 0) {
+		int valid;
+		size_t k = utf8_valid_prefix(in, n, &valid), whole = k;
+		/* Whole sequences only: the output is cut where one would not fit. */
+		while (k > 0 && o + k >= cap) {
+			k--;
+			while (k > 0 && ((unsigned char)in[k] & 0xc0) == 0x80)
+				k--;
+		}
+		memcpy(out + o, in, k);
+		o += k;
+		in += k;
+		n -= k;
+		if (n == 0 || k < whole || o + sizeof(replacement) - 1 >= cap)
+			break;
+		memcpy(out + o, replacement, sizeof(replacement) - 1);
+		o += sizeof(replacement) - 1;
+		in++;
+		n--;
+	}
+	out[o] = '\0';
+	return o;
+}

@@ -16,3 +16,7 @@ long base64_decode(const char *in, size_t n, unsigned char *out);
  * the next chunk) left out. *ret_valid is 0 when an invalid sequence stands
  * before that point. */
 size_t utf8_valid_prefix(const char *buf, size_t n, int *ret_valid);
+/* in (n bytes) as valid UTF-8 text into out (NUL-terminated, cap bytes):
+ * each byte that is not part of a valid sequence becomes U+FFFD, and the
+ * text is cut before a sequence that would not fit. Returns its length. */
+size_t utf8_sanitize(const char *in, size_t n, char *out, size_t cap);

@@ -165,3 +165,53 @@ const char *wire_stage_name(int stage)
 		return "spawn";
 	}
 }
+
+int wire_entry_check(const struct wire_entry *e)
+{
+	if (e->type < WIRE_ENTRY_END || e->type > WIRE_ENTRY_TYPE_LAST || e->path_len > WIRE_ENTRY_MAX_PATH ||
+	    e->link_len > WIRE_ENTRY_MAX_PATH || e->mode > 07777)
+		return -EINVAL;
+	if (e->type == WIRE_ENTRY_END ? e->link_len != 0 : e->path_len == 0)
+		return -EINVAL;
+	return 0;
+}
+
+bool wire_entry_path_valid(const char *path, size_t len)
+{
+	if (len == 0 || len > WIRE_ENTRY_MAX_PATH || memchr(path, '\0', len))
+		return false;
+	for (size_t i = 0; i < len;) {
+		size_t n = 0;
+		while (i + n < len && path[i + n] != '/')
+			n++;
+		if (n == 0 || (n == 1 && path[i] == '.') || (n == 2 && path[i] == '.' && path[i + 1] == '.'))
+			return false;
+		i += n;
+		if (i < len && ++i == len) /* a trailing slash */
+			return false;
+	}
+	return true;
+}
+
+int wire_entry_path_normalize(const char *name, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (const char *p = name; *p;) {
+		size_t len = strcspn(p, "/");
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			return -EINVAL;
+		if (len > 0 && !(len == 1 && p[0] == '.')) {
+			if (n + (n > 0) + len + 1 > cap)
+				return -ENAMETOOLONG;
+			if (n > 0)
+				out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p += len;
+		p += *p == '/';
+	}
+	if (cap > 0)
+		out[n < cap ? n : cap - 1] = '\0';
+	return n == 0 ? 1 : 0;
+}

@@ -26,6 +26,13 @@
  * A WIRE_SPAWN with WIRE_FLAG_TTY gives the child a new pty as its stdio
  * (only stdout and stderr are passed, and ignored); the WIRE_SPAWNED reply
  * carries the pty's master, of which init keeps a copy after the others.
+ * A WIRE_OPEN_READ of a directory, a WIRE_OPEN_TAR and a WIRE_OPEN_EXTRACT
+ * answer with a socket (WIRE_OPENED with WIRE_FLAG_ENTRIES) that carries an
+ * entry stream: struct wire_entry headers, each followed by its path, its
+ * link target and, in a tar stream, a file's bytes; then WIRE_ENTRY_END.
+ * init's child writes a listing or a tree on it (pid of the WIRE_OPEN =
+ * depth of a listing); for an extraction coved writes the entries and the
+ * child answers with one WIRE_ENTRY_END (errnum, and the entry that failed).
  *
  * Paths in WIRE_OPEN and WIRE_FSOP are resolved by init inside the
  * sandbox's root (openat2 RESOLVE_IN_ROOT), as the request's user.
@@ -33,6 +40,7 @@
  * The encoder and decoder are pure and bounds-checked: init trusts nothing
  * about the packet beyond what the decoder validated. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,19 +77,22 @@ enum wire_flags {
 	WIRE_FLAG_RECURSIVE = 1 << 5, /* WIRE_FSOP remove: directories with their contents */
 	WIRE_FLAG_OVERWRITE = 1 << 6, /* WIRE_FSOP rename: replace an existing target */
 	WIRE_FLAG_CREATED = 1 << 7,   /* WIRE_OPENED: the file did not exist before */
-	WIRE_FLAG_KEEP = 1 << 8,      /* WIRE_SPAWN: hold the trailing value fds (see above) */
-	WIRE_FLAG_TTY = 1 << 9,       /* WIRE_SPAWN: stdio is a new pty */
-	WIRE_FLAG_EXITED = 1 << 10,   /* WIRE_KEPT: the process has ended */
-	WIRE_FLAG_CHILDREN = 1 << 11, /* WIRE_SIGNAL: the process's descendants only */
+	WIRE_FLAG_ENTRIES = 1 << 8,   /* WIRE_OPENED: the fd is an entry stream's socket */
+	WIRE_FLAG_KEEP = 1 << 9,      /* WIRE_SPAWN: hold the trailing value fds (see above) */
+	WIRE_FLAG_TTY = 1 << 10,      /* WIRE_SPAWN: stdio is a new pty */
+	WIRE_FLAG_EXITED = 1 << 11,   /* WIRE_KEPT: the process has ended */
+	WIRE_FLAG_CHILDREN = 1 << 12, /* WIRE_SIGNAL: the process's descendants only */
 };
 
 enum wire_open_kind {
 	WIRE_OPEN_READ = 1, /* a regular file or a directory, for reading */
 	WIRE_OPEN_WRITE,    /* a regular file, created or truncated */
 	WIRE_OPEN_STAT,     /* O_PATH, not following a trailing symlink */
+	WIRE_OPEN_TAR,      /* a directory's tree with file contents, as an entry stream */
+	WIRE_OPEN_EXTRACT,  /* a directory (made if missing) to extract an entry stream into */
 };
 
-enum wire_fsop { WIRE_FS_REMOVE = 1, WIRE_FS_MKDIR, WIRE_FS_RENAME };
+enum wire_fsop { WIRE_FS_REMOVE = 1, WIRE_FS_MKDIR, WIRE_FS_RENAME, WIRE_FS_CHMOD };
 
 enum wire_stage { WIRE_STAGE_FORK = 1, WIRE_STAGE_USER, WIRE_STAGE_CWD, WIRE_STAGE_EXEC, WIRE_STAGE_STDIO };
 
@@ -127,3 +138,41 @@ int wire_decode_spawn(const char *payload, size_t len, struct wire_spawn *ret);
 int wire_check_hdr(const void *pkt, size_t len, struct wire_hdr *ret);
 
 const char *wire_stage_name(int stage);
+
+/* ---- entry streams ---- */
+
+enum wire_entry_type {
+	WIRE_ENTRY_END = 1, /* the stream's last record */
+	WIRE_ENTRY_FILE,
+	WIRE_ENTRY_DIR,
+	WIRE_ENTRY_SYMLINK,
+	WIRE_ENTRY_HARDLINK, /* extraction only: link_len bytes name the entry it links to */
+	WIRE_ENTRY_OTHER,    /* FIFO, socket, device: listed, never in a tar */
+	WIRE_ENTRY_TYPE_LAST = WIRE_ENTRY_OTHER,
+};
+
+/* One record. Paths are relative to the stream's directory, never empty, with
+ * no "", "." or ".." component (wire_entry_path_valid). */
+struct wire_entry {
+	uint32_t type;
+	uint32_t mode;     /* permission bits, 07777 */
+	uint32_t uid, gid; /* as the sandbox sees them */
+	int64_t mtime;     /* unix seconds */
+	uint64_t size;     /* st_size; in a tar stream, the bytes that follow (files) */
+	uint32_t path_len; /* bytes of path after the header (no NUL) */
+	uint32_t link_len; /* bytes of symlink or hard link target after the path */
+	int32_t errnum;    /* WIRE_ENTRY_END from an extraction: 0 or what stopped it */
+	uint32_t spare;
+};
+
+#define WIRE_ENTRY_MAX_PATH 4095 /* bytes of a path or a link target */
+
+/* A received header's type and lengths are in range. 0 or -EINVAL. */
+int wire_entry_check(const struct wire_entry *e);
+/* path (len bytes, no NUL inside) is relative and made of real names. */
+bool wire_entry_path_valid(const char *path, size_t len);
+/* A tar member's name as an entry path: leading "/" and "./", "."
+ * components and repeated or trailing slashes go. 0, 1 when nothing is
+ * left (the archive's root: skip it), -EINVAL for a ".." component,
+ * -ENAMETOOLONG when it does not fit in cap (at most WIRE_ENTRY_MAX_PATH + 1). */
+int wire_entry_path_normalize(const char *name, char *out, size_t cap);

@@ -55,10 +55,14 @@ void api_send_json(struct evhttp_request *req, int status, json_t *body)
 void api_send_error(struct evhttp_request *req, const struct cove_err *err)
 {
 	int status = status_of(err->code);
+	/* A message may quote a path that is not UTF-8, or be cut inside a
+	 * character: JSON takes neither. */
+	char msg[3 * sizeof(err->msg)];
+	utf8_sanitize(err->msg, strlen(err->msg), msg, sizeof(msg));
 	api_send_json(req, status,
 		      json_pack("{s:{s:s, s:s}}", "error", "code",
 				err_code_name(status == 500 ? COVE_EINTERNAL : err->code), "message",
-				err->msg[0] ? err->msg : "internal error"));
+				msg[0] ? msg : "internal error"));
 }
 
 /* The request body as JSON (an empty body is an empty object). */
@@ -714,6 +718,9 @@ static const struct route {
 	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/locks", h_lock_list },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/locks/release", h_lock_release },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/locks/renew", h_lock_renew },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/files/chmod", files_chmod },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/files/tar", files_tar_get },
+	{ EVHTTP_REQ_PUT, "/v1/sandboxes/*/files/tar", files_tar_put },
 };
 
 void api_handle(struct evhttp_request *req, void *arg)

@@ -235,6 +235,8 @@ bool proc_ended(const struct proc *p, int *status);
 pid_t proc_pid(const struct proc *p);
 json_t *proc_meta(const struct proc *p);
 void proc_set_session(struct proc *p, struct session *s);
+/* Read the output again if a reader that held it back has caught up. */
+void proc_update_flow(struct proc *p);
 
 /* sessions.c: persistent shells; a command in one is an exec with "session" */
 int sessions_create(struct evhttp_request *req, const char *id, struct cove_err *err);
@@ -248,6 +250,8 @@ void sessions_on_output(struct session *s);
 void sessions_on_started(struct session *s, struct evhttp_request *req); /* answers the create */
 void sessions_on_gone(struct session *s);
 void sessions_on_kept(struct sandbox *sb, struct proc *p);
+/* How far the session has read its shell's stream (0 stdout, 1 stderr). */
+uint64_t sessions_read_position(const struct session *s, int stream);
 
 /* files.c: the Files API's handlers (routes in api.c) */
 int files_get(struct evhttp_request *req, const char *id, struct cove_err *err);
@@ -255,6 +259,10 @@ int files_put(struct evhttp_request *req, const char *id, struct cove_err *err);
 int files_delete(struct evhttp_request *req, const char *id, struct cove_err *err);
 int files_mkdir(struct evhttp_request *req, const char *id, struct cove_err *err);
 int files_move(struct evhttp_request *req, const char *id, struct cove_err *err);
+int files_chmod(struct evhttp_request *req, const char *id, struct cove_err *err);
+/* files_tar.c: GET streams a folder as a tar, PUT extracts a tar into one */
+int files_tar_get(struct evhttp_request *req, const char *id, struct cove_err *err);
+int files_tar_put(struct evhttp_request *req, const char *id, struct cove_err *err);
 /* From the init connection; files_on_opened takes fd (-1 if none came). */
 void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd);
 void files_on_failed(struct sandbox *sb, uint32_t seq, int errnum);

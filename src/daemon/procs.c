@@ -166,12 +166,16 @@ static void attach_free(struct attach *a)
 }
 
 static void attach_pump(struct attach *a);
+static void update_flow(struct proc *p);
 
 static void on_attach_sent(struct evhttp_connection *conn, void *arg)
 {
 	struct attach *a = arg;
-	if (a->req && exec_unsent_bytes(a->req) < ATTACH_HIGH_WATER / 2)
+	struct proc *p = a->p; /* a may be freed by its last pump */
+	if (a->req && exec_unsent_bytes(a->req) < ATTACH_HIGH_WATER / 2) {
 		attach_pump(a);
+		update_flow(p);
+	}
 }
 
 static void signal_proc(struct proc *p, int sig, uint32_t flags)
@@ -455,10 +459,36 @@ static void trim_ended(struct sandbox *sb)
 	}
 }
 
+/* A foreground terminal's (or a session's) client is its one reader, and the terminal goes
+ * with it: there a slow client slows the process (its writes to the pty
+ * block once coved stops reading), as a local terminal or ssh does, rather
+ * than lose output past the ring. A process that is gone is read whole. */
+static bool held_back(const struct proc *p, int i)
+{
+	if (p->exited)
+		return false;
+	for (const struct attach *a = p->attachers; a; a = a->next)
+		if (a->kill_on_close && a->req && p->ring->written[i] - a->pos[i] >= RING_CAP / 2)
+			return true;
+	/* A session's shell likewise waits for the command's client. */
+	return p->session && p->ring->written[i] - sessions_read_position(p->session, i) >= RING_CAP / 2;
+}
+
+/* Read each output fd only while it is not held back. */
+static void update_flow(struct proc *p)
+{
+	for (int i = 0; i < NSTREAMS; i++) {
+		if (p->out_ev[i] && held_back(p, i))
+			event_del(p->out_ev[i]);
+		else if (p->out_ev[i])
+			event_add(p->out_ev[i], NULL);
+	}
+}
+
 static bool drain(struct proc *p, int i)
 {
 	char buf[ATTACH_CHUNK];
-	for (int rounds = 0; p->out_fd[i] >= 0 && rounds < 64; rounds++) {
+	for (int rounds = 0; p->out_fd[i] >= 0 && rounds < 64 && !held_back(p, i); rounds++) {
 		ssize_t n = read(p->out_fd[i], buf, sizeof(buf));
 		if (n > 0) {
 			ring_append(p, i, buf, n);
@@ -510,6 +540,7 @@ static void on_output(evutil_socket_t fd, short what, void *arg)
 	int i = p->out_fd[OUT] == fd ? OUT : ERR;
 	drain(p, i);
 	pump_all(p);
+	update_flow(p);
 	if (p->session)
 		sessions_on_output(p->session);
 }
@@ -789,6 +820,11 @@ json_t *proc_meta(const struct proc *p)
 void proc_set_session(struct proc *p, struct session *s)
 {
 	p->session = s;
+}
+
+void proc_update_flow(struct proc *p)
+{
+	update_flow(p);
 }
 
 static struct proc *find_seq(struct sandbox *sb, uint32_t seq)

@@ -378,6 +378,11 @@ static void process_stream(struct session *s, int i)
 	}
 }
 
+uint64_t sessions_read_position(const struct session *s, int stream)
+{
+	return s->pos[stream];
+}
+
 void sessions_on_output(struct session *s)
 {
 	int ended_status;
@@ -391,6 +396,8 @@ void sessions_on_output(struct session *s)
 			process_stream(s, i);
 		}
 	}
+	if (!ended)
+		proc_update_flow(s->p);
 	struct session_cmd *c = s->queue;
 	if (c && c->started && c->done[OUT] && c->done[ERR]) {
 		cmd_finish(c, NULL);

@@ -17,7 +17,10 @@
  * The child never execs: it stays non-dumpable, as init is.
  *
  * Opens come back to coved as file descriptors, which coved reads or writes
- * itself. Files on procfs are refused for reading and writing: the child
+ * itself. Listings, tar downloads and extractions come back as one end of
+ * a socket pair on which the child, still the user, then writes the
+ * directory's entries (and files' bytes) or reads entries to make: an entry
+ * stream (common/wire.h). coved never walks the tree itself. Files on procfs are refused for reading and writing: the child
  * would be reading or writing its own /proc/self, on behalf of a path that
  * the sandbox's code may have pointed there. */
 #include <dirent.h>
@@ -28,17 +31,21 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/io.h"
 #include "init/init.h"
 
 #define FILES_MAX_OPS 256   /* file operations under way at once */
 #define FILES_MAX_DEPTH 256 /* directory depth a recursive remove descends */
 #define FILES_DIR_MODE 0755 /* directories made by mkdir and parents=1 */
+#define FILES_IO_CHUNK 65536
 
 static struct file_op {
 	pid_t pid; /* 0 = free */
@@ -144,6 +151,9 @@ static int open_write(const struct wire_path *p, uint32_t flags, bool *created)
 	return e < 0 ? e : fd;
 }
 
+static int open_tree(const struct wire_path *p);
+static int open_extract_root(const struct wire_path *p, bool *created);
+
 static int open_kind(int kind, const struct wire_path *p, uint32_t flags, uint32_t *ret_flags)
 {
 	bool created = false;
@@ -155,6 +165,12 @@ static int open_kind(int kind, const struct wire_path *p, uint32_t flags, uint32
 		return resolve(p->path, O_PATH | O_NOFOLLOW, 0);
 	case WIRE_OPEN_WRITE:
 		fd = open_write(p, flags, &created);
+		*ret_flags = created ? WIRE_FLAG_CREATED : 0;
+		return fd;
+	case WIRE_OPEN_TAR:
+		return open_tree(p);
+	case WIRE_OPEN_EXTRACT:
+		fd = open_extract_root(p, &created);
 		*ret_flags = created ? WIRE_FLAG_CREATED : 0;
 		return fd;
 	default:
@@ -304,6 +320,26 @@ static int fs_rename(const struct wire_path *p, uint32_t flags, int *changed)
 	return r;
 }
 
+/* chmod(2) of what an O_PATH fd names (fchmod refuses O_PATH fds). */
+static int chmod_opath(int fd, mode_t mode)
+{
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	return chmod(link, mode) < 0 ? -errno : 0;
+}
+
+/* Like chmod(2), a symlink is followed (inside the root). */
+static int fs_chmod(const struct wire_path *p, int *changed)
+{
+	int fd = resolve(p->path, O_PATH, 0);
+	if (fd < 0)
+		return fd;
+	int r = on_procfs(fd) ? -EACCES : chmod_opath(fd, p->mode & 07777);
+	close(fd);
+	*changed = r == 0;
+	return r;
+}
+
 static int fsop(int op, const struct wire_path *p, uint32_t flags, int *changed)
 {
 	switch (op) {
@@ -316,6 +352,8 @@ static int fsop(int op, const struct wire_path *p, uint32_t flags, int *changed)
 	}
 	case WIRE_FS_RENAME:
 		return p->path2[0] == '/' ? fs_rename(p, flags, changed) : -EINVAL;
+	case WIRE_FS_CHMOD:
+		return fs_chmod(p, changed);
 	default:
 		return -EINVAL;
 	}
@@ -328,15 +366,26 @@ int files_set_root(const char *path)
 }
 
 /* The child: become the user, do it, answer. Exits 0 once answered. */
+static bool is_stream(int kind, int fd);
+static void run_stream(int kind, int fd, int sock, int depth);
+
+/* The child: become the user, do it, answer. Exits 0 once answered. An
+ * open that is an entry stream answers with one end of a socket pair, then
+ * writes or reads the stream on the other. */
 static void child_main(const struct wire_hdr *req, const struct wire_path *p)
 {
 	struct passwd_entry pw;
 	struct wire_hdr h = { .seq = req->seq };
-	int r = -init_become_user(p->user, &pw), fd = -1, changed = 0;
+	int r = -init_become_user(p->user, &pw), fd = -1, changed = 0, dir = -1, sock[2] = { -1, -1 };
 	umask(0); /* the request's mode is the file's mode */
 	if (req->type == WIRE_OPEN) {
 		if (r == 0)
 			r = fd = open_kind(req->value, p, req->flags, &h.flags);
+		if (r >= 0 && is_stream(req->value, fd)) {
+			dir = fd;
+			r = fd = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) < 0 ? -errno : sock[0];
+			h.flags |= WIRE_FLAG_ENTRIES;
+		}
 		h.type = r < 0 ? WIRE_OPEN_FAILED : WIRE_OPENED;
 	} else {
 		if (r == 0)
@@ -345,7 +394,13 @@ static void child_main(const struct wire_hdr *req, const struct wire_path *p)
 		h.pid = changed;
 	}
 	h.value = r < 0 ? -r : 0;
-	_exit(init_send(&h, fd, true) == 0 ? 0 : 1);
+	if (init_send(&h, fd, true) < 0)
+		_exit(1);
+	if (r >= 0 && dir >= 0) {
+		close(sock[0]);
+		run_stream(req->value, dir, sock[1], req->pid);
+	}
+	_exit(0);
 }
 
 void files_handle(const struct wire_hdr *h, const char *payload)
@@ -385,4 +440,447 @@ void files_reaped(pid_t pid, int status)
 		}
 		return;
 	}
+}
+
+/* ---- entry streams ---- */
+
+static bool on_pseudo_fs(int fd)
+{
+	struct statfs sf;
+	return fstatfs(fd, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC);
+}
+
+/* A listing (a directory opened for reading), a tree, an extraction. */
+static bool is_stream(int kind, int fd)
+{
+	struct stat st;
+	if (kind == WIRE_OPEN_TAR || kind == WIRE_OPEN_EXTRACT)
+		return true;
+	return kind == WIRE_OPEN_READ && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* A directory to send as a tar: read as the user, never procfs or sysfs. */
+static int open_tree(const struct wire_path *p)
+{
+	struct stat st;
+	int fd = open_read(p);
+	if (fd < 0)
+		return fd;
+	int e = fstat(fd, &st) < 0 ? -errno : !S_ISDIR(st.st_mode) ? -ENOTDIR : on_pseudo_fs(fd) ? -EACCES : 0;
+	if (e < 0) {
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* The directory to extract into, made (mkdir -p) if missing. */
+static int open_extract_root(const struct wire_path *p, bool *created)
+{
+	int made = 0;
+	int fd = make_dirs(p->path, true, &made);
+	if (fd < 0)
+		return fd;
+	*created = made > 0;
+	fd = resolve(p->path, O_PATH | O_DIRECTORY, 0);
+	if (fd >= 0 && on_pseudo_fs(fd)) {
+		close(fd);
+		return -EACCES;
+	}
+	return fd;
+}
+
+static uint32_t entry_type(mode_t m)
+{
+	return S_ISREG(m)   ? WIRE_ENTRY_FILE
+	       : S_ISDIR(m) ? WIRE_ENTRY_DIR
+	       : S_ISLNK(m) ? WIRE_ENTRY_SYMLINK
+			    : WIRE_ENTRY_OTHER;
+}
+
+/* Exactly n bytes, or -EPIPE when the stream ends first. */
+static int read_all(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EPIPE;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* A header with its path and link target. Writes to a stream whose reader
+ * is gone fail with EPIPE: init's children inherit its blocked SIGPIPE. */
+static int send_entry(int sock, struct wire_entry *e, const char *path, const char *link)
+{
+	static char buf[sizeof(struct wire_entry) + 2 * (WIRE_ENTRY_MAX_PATH + 1)];
+	e->path_len = (uint32_t)strnlen(path, WIRE_ENTRY_MAX_PATH);
+	e->link_len = link ? (uint32_t)strnlen(link, WIRE_ENTRY_MAX_PATH) : 0;
+	memcpy(buf, e, sizeof(*e));
+	memcpy(buf + sizeof(*e), path, e->path_len);
+	if (link)
+		memcpy(buf + sizeof(*e) + e->path_len, link, e->link_len);
+	return io_write_all(sock, buf, sizeof(*e) + e->path_len + e->link_len);
+}
+
+/* ---- walking a tree onto a stream: a listing, or a tar's contents ---- */
+
+struct walk {
+	int sock;
+	bool data;     /* a tar: files' bytes follow their entries, and only files, dirs and symlinks go */
+	int max_depth; /* 1: the directory's own entries */
+	char path[PATH_MAX];
+	char link[PATH_MAX];
+	char buf[FILES_IO_CHUNK];
+};
+
+/* Exactly size bytes of fd: a file that shrank meanwhile (or fails to
+ * read) is padded with zeros, as tar does, since its header is sent. */
+static int send_data(struct walk *w, int fd, uint64_t size)
+{
+	while (size > 0) {
+		size_t want = size < sizeof(w->buf) ? (size_t)size : sizeof(w->buf);
+		ssize_t n = read(fd, w->buf, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			memset(w->buf, 0, want);
+			n = (ssize_t)want;
+		}
+		int r = io_write_all(w->sock, w->buf, (size_t)n);
+		if (r < 0)
+			return r;
+		size -= (uint64_t)n;
+	}
+	return 0;
+}
+
+/* A member's file, opened as the user; what it cannot read is left out. */
+static int open_member(int dirfd, const char *name, struct stat *st)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, st) < 0 || !S_ISREG(st->st_mode))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int walk_dir(struct walk *w, int fd, int depth);
+
+/* name in dirfd, whose path is w->path; then, for a directory not deeper
+ * than asked, what it holds. Never follows a symlink, never descends into
+ * procfs or sysfs. A stream error ends the walk; anything else skips. */
+static int walk_entry(struct walk *w, int dirfd, const char *name, int depth)
+{
+	struct stat st;
+	size_t len = strlen(w->path);
+	if (len + 1 + strlen(name) > WIRE_ENTRY_MAX_PATH || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	struct wire_entry e = { .type = entry_type(st.st_mode),
+				.mode = st.st_mode & 07777,
+				.uid = st.st_uid,
+				.gid = st.st_gid,
+				.mtime = st.st_mtim.tv_sec,
+				.size = (uint64_t)st.st_size };
+	int fd = -1;
+	if (w->data && e.type == WIRE_ENTRY_OTHER)
+		return 0;
+	if (w->data && e.type == WIRE_ENTRY_FILE && (fd = open_member(dirfd, name, &st)) < 0)
+		return 0;
+	if (w->data)
+		e.size = fd >= 0 ? (uint64_t)st.st_size : 0;
+	w->link[0] = '\0';
+	if (e.type == WIRE_ENTRY_SYMLINK) {
+		ssize_t n = readlinkat(dirfd, name, w->link, sizeof(w->link) - 1);
+		w->link[n > 0 ? n : 0] = '\0';
+	}
+	snprintf(w->path + len, sizeof(w->path) - len, "%s%s", len ? "/" : "", name);
+	int r = send_entry(w->sock, &e, w->path, e.type == WIRE_ENTRY_SYMLINK ? w->link : NULL);
+	if (r == 0 && fd >= 0)
+		r = send_data(w, fd, e.size);
+	if (fd >= 0)
+		close(fd);
+	if (r == 0 && e.type == WIRE_ENTRY_DIR && depth + 1 < w->max_depth) {
+		int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (sub >= 0 && on_pseudo_fs(sub)) {
+			close(sub);
+			sub = -1;
+		}
+		if (sub >= 0)
+			r = walk_dir(w, sub, depth + 1);
+	}
+	w->path[len] = '\0';
+	return r;
+}
+
+/* Takes dirfd. A directory the user cannot read is listed, not entered. */
+static int walk_dir(struct walk *w, int fd, int depth)
+{
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			r = walk_entry(w, dirfd(d), de->d_name, depth);
+	closedir(d);
+	return r;
+}
+
+/* ---- extracting a stream into a directory ---- */
+
+struct late_mode {
+	char *path;
+	uint32_t mode;
+};
+
+struct extract {
+	int sock, root;
+	struct wire_entry e;
+	char path[PATH_MAX], link[PATH_MAX];
+	char parent[PATH_MAX]; /* the last entry's parent directory, kept open: most follow their siblings */
+	int parent_fd;
+	struct late_mode *late; /* directories made writable for their entries: their mode comes last */
+	size_t n_late, cap_late;
+	uint64_t done;
+	char buf[FILES_IO_CHUNK];
+};
+
+/* One component beneath dirfd: never a symlink (ELOOP), never up; made
+ * as a directory when missing and make is set. */
+static int step_beneath(int dirfd, const char *name, bool make)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	if (fd < 0 && errno == ENOENT && make && (mkdirat(dirfd, name, FILES_DIR_MODE) == 0 || errno == EEXIST))
+		fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+/* The directory dir ("" is root itself) beneath root, component by
+ * component, so that no symlink on the way is followed: not the archive's
+ * own (a symlink entry, then an entry through it), nor one that was there. */
+static int open_beneath(int root, const char *dir, bool make)
+{
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof(buf), "%s", dir);
+	int fd = fcntl(root, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	char *save = NULL;
+	for (char *c = strtok_r(buf, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
+		int next = step_beneath(fd, c, make);
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+/* The parent directory of path (made if missing) and path's last name. */
+static int entry_parent(struct extract *x, const char *path, const char **ret_base)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+	*ret_base = slash ? slash + 1 : path;
+	if (x->parent_fd >= 0 && strlen(x->parent) == n && memcmp(x->parent, path, n) == 0)
+		return x->parent_fd;
+	if (x->parent_fd >= 0)
+		close(x->parent_fd);
+	memcpy(x->parent, path, n);
+	x->parent[n] = '\0';
+	x->parent_fd = open_beneath(x->root, x->parent, true);
+	int r = x->parent_fd;
+	if (r < 0)
+		x->parent_fd = -1;
+	return r;
+}
+
+static int make_hardlink(struct extract *x, int pfd, const char *base)
+{
+	const char *tbase;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(x->link, '/');
+	size_t n = slash ? (size_t)(slash - x->link) : 0;
+	if (!wire_entry_path_valid(x->link, strlen(x->link)))
+		return -EINVAL;
+	memcpy(dir, x->link, n);
+	dir[n] = '\0';
+	tbase = slash ? slash + 1 : x->link;
+	int tfd = open_beneath(x->root, dir, false);
+	if (tfd < 0)
+		return tfd;
+	int r = linkat(tfd, tbase, pfd, base, 0) < 0 ? -errno : 0;
+	close(tfd);
+	return r;
+}
+
+/* Create the entry at base in pfd; -EEXIST when something is there. A
+ * file is created exclusively and not following a symlink, its fd in
+ * *ret_fd. */
+static int make_entry(struct extract *x, int pfd, const char *base, int *ret_fd)
+{
+	switch (x->e.type) {
+	case WIRE_ENTRY_FILE:
+		*ret_fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, x->e.mode);
+		return *ret_fd < 0 ? -errno : 0;
+	case WIRE_ENTRY_DIR:
+		/* Writable by its owner until its entries are in. */
+		return mkdirat(pfd, base, x->e.mode | 0700) < 0 ? -errno : 0;
+	case WIRE_ENTRY_SYMLINK:
+		return symlinkat(x->link, pfd, base) < 0 ? -errno : 0;
+	case WIRE_ENTRY_HARDLINK:
+		return make_hardlink(x, pfd, base);
+	default:
+		return -EINVAL;
+	}
+}
+
+/* What is at base already: a directory stays (1 for a directory entry,
+ * else -EISDIR); anything else goes, as tar replaces what it extracts over. */
+static int clear_way(int pfd, const char *base, bool for_dir)
+{
+	struct stat st;
+	if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return for_dir ? 1 : -EISDIR;
+	return unlinkat(pfd, base, 0) < 0 ? -errno : 0;
+}
+
+static int receive_file(struct extract *x, int fd)
+{
+	int r = 0;
+	for (uint64_t left = x->e.size; left > 0 && r == 0;) {
+		size_t n = left < sizeof(x->buf) ? (size_t)left : sizeof(x->buf);
+		r = read_all(x->sock, x->buf, n);
+		if (r == 0)
+			r = io_write_all(fd, x->buf, n);
+		left -= n;
+	}
+	struct timespec ts[2] = { { x->e.mtime, 0 }, { x->e.mtime, 0 } };
+	if (r == 0 && futimens(fd, ts) < 0)
+		r = -errno;
+	return r;
+}
+
+static int remember_mode(struct extract *x)
+{
+	if (x->n_late == x->cap_late) {
+		size_t cap = x->cap_late ? x->cap_late * 2 : 16;
+		struct late_mode *l = realloc(x->late, cap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		x->late = l;
+		x->cap_late = cap;
+	}
+	if (!(x->late[x->n_late].path = strdup(x->path)))
+		return -ENOMEM;
+	x->late[x->n_late++].mode = x->e.mode;
+	return 0;
+}
+
+static int extract_entry(struct extract *x)
+{
+	const char *base;
+	int fd = -1, pfd = entry_parent(x, x->path, &base);
+	if (pfd < 0)
+		return pfd;
+	int r = make_entry(x, pfd, base, &fd);
+	if (r == -EEXIST && (r = clear_way(pfd, base, x->e.type == WIRE_ENTRY_DIR)) == 0)
+		r = make_entry(x, pfd, base, &fd);
+	else if (r == 1)
+		return 0; /* an existing directory keeps its mode */
+	if (r == 0 && fd >= 0)
+		r = receive_file(x, fd);
+	if (fd >= 0)
+		close(fd);
+	if (r == 0 && x->e.type == WIRE_ENTRY_DIR && (x->e.mode & 0700) != 0700)
+		r = remember_mode(x);
+	if (r == 0 && x->e.type == WIRE_ENTRY_SYMLINK) {
+		struct timespec ts[2] = { { x->e.mtime, 0 }, { x->e.mtime, 0 } };
+		(void)utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW);
+	}
+	return r;
+}
+
+/* Deepest first (the reverse of creation), so that a parent made
+ * read-only does not stop its children's chmod. */
+static int apply_late_modes(struct extract *x)
+{
+	int r = 0;
+	while (x->n_late > 0) {
+		struct late_mode *l = &x->late[--x->n_late];
+		if (r == 0) {
+			int fd = open_beneath(x->root, l->path, false);
+			r = fd < 0 ? fd : chmod_opath(fd, l->mode);
+			if (fd >= 0)
+				close(fd);
+			if (r < 0)
+				snprintf(x->path, sizeof(x->path), "%s", l->path);
+		}
+		free(l->path);
+	}
+	return r;
+}
+
+static int receive_entry(struct extract *x)
+{
+	int r = read_all(x->sock, &x->e, sizeof(x->e));
+	if (r == 0 && wire_entry_check(&x->e) < 0)
+		r = -EINVAL;
+	if (r == 0)
+		r = read_all(x->sock, x->path, x->e.path_len);
+	if (r == 0)
+		r = read_all(x->sock, x->link, x->e.link_len);
+	if (r < 0)
+		return r;
+	x->path[x->e.path_len] = '\0';
+	x->link[x->e.link_len] = '\0';
+	if (x->e.type != WIRE_ENTRY_END && !wire_entry_path_valid(x->path, x->e.path_len))
+		return -EINVAL;
+	if (strlen(x->link) != x->e.link_len || (x->e.type == WIRE_ENTRY_SYMLINK && !x->link[0]))
+		return -EINVAL;
+	return 0;
+}
+
+/* Entries until the end, then one answer: how many were made, and 0, or
+ * the errno and the entry that stopped it. */
+static void extract(int root, int sock)
+{
+	static struct extract x;
+	x.sock = sock;
+	x.root = root;
+	x.parent_fd = -1;
+	int r;
+	while ((r = receive_entry(&x)) == 0 && x.e.type != WIRE_ENTRY_END && (r = extract_entry(&x)) == 0)
+		x.done++;
+	if (r == 0)
+		r = apply_late_modes(&x);
+	struct wire_entry end = { .type = WIRE_ENTRY_END, .errnum = -r, .size = x.done };
+	(void)send_entry(sock, &end, r < 0 ? x.path : "", NULL);
+}
+
+static void run_stream(int kind, int fd, int sock, int depth)
+{
+	static struct walk w;
+	if (kind == WIRE_OPEN_EXTRACT) {
+		extract(fd, sock);
+		return;
+	}
+	w.sock = sock;
+	w.data = kind == WIRE_OPEN_TAR;
+	w.max_depth = w.data ? FILES_MAX_DEPTH : depth < 1 ? 1 : depth > FILES_MAX_DEPTH ? FILES_MAX_DEPTH : depth;
+	struct wire_entry end = { .type = WIRE_ENTRY_END };
+	if (walk_dir(&w, fd, 0) == 0)
+		(void)send_entry(sock, &end, "", NULL);
 }

@@ -40,9 +40,9 @@ def _code_routes():
 
 
 def _doc_routes(doc):
-    """Path parameters of any name ({id}, {pid}) compare as '{id}'."""
-    return {(m.upper(), re.sub(r"\{[^}/]+\}", "{id}", path))
-            for path, item in doc["paths"].items() for m in item if m in METHODS}
+    """{(METHOD, path)}, every {parameter} written as '{id}' as in _code_routes."""
+    return {(m.upper(), re.sub(r"\{[^}]*\}", "{id}", path)) for path, item in doc["paths"].items() for m in item
+            if m in METHODS}
 
 
 def _resolve(doc, ref):

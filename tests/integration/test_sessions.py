@@ -160,3 +160,25 @@ def test_session_survives_coved_restart(_cv):
         assert r["stdout"] == "yes\n/tmp\n", r
     finally:
         cv.teardown()
+
+
+def test_slow_streaming_client_loses_nothing(cv):
+    sid = cv.create()
+    ss = _session(cv, sid)
+    c = cv.conn()
+    c.request("POST", "/v1/sandboxes/%s/exec?stream=1" % sid,
+              body=json.dumps({"cmd": "seq 1 400000", "session": ss}))
+    r = c.getresponse()
+    time.sleep(2)  # the shell waits for us rather than outrun its 1 MiB ring
+    out = []
+    for line in r:
+        e = json.loads(line)
+        if e["type"] == "stdout":
+            out.append(e["data"])
+        last = e
+    c.close()
+    text = "".join(out)
+    assert last["type"] == "exit" and last["exit_code"] == 0, last
+    assert text == "".join("%d\n" % i for i in range(1, 400001)), (len(text), text[-30:])
+    assert _run(cv, sid, ss, "echo next")["stdout"] == "next\n"
+    cv.api("DELETE", "/v1/sandboxes/" + sid)

@@ -161,8 +161,34 @@ static void test_utf8(void)
 	CHECK(utf8_valid_prefix("\xe2\x82\xac", 2, &valid) == 0 && valid, "n cuts the euro sign: 0, valid");
 }
 
+static void test_utf8_sanitize(void)
+{
+	char out[16];
+	CHECK(utf8_sanitize("caf\xc3\xa9", 5, out, sizeof(out)) == 5 && strcmp(out, "caf\xc3\xa9") == 0,
+	      "valid text is kept");
+	CHECK(utf8_sanitize("a\xff"
+			    "b",
+			    3, out, sizeof(out)) == 5 &&
+		      strcmp(out, "a\xef\xbf\xbd"
+				  "b") == 0,
+	      "an invalid byte becomes U+FFFD");
+	CHECK(utf8_sanitize("ab\xe2\x82", 4, out, sizeof(out)) == 8 && strcmp(out, "ab\xef\xbf\xbd\xef\xbf\xbd") == 0,
+	      "a cut-off sequence at the end is replaced byte by byte");
+	CHECK(utf8_sanitize("\xe2\x82\xac\xe2\x82\xac", 6, out, 6) == 3 && strcmp(out, "\xe2\x82\xac") == 0,
+	      "the text is cut before a sequence that does not fit");
+	CHECK(utf8_sanitize("abc\xff", 4, out, 5) == 3 && strcmp(out, "abc") == 0,
+	      "a replacement that does not fit is left out");
+	int valid;
+	char big[64];
+	const char *in = "\x80\xc3\xa9\xed\xa0\x80z\xf4\x90\x80\x80";
+	size_t n = utf8_sanitize(in, strlen(in), big, sizeof(big));
+	CHECK(utf8_valid_prefix(big, n, &valid) == n && valid, "the output is always valid UTF-8");
+	CHECK(utf8_sanitize("x", 1, out, 1) == 0 && out[0] == '\0', "room for the NUL only: empty");
+}
+
 int main(void)
 {
+	test_utf8_sanitize();
 	test_base64_vectors();
 	test_base64_binary();
 	test_base64_bad();

@@ -258,6 +258,63 @@ static void test_path_requests(void)
 	CHECK(wire_decode_path(raw, 3, &got) == -EINVAL, "a payload shorter than the mode is refused");
 }
 
+static void test_entry_paths(void)
+{
+	static const char *const ok[] = { "a", "a/b", "a.b/.c", "..a/b..", "x/...", NULL };
+	static const char *const bad[] = { "", "/a", "a/", "a//b", ".", "..", "a/./b", "a/../b", "a/..", "./a", NULL };
+	int wrong = 0;
+	for (int i = 0; ok[i]; i++)
+		wrong += !wire_entry_path_valid(ok[i], strlen(ok[i]));
+	for (int i = 0; bad[i]; i++)
+		wrong += wire_entry_path_valid(bad[i], strlen(bad[i]));
+	CHECK(wrong == 0, "entry paths: relative real names only (%d wrong)", wrong);
+	CHECK(!wire_entry_path_valid("a\0b", 3), "an entry path with a NUL is refused");
+
+	char out[16];
+	static const struct {
+		const char *in, *out;
+		int r;
+	} cases[] = {
+		{ "a/b", "a/b", 0 },
+		{ "/etc/passwd", "etc/passwd", 0 },
+		{ "./x/./y/", "x/y", 0 },
+		{ "//a//b//", "a/b", 0 },
+		{ "./", "", 1 },
+		{ "/", "", 1 },
+		{ "", "", 1 },
+		{ "a/../b", NULL, -EINVAL },
+		{ "../x", NULL, -EINVAL },
+		{ "/x/..", NULL, -EINVAL },
+		{ "..x/y..", "..x/y..", 0 },
+	};
+	wrong = 0;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int r = wire_entry_path_normalize(cases[i].in, out, sizeof(out));
+		if (r != cases[i].r || (r >= 0 && strcmp(out, cases[i].out) != 0)) {
+			printf("# '%s': %d '%s'\n", cases[i].in, r, out);
+			wrong++;
+		}
+	}
+	CHECK(wrong == 0, "tar member names normalize to entry paths");
+	CHECK(wire_entry_path_normalize("abcdefgh/abcdefgh", out, sizeof(out)) == -ENAMETOOLONG,
+	      "a name that does not fit is refused");
+	CHECK(wire_entry_path_normalize("abcdefgh/abcdef", out, sizeof(out)) == 0, "a name that just fits is kept");
+
+	struct wire_entry e = { .type = WIRE_ENTRY_FILE, .mode = 0644, .path_len = 1 };
+	CHECK(wire_entry_check(&e) == 0, "a file entry header is accepted");
+	e.type = WIRE_ENTRY_TYPE_LAST + 1;
+	CHECK(wire_entry_check(&e) == -EINVAL, "an unknown entry type is refused");
+	e.type = WIRE_ENTRY_FILE;
+	e.path_len = 0;
+	CHECK(wire_entry_check(&e) == -EINVAL, "an entry without a path is refused");
+	e.path_len = WIRE_ENTRY_MAX_PATH + 1;
+	CHECK(wire_entry_check(&e) == -EINVAL, "an entry path too long is refused");
+	e = (struct wire_entry){ .type = WIRE_ENTRY_END };
+	CHECK(wire_entry_check(&e) == 0, "an end record is accepted");
+	e.mode = 010000;
+	CHECK(wire_entry_check(&e) == -EINVAL, "mode bits beyond 07777 are refused");
+}
+
 int main(void)
 {
 	test_round_trip();
@@ -268,5 +325,6 @@ int main(void)
 	test_check_hdr();
 	test_stage_names();
 	test_path_requests();
+	test_entry_paths();
 	return tap_done();
 }

@@ -1,0 +1,490 @@
+/* cove exec --detach, ps, attach, kill, wait, shell: kept processes and
+ * terminals.
+ *
+ *   cove exec -d [--tag T] ID -- CMD...   start a background process, print its pid
+ *   cove ps ID                            its processes, running and ended
+ *   cove attach [--no-replay] ID PROC     its output (the kept tail, then live)
+ *   cove kill [-s SIG] [--tree] ID PROC   a signal (default KILL)
+ *   cove wait ID PROC                     until it ends
+ *   cove shell ID [-- CMD...]             an interactive terminal
+ *
+ * PROC is a pid or a tag. attach, wait and shell exit with the process's
+ * status, as cove exec does. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/io.h"
+
+#define SHELL_STDIN_CHUNK 65536
+
+int cli_add_env(json_t *spec, const char *kv);
+
+int cli_exit_status(const struct cove_exec_result *res)
+{
+	if (res->timed_out) {
+		fprintf(stderr, "cove: timed out\n");
+		return 124;
+	}
+	return res->signal ? 128 + res->signal : res->exit_code;
+}
+
+int cli_exec_error_status(const struct cove_error *err)
+{
+	cli_fail(err);
+	if (strstr(err->message, "exec: No such file"))
+		return 127;
+	if (strstr(err->message, "exec: Permission denied"))
+		return 126;
+	return 125;
+}
+
+int cli_exec_detached(struct cli *cli, const char *id, const char *request_json)
+{
+	struct cove_error err = { 0 };
+	int pid;
+	if (cove_proc_start(cli->client, id, request_json, &pid, &err) < 0)
+		return cli_exec_error_status(&err);
+	if (cli->json) {
+		json_t *req = json_loads(request_json, 0, NULL);
+		json_t *j = json_pack("{s:i, s:O?}", "pid", pid, "tag", json_object_get(req, "tag"));
+		json_dumpf(j, stdout, JSON_COMPACT);
+		json_decref(j);
+		json_decref(req);
+		putchar('\n');
+	} else {
+		printf("%d\n", pid);
+	}
+	return 0;
+}
+
+/* ---- ps ---- */
+
+/* "12s", "5m", "3h" or "2d": how long ago unix time ms was. */
+static void format_age(char *buf, size_t cap, json_int_t ms)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	long long s = ((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 - ms) / 1000;
+	if (s < 0)
+		s = 0;
+	if (s < 120)
+		snprintf(buf, cap, "%llds ago", s);
+	else if (s < 7200)
+		snprintf(buf, cap, "%lldm ago", s / 60);
+	else if (s < 172800)
+		snprintf(buf, cap, "%lldh ago", s / 3600);
+	else
+		snprintf(buf, cap, "%lldd ago", s / 86400);
+}
+
+/* The command as one line: a string as it is, an argv joined by spaces. */
+static void format_cmd(char *buf, size_t cap, json_t *cmd)
+{
+	size_t i, off = 0;
+	json_t *arg;
+	buf[0] = '\0';
+	if (json_is_string(cmd)) {
+		snprintf(buf, cap, "%s", json_string_value(cmd));
+		return;
+	}
+	json_array_foreach(cmd, i, arg)
+	{
+		int n = snprintf(buf + off, cap - off, "%s%s", i ? " " : "", json_string_value(arg));
+		if (n < 0 || (size_t)n >= cap - off)
+			break;
+		off += (size_t)n;
+	}
+}
+
+static void print_process(json_t *p)
+{
+	char exit[16] = "-", age[32], cmd[256];
+	json_t *code = json_object_get(p, "exit_code");
+	const char *sig = json_string_value(json_object_get(p, "signal"));
+	const char *tag = json_string_value(json_object_get(p, "tag"));
+	if (json_is_integer(code))
+		snprintf(exit, sizeof(exit), "%lld", (long long)json_integer_value(code));
+	else if (sig)
+		snprintf(exit, sizeof(exit), "SIG%s", sig);
+	format_age(age, sizeof(age), json_integer_value(json_object_get(p, "started_at")));
+	format_cmd(cmd, sizeof(cmd), json_object_get(p, "cmd"));
+	printf("%-8lld %-16s %-8s %-8s %-4s %-9s %s\n", (long long)json_integer_value(json_object_get(p, "pid")),
+	       tag ? tag : "-", json_string_value(json_object_get(p, "state")), exit,
+	       json_is_true(json_object_get(p, "tty")) ? "yes" : "-", age, cmd);
+}
+
+int cmd_ps(struct cli *cli, int argc, char **argv)
+{
+	int i = 1;
+	bool json = cli->json;
+	if (i < argc && strcmp(argv[i], "--json") == 0) {
+		json = true;
+		i++;
+	}
+	if (argc - i != 1)
+		return cli_usage_error("ps", "want one sandbox ID (cove ps [--json] ID)");
+	struct cove_error err = { 0 };
+	char *body;
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_proc_list(cli->client, argv[i], &body, &err) < 0)
+		return cli_fail(&err);
+	json_t *j = json_loads(body, 0, NULL);
+	free(body);
+	json_t *list = json_object_get(j, "processes");
+	if (json) {
+		json_dumpf(list, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		size_t k;
+		json_t *p;
+		printf("%-8s %-16s %-8s %-8s %-4s %-9s %s\n", "PID", "TAG", "STATE", "EXIT", "TTY", "STARTED", "CMD");
+		json_array_foreach(list, k, p)
+		{
+			print_process(p);
+		}
+	}
+	json_decref(j);
+	return 0;
+}
+
+/* ---- attach, kill, wait ---- */
+
+static void on_output(void *arg, int fd, const char *buf, size_t len)
+{
+	(void)io_write_all(fd, buf, len); /* a closed stdout only loses output */
+}
+
+static void on_gap(void *arg, int fd, unsigned long long lost)
+{
+	fprintf(stderr, "cove: the first %llu bytes of %s are gone (the last 1 MiB is kept)\n", lost,
+		fd == 2 ? "stderr" : "stdout");
+}
+
+int cmd_attach(struct cli *cli, int argc, char **argv)
+{
+	int i = 1;
+	bool replay = true;
+	if (i < argc && strcmp(argv[i], "--no-replay") == 0) {
+		replay = false;
+		i++;
+	}
+	if (argc - i != 2)
+		return cli_usage_error("attach",
+				       "want a sandbox ID and a pid or tag (cove attach [--no-replay] ID PROC)");
+	struct cove_exec_events ev = { .on_output = on_output, .on_gap = on_gap };
+	struct cove_exec_result res;
+	struct cove_error err = { 0 };
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_proc_attach(cli->client, argv[i], argv[i + 1], replay, &ev, &res, &err) < 0)
+		return cli_fail(&err);
+	return cli_exit_status(&res);
+}
+
+static const struct option kill_opts[] = {
+	{ "signal", required_argument, NULL, 's' },
+	{ "tree", no_argument, NULL, 'T' },
+	{ 0 },
+};
+
+int cmd_kill(struct cli *cli, int argc, char **argv)
+{
+	const char *sig = NULL;
+	bool tree = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+s:", kill_opts, NULL)) != -1) {
+		if (c == 's')
+			sig = optarg;
+		else if (c == 'T')
+			tree = true;
+		else
+			return cli_usage_error("kill", "unknown or incomplete option '%s'", argv[optind - 1]);
+	}
+	if (argc - optind != 2)
+		return cli_usage_error("kill",
+				       "want a sandbox ID and a pid or tag (cove kill [-s SIG] [--tree] ID PROC)");
+	struct cove_error err = { 0 };
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_proc_signal(cli->client, argv[optind], argv[optind + 1], sig, tree, &err) < 0)
+		return cli_fail(&err);
+	return 0;
+}
+
+int cmd_wait(struct cli *cli, int argc, char **argv)
+{
+	if (argc != 3)
+		return cli_usage_error("wait", "want a sandbox ID and a pid or tag (cove wait ID PROC)");
+	struct cove_exec_result res;
+	struct cove_error err = { 0 };
+	if (cli_connect(cli) < 0)
+		return 1;
+	if (cove_proc_wait(cli->client, argv[1], argv[2], &res, &err) < 0)
+		return cli_fail(&err);
+	return cli_exit_status(&res);
+}
+
+/* ---- shell ----
+ *
+ * A terminal in the sandbox: a streamed exec with "tty": true (coved kills
+ * it when this process's stream connection closes, however this process
+ * ends), its output written raw to our stdout; our stdin bytes go to it as
+ * stdin requests and our window size as resize requests, on the CLI's other
+ * connection. coved's HTTP layer cannot switch a connection to another
+ * protocol (an upgrade), and needs none of it: input and output are two
+ * directions of independent requests. */
+
+struct shell {
+	struct cli *cli;
+	const char *id;
+	char proc[16]; /* the terminal's pid, once started */
+	int winsize_fd;
+	bool stdin_is_tty;
+};
+
+/* The local terminal's settings while it is raw: restored on every way out,
+ * a signal's too. */
+static struct termios saved_termios;
+static volatile sig_atomic_t terminal_raw;
+static int winch_pipe[2] = { -1, -1 };
+
+static void restore_terminal(void)
+{
+	if (terminal_raw)
+		(void)tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_termios);
+	terminal_raw = 0;
+}
+
+/* A signal that ends us (SA_RESETHAND): the terminal back, then the default
+ * action when the handler returns, with the signal unblocked. */
+static void on_fatal_signal(int sig)
+{
+	int saved = errno;
+	restore_terminal();
+	(void)raise(sig);
+	errno = saved;
+}
+
+static void on_winch(int sig)
+{
+	int saved = errno;
+	(void)!write(winch_pipe[1], "w", 1); /* a full pipe already says it */
+	errno = saved;
+}
+
+static int install_signals(void)
+{
+	static const int fatal[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM };
+	struct sigaction sa = { .sa_handler = on_fatal_signal, .sa_flags = SA_RESETHAND };
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		if (sigaction(fatal[i], &sa, NULL) < 0)
+			return -1;
+	if (pipe2(winch_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	struct sigaction winch = { .sa_handler = on_winch, .sa_flags = SA_RESTART };
+	return sigaction(SIGWINCH, &winch, NULL);
+}
+
+static int enter_raw_mode(void)
+{
+	struct termios raw;
+	if (tcgetattr(STDIN_FILENO, &saved_termios) < 0)
+		return -1;
+	raw = saved_termios;
+	/* Every key goes to the sandbox as it is typed, Ctrl-C included: the
+	 * terminal there interprets them, as a local one would. */
+	cfmakeraw(&raw);
+	terminal_raw = 1;
+	if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) < 0) {
+		terminal_raw = 0;
+		return -1;
+	}
+	return 0;
+}
+
+/* The local window size, or false when there is no terminal to ask. */
+static bool window_size(int fd, struct winsize *ws)
+{
+	return fd >= 0 && ioctl(fd, TIOCGWINSZ, ws) == 0 && ws->ws_row > 0 && ws->ws_col > 0;
+}
+
+static void on_shell_start(void *arg, int pid)
+{
+	struct shell *sh = arg;
+	snprintf(sh->proc, sizeof(sh->proc), "%d", pid);
+	if (sh->stdin_is_tty && enter_raw_mode() < 0)
+		fprintf(stderr, "cove: cannot put the terminal in raw mode: %s\n", strerror(errno));
+}
+
+static int send_resize(struct shell *sh, struct cove_error *err)
+{
+	char drain[64];
+	while (read(winch_pipe[0], drain, sizeof(drain)) > 0)
+		;
+	struct winsize ws;
+	if (!sh->proc[0] || !window_size(sh->winsize_fd, &ws))
+		return 0;
+	/* A terminal that has just ended refuses (409): its exit is on its
+	 * way on the stream. */
+	if (cove_proc_resize(sh->cli->client, sh->id, sh->proc, ws.ws_row, ws.ws_col, err) < 0 && err->status != 409)
+		return -1;
+	return 0;
+}
+
+/* Our stdin's next bytes to the terminal; at its end, the terminal's EOF
+ * (^D). 1 when our stdin has ended, 0, or -1 on an error. */
+static int forward_stdin(struct shell *sh, struct cove_error *err)
+{
+	static char buf[SHELL_STDIN_CHUNK];
+	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (cove_proc_stdin(sh->cli->client, sh->id, sh->proc, buf, n > 0 ? (size_t)n : 0, n <= 0, err) < 0 &&
+	    err->status != 409)
+		return -1;
+	return n <= 0;
+}
+
+/* Until the terminal's exit: its status to exit with. */
+static int shell_loop(struct shell *sh, struct cove_stream *s)
+{
+	struct pollfd pfd[3] = {
+		{ .fd = cove_stream_fd(s), .events = POLLIN },
+		{ .fd = winch_pipe[0], .events = POLLIN },
+		{ .fd = STDIN_FILENO, .events = POLLIN },
+	};
+	struct cove_exec_result res;
+	struct cove_error err = { 0 };
+	bool stdin_open = true;
+	int r = 0;
+	while (r == 0) {
+		/* Our stdin waits for the pid that its bytes are addressed to. */
+		nfds_t n = sh->proc[0] && stdin_open ? 3 : 2;
+		int ready = poll(pfd, n, -1);
+		if (ready < 0 && errno == EINTR)
+			continue; /* a SIGWINCH: its pipe is readable now */
+		if (ready < 0) {
+			snprintf(err.message, sizeof(err.message), "poll: %s", strerror(errno));
+			r = -1;
+		}
+		if (r == 0 && pfd[0].revents)
+			r = cove_stream_read(s, &res, &err);
+		if (r == 0 && pfd[1].revents)
+			r = send_resize(sh, &err);
+		if (r == 0 && n == 3 && pfd[2].revents) {
+			int ended = forward_stdin(sh, &err);
+			stdin_open = ended == 0;
+			r = ended < 0 ? -1 : 0;
+		}
+	}
+	restore_terminal(); /* before any message: a raw terminal shows no line ends */
+	return r > 0 ? cli_exit_status(&res) : cli_exec_error_status(&err);
+}
+
+/* The request: cmd (default: the user's login shell, or sh), the local
+ * window size and TERM. */
+static json_t *shell_request(struct shell *sh, json_t *req, int argc, char **argv)
+{
+	json_t *cmd;
+	if (argc > 0) {
+		cmd = json_array();
+		for (int i = 0; i < argc; i++)
+			json_array_append_new(cmd, json_string(argv[i]));
+	} else {
+		/* SHELL is the user's, from the sandbox's /etc/passwd. */
+		cmd = json_string("[ -x \"$SHELL\" ] && exec \"$SHELL\" -l; exec /bin/sh -l");
+	}
+	json_object_set_new(req, "cmd", cmd);
+	json_object_set_new(req, "tty", json_true());
+	struct winsize ws;
+	if (window_size(sh->winsize_fd, &ws)) {
+		json_object_set_new(req, "rows", json_integer(ws.ws_row));
+		json_object_set_new(req, "cols", json_integer(ws.ws_col));
+	}
+	const char *term = getenv("TERM");
+	json_t *env = json_object_get(req, "env");
+	if (term && *term && !json_object_get(env, "TERM")) {
+		if (!env)
+			json_object_set_new(req, "env", env = json_object());
+		json_object_set_new(env, "TERM", json_string(term));
+	}
+	return req;
+}
+
+static const struct option shell_opts[] = {
+	{ "env", required_argument, NULL, 'e' },
+	{ "workdir", required_argument, NULL, 'w' },
+	{ "user", required_argument, NULL, 'u' },
+	{ 0 },
+};
+
+static int parse_shell(int argc, char **argv, json_t *req)
+{
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+e:w:u:", shell_opts, NULL)) != -1) {
+		if (c == 'e' && cli_add_env(req, optarg) < 0)
+			return cli_usage_error("shell", "bad --env '%s' (want NAME=VALUE)", optarg), -1;
+		else if (c == 'w')
+			json_object_set_new(req, "cwd", json_string(optarg));
+		else if (c == 'u')
+			json_object_set_new(req, "user", json_string(optarg));
+		else if (c != 'e')
+			return cli_usage_error("shell", "unknown or incomplete option '%s'", argv[optind - 1]), -1;
+	}
+	return optind;
+}
+
+int cmd_shell(struct cli *cli, int argc, char **argv)
+{
+	json_t *req = json_object();
+	int i = parse_shell(argc, argv, req);
+	if (i >= 0 && i >= argc) {
+		cli_usage_error("shell", "no sandbox ID (cove shell [OPTIONS] ID [-- CMD...])");
+		i = -1;
+	}
+	if (i < 0) {
+		json_decref(req);
+		return 2;
+	}
+	struct shell sh = { .cli = cli, .id = argv[i++], .stdin_is_tty = isatty(STDIN_FILENO) };
+	sh.winsize_fd = sh.stdin_is_tty ? STDIN_FILENO : isatty(STDOUT_FILENO) ? STDOUT_FILENO : -1;
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	char *body = json_dumps(shell_request(&sh, req, argc - i, argv + i), JSON_COMPACT);
+	json_decref(req);
+	struct cove_exec_events ev = { .on_start = on_shell_start, .on_output = on_output, .arg = &sh };
+	struct cove_error err = { 0 };
+	struct cove_stream *s = NULL;
+	int r;
+	if (install_signals() < 0) {
+		fprintf(stderr, "cove: signals: %s\n", strerror(errno));
+		r = 125;
+	} else if (cli_connect(cli) < 0) {
+		r = 125;
+	} else if (cove_stream_exec(cli->client, sh.id, body, &ev, &s, &err) < 0) {
+		r = cli_exec_error_status(&err);
+	} else {
+		r = shell_loop(&sh, s);
+	}
+	restore_terminal();
+	cove_stream_close(s);
+	free(body);
+	return r;
+}

@@ -1,0 +1,505 @@
+/* Folders as tar streams: GET .../files/tar?path=DIR sends DIR's tree, PUT
+ * extracts a tar body into DIR (made if missing).
+ *
+ * coved walks nothing and creates nothing itself. For a download, init's
+ * child walks DIR as the request's user and writes an entry stream with the
+ * files' bytes (common/wire.h); coved turns it into a pax tar with libarchive,
+ * whose output goes to the client chunk by chunk. Backpressure as in exec.c:
+ * above STREAM_HIGH_WATER bytes not yet sent to the client, coved stops
+ * reading the stream, the child blocks on its socket, and coved's memory
+ * for a download stays near that bound however large the tree.
+ *
+ * For an upload, evhttp has buffered the whole body (bounded by the
+ * daemon's maximum body size): libarchive reads it in place, twice. The
+ * first pass refuses, before anything changes, what is not an uncompressed
+ * tar, a member with a ".." component, and a member (or a hard link's
+ * target) through a symlink of the same archive. The second pass writes the
+ * members as an entry stream to init's child, which makes each one beneath
+ * DIR as the user, through no symlink at all (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS, component by component: also not through one that
+ * was already in the sandbox), and answers how it went. Leading '/' and
+ * "./" go, as tar does; owners in the archive are ignored (what is made is
+ * the user's); devices, FIFOs and sockets are skipped and counted. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "daemon/files.h"
+
+#define STREAM_HIGH_WATER (1 << 20)   /* unsent to the client: stop reading the stream */
+#define UPLOAD_HIGH_WATER (256 << 10) /* entry stream bytes made ahead of the socket */
+#define TAR_READS_PER_EVENT 16
+
+enum { MEMBER_SKIP = ARCHIVE_EOF + 1 };
+
+/* The request body, read in place by libarchive: one evbuffer segment per
+ * call, each valid until the body is freed with the request. */
+struct body_reader {
+	struct evbuffer *body;
+	struct evbuffer_ptr pos;
+};
+
+struct tar_state {
+	struct archive *ar;
+	struct archive_entry *ae;     /* a download's, reused */
+	struct archive_entry *member; /* an upload's current one, libarchive's */
+	struct evbuffer *out;         /* tar bytes for the client, or stream bytes for init */
+	bool paused;
+	/* an upload */
+	struct body_reader body;
+	struct event *write_ev;
+	uint64_t data_left; /* of the current member */
+	uint64_t zeros;     /* a sparse member's hole still to send */
+	const char *block;  /* a data block of libarchive's still to send */
+	size_t block_len;
+	bool ended; /* WIRE_ENTRY_END queued */
+	unsigned skipped;
+};
+
+void tar_free(struct file_op *op)
+{
+	struct tar_state *t = op->tar;
+	if (!t)
+		return;
+	if (t->ar && op->kind == FK_TAR) {
+		archive_write_fail(t->ar); /* no end-of-archive for a cut download */
+		archive_write_free(t->ar);
+	} else if (t->ar) {
+		archive_read_free(t->ar);
+	}
+	if (t->ae)
+		archive_entry_free(t->ae); /* only a download allocates one */
+	if (t->out)
+		evbuffer_free(t->out);
+	if (t->write_ev)
+		event_free(t->write_ev);
+	free(t);
+	op->tar = NULL;
+}
+
+/* ---- download: an entry stream into a tar, out to the client ---- */
+
+static la_ssize_t tar_output(struct archive *a, void *arg, const void *buf, size_t n)
+{
+	struct tar_state *t = arg;
+	if (evbuffer_add(t->out, buf, n) < 0) {
+		archive_set_error(a, ENOMEM, "out of memory");
+		return -1;
+	}
+	return (la_ssize_t)n;
+}
+
+static size_t unsent_bytes(struct evhttp_request *req)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(req);
+	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+static void download_readable(evutil_socket_t fd, short what, void *arg);
+
+static void on_chunk_sent(struct evhttp_connection *conn, void *arg)
+{
+	struct file_op *op = arg;
+	if (op->aborted || !op->req || !op->tar || !op->tar->paused || unsent_bytes(op->req) >= STREAM_HIGH_WATER / 2)
+		return;
+	op->tar->paused = false;
+	event_add(op->st->ev, NULL);
+	download_readable(op->st->sock, EV_READ, op);
+}
+
+static void flush_out(struct file_op *op)
+{
+	struct tar_state *t = op->tar;
+	if (evbuffer_get_length(t->out) > 0)
+		evhttp_send_reply_chunk_with_cb(op->req, t->out, on_chunk_sent, op);
+}
+
+static int write_header(struct file_op *op)
+{
+	static const unsigned types[] = {
+		[WIRE_ENTRY_FILE] = AE_IFREG, [WIRE_ENTRY_DIR] = AE_IFDIR, [WIRE_ENTRY_SYMLINK] = AE_IFLNK
+	};
+	struct entry_stream *s = op->st;
+	struct archive_entry *ae = op->tar->ae;
+	if (s->e.type != WIRE_ENTRY_FILE && s->e.type != WIRE_ENTRY_DIR && s->e.type != WIRE_ENTRY_SYMLINK)
+		return -1; /* the child sends no other kind in a tar */
+	archive_entry_clear(ae);
+	archive_entry_copy_pathname(ae, s->path);
+	archive_entry_set_filetype(ae, types[s->e.type]);
+	archive_entry_set_perm(ae, s->e.mode);
+	archive_entry_set_uid(ae, s->e.uid);
+	archive_entry_set_gid(ae, s->e.gid);
+	archive_entry_set_mtime(ae, s->e.mtime, 0);
+	archive_entry_set_size(ae, s->e.type == WIRE_ENTRY_FILE ? (la_int64_t)s->e.size : 0);
+	if (s->e.type == WIRE_ENTRY_SYMLINK)
+		archive_entry_copy_symlink(ae, s->link);
+	/* ARCHIVE_WARN: a name not in the locale's charset, kept as bytes. */
+	return archive_write_header(op->tar->ar, ae) < ARCHIVE_WARN ? -1 : 0;
+}
+
+/* The stream's records into the tar. 1 once op is finished (and freed). */
+static int download_consume(struct file_op *op)
+{
+	const char *buf;
+	size_t len;
+	for (;;) {
+		enum stream_event ev = entry_stream_next(op->st, &buf, &len);
+		if (ev == SE_MORE)
+			return 0;
+		if (ev == SE_ENTRY && write_header(op) == 0)
+			continue;
+		if (ev == SE_DATA && archive_write_data(op->tar->ar, buf, len) == (la_ssize_t)len)
+			continue;
+		if (ev == SE_END && archive_write_close(op->tar->ar) == ARCHIVE_OK) {
+			flush_out(op);
+			evhttp_send_reply_end(op->req);
+			op_free(op);
+			return 1;
+		}
+		log_warn("sandbox %s: tar of '%s' cut short: %s", op->sb->id, op->path,
+			 ev == SE_BAD ? "a malformed entry stream" : archive_error_string(op->tar->ar));
+		op_abort(op);
+		return 1;
+	}
+}
+
+static void download_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct file_op *op = arg;
+	for (int i = 0; i < TAR_READS_PER_EVENT && !op->tar->paused; i++) {
+		int n = entry_stream_read(op->st);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (download_consume(op))
+			return;
+		if (n <= 0) { /* the child died before the end */
+			log_warn("sandbox %s: tar of '%s' cut short: the stream ended early", op->sb->id, op->path);
+			op_abort(op);
+			return;
+		}
+		flush_out(op);
+		if (unsent_bytes(op->req) > STREAM_HIGH_WATER) {
+			op->tar->paused = true;
+			event_del(op->st->ev);
+		}
+	}
+	flush_out(op);
+}
+
+static int start_download(struct file_op *op)
+{
+	struct tar_state *t = op->tar;
+	op->st->data = true;
+	if (!(t->ar = archive_write_new()) || !(t->ae = archive_entry_new()) ||
+	    archive_write_set_format_pax_restricted(t->ar) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(t->ar, 0) != ARCHIVE_OK ||
+	    archive_write_open(t->ar, t, NULL, tar_output, NULL) != ARCHIVE_OK)
+		return -1;
+	op->st->ev = event_new(daemon_ctx->base, op->st->sock, EV_READ | EV_PERSIST, download_readable, op);
+	if (!op->st->ev)
+		return -1;
+	/* The client sets the pace from here: no backstop timeout. */
+	event_free(op->timeout_ev);
+	op->timeout_ev = NULL;
+	evhttp_add_header(evhttp_request_get_output_headers(op->req), "Content-Type", "application/x-tar");
+	evhttp_send_reply_start(op->req, 200, "OK");
+	op->reply_started = true;
+	event_add(op->st->ev, NULL);
+	return 0;
+}
+
+/* ---- upload: the body's members ---- */
+
+static la_ssize_t body_read(struct archive *a, void *arg, const void **ret)
+{
+	struct body_reader *r = arg;
+	struct evbuffer_iovec v;
+	if (evbuffer_peek(r->body, -1, &r->pos, &v, 1) < 1 || v.iov_len == 0)
+		return 0;
+	*ret = v.iov_base;
+	evbuffer_ptr_set(r->body, &r->pos, v.iov_len, EVBUFFER_PTR_ADD);
+	return (la_ssize_t)v.iov_len;
+}
+
+/* libarchive on the body (an uncompressed tar), or NULL with err. */
+static struct archive *open_body(struct evbuffer *body, struct body_reader *r, struct cove_err *err)
+{
+	struct archive *a = archive_read_new();
+	r->body = body;
+	evbuffer_ptr_set(body, &r->pos, 0, EVBUFFER_PTR_SET);
+	if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK) {
+		err_set(err, COVE_EINTERNAL, "out of memory");
+	} else if (archive_read_open(a, r, NULL, body_read, NULL) != ARCHIVE_OK) {
+		err_set(err, COVE_EINVAL, "not an uncompressed tar archive: %s", archive_error_string(a));
+	} else {
+		return a;
+	}
+	archive_read_free(a);
+	return NULL;
+}
+
+/* The next member as an entry: 0 with path, link and type, MEMBER_SKIP
+ * (a special file, or the archive's root "./"), ARCHIVE_EOF, or -1 with
+ * err. */
+static int next_member(struct archive *a, struct archive_entry **ae, char *path, char *link, uint32_t *type,
+		       struct cove_err *err)
+{
+	int r = archive_read_next_header(a, ae);
+	if (r == ARCHIVE_EOF)
+		return ARCHIVE_EOF;
+	if (r < ARCHIVE_WARN)
+		return err_set(err, COVE_EINVAL, "not an uncompressed tar archive: %s", archive_error_string(a));
+	const char *name = archive_entry_pathname(*ae), *hard = archive_entry_hardlink(*ae);
+	const char *target = hard ? hard : archive_entry_symlink(*ae);
+	if (!name)
+		return err_set(err, COVE_EINVAL, "a tar member without a name");
+	r = wire_entry_path_normalize(name, path, WIRE_ENTRY_MAX_PATH + 1);
+	if (r < 0)
+		return err_set(err, COVE_EINVAL, "tar member '%.200s': %s", name,
+			       r == -EINVAL ? "'..' is not allowed" : "name too long");
+	if (r == 1)
+		return MEMBER_SKIP;
+	link[0] = '\0';
+	if (hard && wire_entry_path_normalize(hard, link, WIRE_ENTRY_MAX_PATH + 1) != 0)
+		return err_set(err, COVE_EINVAL, "tar member '%.200s': a hard link to '%.200s'", name, hard);
+	switch (hard ? AE_IFREG : archive_entry_filetype(*ae)) {
+	case AE_IFREG:
+		*type = hard ? WIRE_ENTRY_HARDLINK : WIRE_ENTRY_FILE;
+		break;
+	case AE_IFDIR:
+		*type = WIRE_ENTRY_DIR;
+		break;
+	case AE_IFLNK:
+		if (!target || !target[0] || strlen(target) > WIRE_ENTRY_MAX_PATH)
+			return err_set(err, COVE_EINVAL, "tar member '%.200s': a symlink without a target", name);
+		snprintf(link, WIRE_ENTRY_MAX_PATH + 1, "%s", target);
+		*type = WIRE_ENTRY_SYMLINK;
+		break;
+	default:
+		return MEMBER_SKIP;
+	}
+	return 0;
+}
+
+/* Does path go through a symlink that an earlier member made? */
+static const char *through_symlink(json_t *symlinks, const char *path)
+{
+	static char prefix[WIRE_ENTRY_MAX_PATH + 1];
+	for (const char *slash = strchr(path, '/'); slash; slash = strchr(slash + 1, '/')) {
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(slash - path), path);
+		if (json_object_get(symlinks, prefix))
+			return prefix;
+	}
+	return NULL;
+}
+
+/* The first pass: the whole body is a tar whose members are all safe to
+ * make. Nothing has changed yet, so a refusal changes nothing. */
+static int check_body(struct evhttp_request *req, struct cove_err *err)
+{
+	static char path[WIRE_ENTRY_MAX_PATH + 1], link[WIRE_ENTRY_MAX_PATH + 1];
+	struct body_reader br;
+	struct archive_entry *ae;
+	uint32_t type;
+	struct archive *a = open_body(evhttp_request_get_input_buffer(req), &br, err);
+	json_t *symlinks = json_object();
+	int r = !a ? -1 : symlinks ? 0 : err_set(err, COVE_EINTERNAL, "out of memory");
+	while (r == 0) {
+		r = next_member(a, &ae, path, link, &type, err);
+		if (r < 0 || r == ARCHIVE_EOF)
+			break;
+		const char *via = r == 0 ? through_symlink(symlinks, path) : NULL;
+		if (!via && r == 0 && type == WIRE_ENTRY_HARDLINK)
+			via = through_symlink(symlinks, link);
+		if (via) {
+			r = err_set(err, COVE_EINVAL,
+				    "tar member '%.200s' goes through the symlink '%.200s' of the archive", path, via);
+			break;
+		}
+		if (r == 0 && type == WIRE_ENTRY_SYMLINK)
+			json_object_set_new_nocheck(symlinks, path, json_true());
+		else if (r == 0)
+			json_object_del(symlinks, path);
+		if (archive_read_data_skip(a) < ARCHIVE_WARN) {
+			r = err_set(err, COVE_EINVAL, "not an uncompressed tar archive: %s", archive_error_string(a));
+			break;
+		}
+		r = 0;
+	}
+	json_decref(symlinks);
+	if (a)
+		archive_read_free(a);
+	return r == ARCHIVE_EOF ? 0 : -1;
+}
+
+/* ---- upload: the second pass, into the child's entry stream ---- */
+
+static void queue_entry(struct tar_state *t, uint32_t type, struct archive_entry *ae, const char *path,
+			const char *link)
+{
+	la_int64_t size = type == WIRE_ENTRY_FILE ? archive_entry_size(ae) : 0;
+	struct wire_entry e = { .type = type,
+				.mode = ae ? archive_entry_perm(ae) & 07777 : 0,
+				.mtime = ae ? archive_entry_mtime(ae) : 0,
+				.size = size > 0 ? (uint64_t)size : 0,
+				.path_len = (uint32_t)strlen(path),
+				.link_len = (uint32_t)strlen(link) };
+	evbuffer_add(t->out, &e, sizeof(e));
+	evbuffer_add(t->out, path, e.path_len);
+	evbuffer_add(t->out, link, e.link_len);
+	t->data_left = e.size;
+	t->zeros = 0;
+	t->block_len = 0;
+}
+
+/* Some of the current member's bytes: a hole's zeros, then the pending
+ * block, then the next block; zeros too for what the archive lacks. */
+static int produce_data(struct tar_state *t)
+{
+	static const char zero[65536];
+	const void *buf;
+	size_t n;
+	la_int64_t off;
+	if (t->zeros > 0 || t->block_len > 0) {
+		bool hole = t->zeros > 0;
+		uint64_t avail = hole ? (t->zeros < sizeof(zero) ? t->zeros : sizeof(zero)) : t->block_len;
+		size_t take = (size_t)(avail < t->data_left ? avail : t->data_left);
+		evbuffer_add(t->out, hole ? zero : t->block, take);
+		t->data_left -= take;
+		if (hole)
+			t->zeros -= take;
+		else
+			t->block_len = 0;
+		return 0;
+	}
+	int r = archive_read_data_block(t->ar, &buf, &n, &off);
+	if (r == ARCHIVE_EOF) {
+		t->zeros = t->data_left;
+		return 0;
+	}
+	uint64_t at = (uint64_t)archive_entry_size(t->member) - t->data_left;
+	if (r < ARCHIVE_WARN || off < 0 || (uint64_t)off < at)
+		return -1;
+	t->zeros = (uint64_t)off - at;
+	t->block = buf;
+	t->block_len = n;
+	return 0;
+}
+
+/* Entry stream bytes up to UPLOAD_HIGH_WATER ahead, then the end. */
+static int produce(struct file_op *op)
+{
+	static char path[WIRE_ENTRY_MAX_PATH + 1], link[WIRE_ENTRY_MAX_PATH + 1];
+	struct tar_state *t = op->tar;
+	struct cove_err err = { 0 };
+	uint32_t type;
+	while (!t->ended && evbuffer_get_length(t->out) < UPLOAD_HIGH_WATER) {
+		if (t->data_left > 0) {
+			if (produce_data(t) < 0)
+				return -1;
+			continue;
+		}
+		int r = next_member(t->ar, &t->member, path, link, &type, &err);
+		if (r == ARCHIVE_EOF) {
+			queue_entry(t, WIRE_ENTRY_END, NULL, "", "");
+			t->ended = true;
+		} else if (r == MEMBER_SKIP) {
+			t->skipped += path[0] != '\0';
+		} else if (r < 0) {
+			return -1; /* the first pass read it fine */
+		} else {
+			queue_entry(t, type, t->member, path, link);
+		}
+	}
+	return 0;
+}
+
+static void upload_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct file_op *op = arg;
+	struct tar_state *t = op->tar;
+	if (produce(op) < 0) {
+		op_fail_entry(op, EIO, NULL);
+		return;
+	}
+	if (evbuffer_write(t->out, fd) < 0 && errno != EAGAIN && errno != EINTR) {
+		/* The child stopped reading: its answer says why. */
+		evbuffer_drain(t->out, evbuffer_get_length(t->out));
+		t->ended = true;
+	}
+	if (t->ended && evbuffer_get_length(t->out) == 0)
+		event_del(t->write_ev);
+}
+
+/* The child's answer: how many entries it made, or what stopped it. */
+static void upload_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct file_op *op = arg;
+	struct entry_stream *s = op->st;
+	const char *buf;
+	size_t len;
+	int n = entry_stream_read(s);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	enum stream_event ev = entry_stream_next(s, &buf, &len);
+	if (ev == SE_MORE && n > 0)
+		return;
+	if (ev != SE_END) {
+		op_fail_entry(op, EIO, NULL);
+	} else if (s->e.errnum) {
+		op_fail_entry(op, s->e.errnum, s->path[0] ? s->path : op->path);
+	} else {
+		op_reply(op, 200,
+			 json_pack("{s:o, s:I, s:i, s:b}", "path", json_text(op->path), "entries",
+				   (json_int_t)s->e.size, "skipped", (int)op->tar->skipped, "created", op->created));
+	}
+}
+
+static int start_upload(struct file_op *op)
+{
+	struct tar_state *t = op->tar;
+	struct cove_err err = { 0 };
+	t->ar = open_body(evhttp_request_get_input_buffer(op->req), &t->body, &err);
+	op->st->ev = event_new(daemon_ctx->base, op->st->sock, EV_READ | EV_PERSIST, upload_readable, op);
+	t->write_ev = event_new(daemon_ctx->base, op->st->sock, EV_WRITE | EV_PERSIST, upload_writable, op);
+	if (!t->ar || !op->st->ev || !t->write_ev)
+		return -1;
+	event_add(op->st->ev, NULL);
+	event_add(t->write_ev, NULL);
+	return 0;
+}
+
+void tar_start(struct file_op *op)
+{
+	op->tar = calloc(1, sizeof(*op->tar));
+	if (!op->tar || !(op->tar->out = evbuffer_new()) ||
+	    (op->kind == FK_TAR ? start_download(op) : start_upload(op)) < 0)
+		op_fail_entry(op, ENOMEM, NULL);
+}
+
+/* ---- requests ---- */
+
+int files_tar_get(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	static const char *const params[] = { "path", "user", NULL };
+	struct file_request fr = { .kind = FK_TAR, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_TAR };
+	return files_start(req, id, &fr, NULL, err);
+}
+
+int files_tar_put(struct evhttp_request *req, const char *id, struct cove_err *err)
+{
+	static const char *const params[] = { "path", "user", NULL };
+	struct file_request fr = {
+		.kind = FK_EXTRACT, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_EXTRACT
+	};
+	return files_start(req, id, &fr, check_body, err);
+}
