@@ -326,8 +326,9 @@ static json_t *backend_json(const char *isolation, bool os_boundary)
 static int h_capabilities(struct evhttp_request *req, const char *id, struct cove_err *err)
 {
 	struct daemon *d = daemon_ctx;
+	const char *storage = storage_driver_name(d->pool.driver);
 	json_t *j =
-		json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage", "btrfs",
+		json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage", storage,
 			  "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports", 0,
 			  "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed", d->pool.loop_backed);
 	json_object_set_new(j, "backends",

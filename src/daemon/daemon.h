@@ -109,6 +109,7 @@ struct daemon {
 	uint64_t requests;
 	bool stopping; /* SIGTERM: exit once no deletion or worker job is under way */
 	struct access_config access;
+	enum storage_driver storage; /* --storage: what was asked for (STORAGE_AUTO by default) */
 };
 
 extern struct daemon *daemon_ctx;

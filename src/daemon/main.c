@@ -138,7 +138,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: coved [--data DIR] [--socket PATH] [--init PATH] [--debug]\n"
 		   "  --data DIR     data root (default /var/lib/cove)\n"
 		   "  --socket PATH  API socket (default /run/cove/cove.sock)\n"
-		   "  --init PATH    cove-init binary (default: next to coved)\n");
+		   "  --init PATH    cove-init binary (default: next to coved)\n"
+		   "  --storage DRIVER  btrfs, overlay or auto (default): the data root's, or on a new one\n"
+		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
 		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"
 		   "  --token-file PATH       the token (mode 0600, 32+ bytes; default DIR/token, made if missing)\n"
@@ -167,6 +169,7 @@ static int parse_args(int argc, char **argv, struct daemon *d, char *init_path, 
 		{ "max-connections", required_argument, NULL, 'A' },
 		{ "idle-timeout", required_argument, NULL, 'A' },
 		{ "request-timeout", required_argument, NULL, 'A' },
+		{ "storage", required_argument, NULL, 'S' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -188,6 +191,13 @@ static int parse_args(int argc, char **argv, struct daemon *d, char *init_path, 
 		case 'A':
 			if (access_parse_option(&d->access, opts[longindex].name, optarg, &err) < 0) {
 				fprintf(stderr, "coved: %s\n", err.msg);
+				return -1;
+			}
+			break;
+		case 'S':
+			if (storage_driver_parse(optarg, &d->storage) < 0) {
+				fprintf(stderr, "coved: --storage: unknown driver '%s' (btrfs, overlay or auto)\n",
+					optarg);
 				return -1;
 			}
 			break;
@@ -237,8 +247,13 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 	 * file or a port in use stops coved with nothing changed. */
 	if (access_setup(d, err) < 0)
 		return -1;
-	if (pool_open(&d->pool, d->data_dir, POOL_SIZE, err) < 0 ||
-	    host_image_ensure(d->pool.dir, d->host_image, err) < 0)
+	if (pool_open(&d->pool, d->data_dir, d->storage, POOL_SIZE, err) < 0)
+		return -1;
+	if (d->pool.fallback)
+		log_warn("coved: no btrfs pool can be had here (%s): the overlay storage driver is in use, "
+			 "snapshots copy a sandbox's changes",
+			 d->pool.fallback);
+	if (host_image_ensure(&d->pool, d->host_image, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/sandboxes", d->pool.dir);
 	if (mkdir_p(path, 0700) < 0)
@@ -285,8 +300,8 @@ static int serve(struct daemon *d, struct cove_err *err)
 		close(fd);
 		return err_set(err, COVE_EINTERNAL, "evhttp accept");
 	}
-	log_info("coved: serving %s (data %s, pool %s%s, cgroup %s, %d sandboxes)", d->socket_path, d->data_dir,
-		 d->pool.dir, d->pool.loop_backed ? " on a loop device" : "",
+	log_info("coved: serving %s (data %s, %s pool %s%s, cgroup %s, %d sandboxes)", d->socket_path, d->data_dir,
+		 storage_driver_name(d->pool.driver), d->pool.dir, d->pool.loop_backed ? " on a loop device" : "",
 		 d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", d->count);
 	return 0;
 }

@@ -31,7 +31,7 @@
 #include "daemon/store.h"
 #include "image/host_image.h"
 #include "sandbox/runtime.h"
-#include "sys/btrfs.h"
+#include "sys/storage.h"
 
 /* The sandbox's subvolume; an external sandbox's workspace. */
 static void subvol_path(const struct daemon *d, const char *id, char *buf, size_t cap)
@@ -340,16 +340,16 @@ int sandbox_set_expiry(struct daemon *d, struct sandbox *sb, int64_t expires_at,
 /* The "take a root"" step of a create: a new, empty subvolume laid out for
  * the overlays (or left empty: an external sandbox's workspace), or a
  * writable snapshot of a snapshot's files (which hold that layout already). */
-static int take_root(const char *from, const char *subvol, bool external, struct cove_err *err)
+static int take_root(enum storage_driver drv, const char *from, const char *subvol, bool external, struct cove_err *err)
 {
 	int r;
 	if (from) {
-		r = btrfs_subvol_snapshot(from, subvol, false);
+		r = storage_snapshot(drv, from, subvol, false);
 		return r < 0 ? err_sys(err, -r, "snapshot '%s' to '%s'", from, subvol) : 0;
 	}
-	r = btrfs_subvol_create(subvol);
+	r = storage_create(drv, subvol);
 	if (r == 0 && !external && (r = runtime_prepare(subvol)) < 0)
-		(void)btrfs_subvol_delete(subvol);
+		(void)storage_delete(drv, subvol);
 	return r < 0 ? err_sys(err, -r, "create subvolume '%s'", subvol) : 0;
 }
 
@@ -410,7 +410,7 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	/* An external sandbox has no image: its commands see the host. */
-	if (!sb->spec.external && (!sb->spec.image_dir[0] || btrfs_is_subvol(image) != 1)) {
+	if (!sb->spec.external && (!sb->spec.image_dir[0] || storage_is_tree(d->pool.driver, image) != 1)) {
 		err_set(err, COVE_EINVAL, "unknown image '%s'", from ? sb->spec.image_dir : sb->spec.image);
 		goto fail;
 	}
@@ -419,12 +419,12 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 	 * commit, where a snapshot of the image would (milliseconds, far more
 	 * under load). A restore's is a snapshot of those changes. */
 	double t0 = now_ms();
-	int r = take_root(from, subvol, sb->spec.external, err);
+	int r = take_root(d->pool.driver, from, subvol, sb->spec.external, err);
 	double t1 = now_ms();
 	if (r < 0)
 		goto fail;
 	if (!from && !sb->spec.external && write_identity(subvol, image, sb->id, err) < 0) {
-		(void)btrfs_subvol_delete(subvol);
+		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;
 	}
 	/* Recorded before it runs, so that a crash from here on leaves a row
@@ -441,7 +441,7 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 		if (sb->init_pid > 0)
 			kill(sb->init_pid, SIGKILL);
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
-		(void)btrfs_subvol_delete(subvol);
+		(void)storage_delete(d->pool.driver, subvol);
 		(void)store_delete_sandbox(d->store, sb->id, NULL);
 		goto fail;
 	}
@@ -472,7 +472,7 @@ static void finish_delete(struct daemon *d, struct sandbox *sb)
 	}
 	(void)unlink(sock);
 	double t1 = now_ms();
-	int r = btrfs_subvol_delete(subvol);
+	int r = storage_delete(d->pool.driver, subvol);
 	log_debug("sandbox %s: deleted: cgroups %.2f ms, subvolume %.2f ms", sb->id, t1 - t0, now_ms() - t1);
 	if (r < 0 && r != -ENOENT) {
 		log_error("sandbox %s: delete subvolume '%s': %s", sb->id, subvol, strerror(-r));
@@ -746,7 +746,7 @@ static void remove_unrecorded_roots(struct daemon *d)
 		socket_path(d, e->d_name, path, sizeof(path));
 		(void)unlink(path);
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		int r = btrfs_subvol_delete(path);
+		int r = storage_delete(d->pool.driver, path);
 		if (r < 0)
 			log_error("remove '%s', a sandbox root with no record: %s", path, strerror(-r));
 		else
@@ -782,6 +782,6 @@ int sandboxes_load(struct daemon *d, struct cove_err *err)
 	if (ctx.failed == 0) /* a row it could not read may own a root, or need an image */
 		remove_unrecorded_roots(d);
 	if (ctx.failed == 0 && bad_snapshots == 0)
-		host_image_gc(d->pool.dir, image_in_use, d);
+		host_image_gc(&d->pool, image_in_use, d);
 	return 0;
 }

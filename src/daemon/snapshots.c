@@ -41,7 +41,7 @@
 #include "common/parse.h"
 #include "daemon/daemon.h"
 #include "daemon/store.h"
-#include "sys/btrfs.h"
+#include "sys/storage.h"
 
 #define MANIFEST "manifest.json"
 
@@ -103,7 +103,7 @@ static int remove_dir(const char *dir)
 {
 	char p[700];
 	snprintf(p, sizeof(p), "%s/files", dir);
-	int r = btrfs_subvol_delete(p);
+	int r = storage_delete(daemon_ctx->pool.driver, p);
 	if (r < 0 && r != -ENOENT && !(r == -EINVAL && rmdir(p) == 0))
 		return r;
 	snprintf(p, sizeof(p), "%s/" MANIFEST, dir);
@@ -132,7 +132,7 @@ static int freeze_and_snapshot(struct daemon *d, struct sandbox *sb, const char 
 		(void)rmdir(dir);
 		return -1;
 	}
-	int r = btrfs_subvol_snapshot(subvol, files, true);
+	int r = storage_snapshot(d->pool.driver, subvol, files, true);
 	struct cove_err thaw = { 0 };
 	if (frozen && cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0 &&
 	    cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0)
@@ -463,7 +463,7 @@ static bool files_on_disk(struct daemon *d, const char *id)
 {
 	char path[700];
 	snap_files(d, id, path, sizeof(path));
-	return btrfs_is_subvol(path) == 1;
+	return storage_is_tree(d->pool.driver, path) == 1;
 }
 
 /* A durable row is kept only when its files and manifest are there. */

@@ -19,7 +19,7 @@
 #include "common/io.h"
 
 #include "sandbox/runtime.h"
-#include "sys/btrfs.h"
+#include "sys/storage.h"
 
 static int mkdir_mode(const char *path, mode_t mode, struct cove_err *err)
 {
@@ -210,39 +210,38 @@ static uint64_t host_fingerprint(void)
 	return fingerprint;
 }
 
-int host_image_ensure(const char *pool_dir, char ret_name[HOST_IMAGE_NAME_MAX], struct cove_err *err)
+int host_image_ensure(const struct pool *pool, char ret_name[HOST_IMAGE_NAME_MAX], struct cove_err *err)
 {
 	char images[PATH_MAX], image[PATH_MAX], tmp[PATH_MAX], name[HOST_IMAGE_NAME_MAX];
-	snprintf(images, sizeof(images), "%s/images", pool_dir);
+	snprintf(images, sizeof(images), "%s/images", pool->dir);
 	snprintf(tmp, sizeof(tmp), "%s/.host.tmp", images);
 	if (mkdir_mode(images, 0700, err) < 0)
 		return -1;
 	uint64_t fp = host_fingerprint();
 	snprintf(name, sizeof(name), "host-%016llx", (unsigned long long)fp);
 	snprintf(image, sizeof(image), "%s/%s", images, name);
-	if (btrfs_is_subvol(image) == 1) {
+	if (storage_is_tree(pool->driver, image) == 1) {
 		strcpy(ret_name, name);
 		return 0;
 	}
-	int r = btrfs_subvol_delete(tmp);
+	int r = storage_delete(pool->driver, tmp);
 	if (r < 0 && r != -ENOENT)
 		return err_sys(err, -r, "delete '%s'", tmp);
-	if ((r = btrfs_subvol_create(tmp)) < 0)
-		return err_sys(err, -r, "create subvolume '%s'", tmp);
+	if ((r = storage_create(pool->driver, tmp)) < 0)
+		return err_sys(err, -r, "create '%s'", tmp);
 	if (populate(tmp, err) < 0)
 		return -1;
 	sync();
-	if ((r = btrfs_subvol_snapshot(tmp, image, true)) < 0)
-		return err_sys(err, -r, "snapshot '%s'", image);
-	(void)btrfs_subvol_delete(tmp);
+	if ((r = storage_publish(pool->driver, tmp, image)) < 0)
+		return err_sys(err, -r, "make image '%s'", image);
 	strcpy(ret_name, name);
 	return 0;
 }
 
-void host_image_gc(const char *pool_dir, bool (*in_use)(void *arg, const char *name), void *arg)
+void host_image_gc(const struct pool *pool, bool (*in_use)(void *arg, const char *name), void *arg)
 {
 	char images[PATH_MAX], path[PATH_MAX + 256];
-	snprintf(images, sizeof(images), "%s/images", pool_dir);
+	snprintf(images, sizeof(images), "%s/images", pool->dir);
 	DIR *d = opendir(images);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
@@ -250,7 +249,7 @@ void host_image_gc(const char *pool_dir, bool (*in_use)(void *arg, const char *n
 		if (!host_image || in_use(arg, e->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", images, e->d_name);
-		(void)btrfs_subvol_delete(path);
+		(void)storage_delete(pool->driver, path);
 	}
 	if (d)
 		closedir(d);

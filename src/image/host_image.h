@@ -1,6 +1,7 @@
 /* The built-in `host` image: the host's /usr and /opt, layered read-only
  * under each sandbox's own writes, and a copy of its /etc without secrets.
- * The image itself is a small read-only subvolume <pool>/images/host holding
+ * The image itself is a small read-only tree (a subvolume with the btrfs
+ * storage driver) <pool>/images/host-<fingerprint> holding
  * the layout every sandbox root starts from:
  *
  *   rootfs/           the sandbox's / (skeleton dirs, merged-/usr links, a
@@ -18,6 +19,7 @@
 #include <stdbool.h>
 
 #include "common/error.h"
+#include "sys/pool.h"
 
 #define HOST_IMAGE_NAME_MAX 32
 
@@ -25,7 +27,7 @@
  * <pool>/images/host-<fingerprint of /etc and the dpkg database>, and put
  * that name in ret_name. Sandboxes keep the image they were made from; a
  * host that changed gets a new one. Safe against a crash at any point: it
- * is built under a temporary name and snapshotted into place. */
-int host_image_ensure(const char *pool_dir, char ret_name[HOST_IMAGE_NAME_MAX], struct cove_err *err);
+ * is built under a temporary name and published into place. */
+int host_image_ensure(const struct pool *pool, char ret_name[HOST_IMAGE_NAME_MAX], struct cove_err *err);
 /* Delete every host image that in_use() says no sandbox needs. */
-void host_image_gc(const char *pool_dir, bool (*in_use)(void *arg, const char *name), void *arg);
+void host_image_gc(const struct pool *pool, bool (*in_use)(void *arg, const char *name), void *arg);

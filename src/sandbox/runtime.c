@@ -204,11 +204,16 @@ static void mount_layers(const struct runtime_config *c, int userns)
 	}
 }
 
+/* userxattr: mounted in a user namespace, overlay may not set its usual
+ * trusted.overlay.* marks, and without an opaque mark it cannot remove a
+ * directory of a lower layer (EIO): it keeps them as user.overlay.* on the
+ * upper layer instead, where the sandbox cannot reach them through the
+ * overlay. */
 static void mount_overlay(const char *lower, const char *layer, const char *target)
 {
 	char opts[512];
-	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=upper/%s,workdir=work/%s,index=off,xino=off", lower, layer,
-		 layer);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=upper/%s,workdir=work/%s,index=off,xino=off,userxattr",
+		 lower, layer, layer);
 	mountf("overlay", target, "overlay", MS_NOSUID, opts);
 }
 

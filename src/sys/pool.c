@@ -22,6 +22,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@
 #define POOL_LOOP_ATTEMPTS 16
 /* Bytes of mkfs.btrfs's stderr kept for the error message. */
 #define POOL_MKFS_ERR_MAX 256
+/* In <data>: the storage driver of the pool, one line. */
+#define POOL_DRIVER_FILE "pool.driver"
 
 /* Fill err with the message and strerror(-r), and return r (< 0), so that
  * failure sites read "return pool_fail(err, -errno, ...)" with errno
@@ -352,7 +355,127 @@ static int pool_open_loop(const char *data_dir, int dirfd, const char *mnt, uint
 	return 0;
 }
 
-int pool_open(struct pool *ret, const char *data_dir, uint64_t size_bytes, struct cove_err *err)
+/* 1 if the kernel has btrfs: loaded or built in, or a module it can load
+ * when the pool is mounted. */
+static int pool_kernel_has_btrfs(void)
+{
+	char buf[4096], mod[512];
+	_cleanup_close_ int fd = open("/proc/filesystems", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	if (strstr(buf, "\tbtrfs\n"))
+		return 1;
+	struct utsname u;
+	if (uname(&u) < 0)
+		return 0;
+	snprintf(mod, sizeof(mod), "/lib/modules/%s/kernel/fs/btrfs", u.release);
+	return access(mod, F_OK) == 0;
+}
+
+/* 1 if pool_mkfs_child finds mkfs.btrfs: in PATH or in the sbin dirs. */
+static int pool_has_mkfs(void)
+{
+	char path[PATH_MAX];
+	const char *dirs = getenv("PATH");
+	for (const char *p = dirs ? dirs : ""; *p;) {
+		size_t len = strcspn(p, ":");
+		snprintf(path, sizeof(path), "%.*s/mkfs.btrfs", (int)len, p);
+		if (len && access(path, X_OK) == 0)
+			return 1;
+		p += len + (p[len] == ':');
+	}
+	return access("/usr/sbin/mkfs.btrfs", X_OK) == 0 || access("/sbin/mkfs.btrfs", X_OK) == 0;
+}
+
+/* Why a btrfs pool cannot be had on a data root, or NULL if it can. */
+static const char *pool_btrfs_missing(int data_on_btrfs)
+{
+	if (data_on_btrfs)
+		return NULL;
+	struct stat st;
+	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0 || fstat(ctl, &st) < 0 || !S_ISCHR(st.st_mode))
+		return "no usable /dev/loop-control";
+	if (!pool_kernel_has_btrfs())
+		return "the kernel has no btrfs";
+	if (!pool_has_mkfs())
+		return "no mkfs.btrfs (btrfs-progs)";
+	return NULL;
+}
+
+/* The driver recorded for the data root: 1 with *ret set, 0 when none is,
+ * -errno with err filled. */
+static int pool_driver_read(int dirfd, const char *data_dir, enum storage_driver *ret, struct cove_err *err)
+{
+	char buf[32];
+	_cleanup_close_ int fd = openat(dirfd, POOL_DRIVER_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return pool_fail(err, -errno, "read '%s/" POOL_DRIVER_FILE "'", data_dir);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	enum storage_driver drv;
+	if (storage_driver_parse(buf, &drv) < 0 || drv == STORAGE_AUTO) {
+		err_set(err, COVE_EINTERNAL, "'%s/" POOL_DRIVER_FILE "' names no storage driver: '%s'", data_dir, buf);
+		return -EINVAL;
+	}
+	*ret = drv;
+	return 1;
+}
+
+/* Record drv for the data root, whole or not at all: a temporary file,
+ * synced, renamed into place, the directory synced. */
+static int pool_driver_write(int dirfd, const char *data_dir, enum storage_driver drv, struct cove_err *err)
+{
+	char text[32];
+	int len = snprintf(text, sizeof(text), "%s\n", storage_driver_name(drv));
+	_cleanup_close_ int fd =
+		openat(dirfd, POOL_DRIVER_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, text, (size_t)len) != len || fsync(fd) < 0 ||
+	    renameat(dirfd, POOL_DRIVER_FILE ".tmp", dirfd, POOL_DRIVER_FILE) < 0 || fsync(dirfd) < 0)
+		return pool_fail(err, errno ? -errno : -EIO, "write '%s/" POOL_DRIVER_FILE "'", data_dir);
+	return 0;
+}
+
+/* Which driver the data root gets, recorded before anything of the pool
+ * is made, so that a crash leaves a pool and its driver, or nothing. */
+static int pool_choose_driver(struct pool *p, int dirfd, const char *data_dir, enum storage_driver want,
+			      int data_on_btrfs, struct cove_err *err)
+{
+	enum storage_driver had = STORAGE_AUTO;
+	int recorded = pool_driver_read(dirfd, data_dir, &had, err);
+	if (recorded < 0)
+		return recorded;
+	int known = recorded;
+	struct stat st;
+	if (!known && (fstatat(dirfd, "pool.img", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+		       (data_on_btrfs && fstatat(dirfd, "pool", &st, AT_SYMLINK_NOFOLLOW) == 0))) {
+		had = STORAGE_BTRFS; /* a pool made before drivers were recorded */
+		known = 1;
+	}
+	if (known && want != STORAGE_AUTO && want != had) {
+		err_set(err, COVE_ESTATE,
+			"data root '%s' holds a pool of the %s storage driver (see '%s/" POOL_DRIVER_FILE
+			"'), not %s: start coved with --storage %s, or use another data root",
+			data_dir, storage_driver_name(had), data_dir, storage_driver_name(want),
+			storage_driver_name(had));
+		return -EEXIST;
+	}
+	if (known) {
+		p->driver = had;
+	} else if (want != STORAGE_AUTO) {
+		p->driver = want;
+	} else {
+		p->fallback = pool_btrfs_missing(data_on_btrfs);
+		p->driver = p->fallback ? STORAGE_OVERLAY : STORAGE_BTRFS;
+	}
+	return recorded ? 0 : pool_driver_write(dirfd, data_dir, p->driver, err);
+}
+
+int pool_open(struct pool *ret, const char *data_dir, enum storage_driver want, uint64_t size_bytes,
+	      struct cove_err *err)
 {
 	struct pool p = { 0 };
 
@@ -377,10 +500,18 @@ int pool_open(struct pool *ret, const char *data_dir, uint64_t size_bytes, struc
 	if (flock(lockfd, LOCK_EX) < 0)
 		return pool_fail(err, -errno, "lock '%s/pool.lock'", data_dir);
 
-	r = btrfs_is_btrfs(data_dir);
+	int on_btrfs = btrfs_is_btrfs(data_dir);
+	if (on_btrfs < 0)
+		return pool_fail(err, on_btrfs, "statfs '%s'", data_dir);
+	r = pool_choose_driver(&p, dirfd, data_dir, want, on_btrfs, err);
 	if (r < 0)
-		return pool_fail(err, r, "statfs '%s'", data_dir);
-	if (r == 1) {
+		return r;
+	if (p.driver == STORAGE_OVERLAY) {
+		/* 0700 whatever made it: sandbox trees (with their setuid
+		 * binaries) must not be reachable by other host users. */
+		if ((mkdir(p.dir, 0700) < 0 && errno != EEXIST) || chmod(p.dir, 0700) < 0)
+			return pool_fail(err, -errno, "make '%s'", p.dir);
+	} else if (on_btrfs) {
 		if (mkdir(p.dir, 0700) < 0 && errno != EEXIST)
 			return pool_fail(err, -errno, "mkdir '%s'", p.dir);
 	} else {

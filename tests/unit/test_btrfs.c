@@ -286,7 +286,7 @@ static void test_pool_lifecycle(const char *data)
 	struct stat st;
 	struct statfs sfs;
 
-	int r = pool_open(&p, data, GIB, &err);
+	int r = pool_open(&p, data, STORAGE_BTRFS, GIB, &err);
 	CHECK1(r == 0, "pool_open creates the pool (%d %s)", r, err.msg);
 	if (r < 0)
 		return;
@@ -314,14 +314,26 @@ static void test_pool_lifecycle(const char *data)
 	       "write a subvolume to survive remounting");
 
 	memset(&p, 0, sizeof(p));
-	r = pool_open(&p, data, GIB, &err);
+	r = pool_open(&p, data, STORAGE_BTRFS, GIB, &err);
 	CHECK1(r == 0 && p.loop_backed == 1 && strcmp(p.dir, dir) == 0, "pool_open on a mounted pool (%d %s)", r,
 	       err.msg);
+	CHECK_STR(read_file(pathf("%s/pool.driver", data)), "btrfs\n", "the driver is recorded");
+	memset(&err, 0, sizeof(err));
+	CHECK1(pool_open(&p, data, STORAGE_OVERLAY, GIB, &err) < 0 && err.code == COVE_ESTATE,
+	       "asked for overlay on a btrfs data root: refused (%s)", err.msg);
+	/* A data root from before drivers were recorded: its pool is btrfs. */
+	CHECK1(unlink(pathf("%s/pool.driver", data)) == 0, "forget the driver");
+	memset(&err, 0, sizeof(err));
+	CHECK1(pool_open(&p, data, STORAGE_OVERLAY, GIB, &err) < 0 && err.code == COVE_ESTATE,
+	       "a pool.img without record is btrfs: overlay refused (%s)", err.msg);
+	r = pool_open(&p, data, STORAGE_AUTO, GIB, &err);
+	CHECK1(r == 0 && p.driver == STORAGE_BTRFS && p.loop_backed == 1, "auto opens it as btrfs (%d %s)", r, err.msg);
+	CHECK_STR(read_file(pathf("%s/pool.driver", data)), "btrfs\n", "and records it");
 	CHECK1(loops_backing(img) == 1, "no new loop device for the mounted pool");
 
 	CHECK1(umount2(dir, 0) == 0, "umount the pool");
 	CHECK1(loops_backing_settled(img) == 0, "autoclear freed the loop device");
-	r = pool_open(&p, data, GIB, &err);
+	r = pool_open(&p, data, STORAGE_BTRFS, GIB, &err);
 	CHECK1(r == 0 && is_mountpoint(dir), "pool_open re-mounts the pool (%d %s)", r, err.msg);
 	CHECK1(loops_backing(img) == 1, "one loop device backs pool.img again");
 	CHECK_STR(read_file(pathf("%s/keep/f", dir)), "persisted", "files survived the remount");
@@ -342,7 +354,7 @@ static void test_half_created(const char *data)
 
 	CHECK1(mkdir(data, 0700) == 0 && write_file(tmp, "garbage, not a file system") == 0,
 	       "leave a half-created pool.img.tmp");
-	int r = pool_open(&p, data, GIB, &err);
+	int r = pool_open(&p, data, STORAGE_BTRFS, GIB, &err);
 	CHECK1(r == 0 && is_mountpoint(p.dir) && btrfs_is_btrfs(p.dir) == 1,
 	       "pool_open recovers from a half-created pool (%d %s)", r, err.msg);
 	CHECK1(!exists(tmp) && exists(pathf("%s/pool.img", data)), "pool.img.tmp replaced by pool.img");
@@ -358,7 +370,7 @@ static void test_mkfs_failure(const char *data)
 	struct pool p;
 	struct cove_err err = { 0 };
 
-	int r = pool_open(&p, data, 16ULL << 20, &err);
+	int r = pool_open(&p, data, STORAGE_BTRFS, 16ULL << 20, &err);
 	CHECK1(r < 0 && strstr(err.msg, "mkfs.btrfs") != NULL, "a too small pool fails in mkfs (%s)", err.msg);
 	CHECK1(!exists(pathf("%s/pool.img", data)) && !exists(pathf("%s/pool.img.tmp", data)),
 	       "no pool file left after mkfs failed");
@@ -376,7 +388,7 @@ static void test_foreign_mount(const char *data)
 		CHECK1(0, "mount a tmpfs at <data>/pool: %s", strerror(errno));
 		return;
 	}
-	int r = pool_open(&p, data, GIB, &err);
+	int r = pool_open(&p, data, STORAGE_BTRFS, GIB, &err);
 	CHECK1(r == -EBUSY && err.msg[0], "pool_open refuses a foreign mount (%s)", err.msg);
 	CHECK1(!exists(pathf("%s/pool.img", data)), "and creates no pool file");
 	CHECK1(umount2(mnt, 0) == 0, "umount the tmpfs");
