@@ -561,6 +561,7 @@ static const struct route {
 	{ EVHTTP_REQ_GET, "/v1/snapshots/*", h_snapshot_get },
 	{ EVHTTP_REQ_DELETE, "/v1/snapshots/*", h_snapshot_delete },
 	{ EVHTTP_REQ_POST, "/v1/snapshots/*/restore", h_restore },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/files/watch", watch_start },
 };
 
 void api_handle(struct evhttp_request *req, void *arg)

@@ -512,6 +512,7 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	conn_forget_sandbox(sb->id);
 	exec_abort_all(sb, "sandbox deleted");
 	files_abort_all(sb, "sandbox deleted");
+	watch_abort_all(sb, "sandbox deleted");
 	d->count--;
 	begin_delete(d, sb);
 	return 0;
@@ -551,6 +552,7 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 	log_warn("sandbox %s: %s", sb->id, why);
 	exec_abort_all(sb, why);
 	files_abort_all(sb, why);
+	watch_abort_all(sb, why);
 	detach(sb);
 	sb->state = SB_STOPPED;
 	(void)save(daemon_ctx, sb, NULL);
@@ -578,6 +580,9 @@ static ssize_t recv_packet(int conn, struct wire_hdr *h, int *fd)
 
 static void dispatch(struct sandbox *sb, const struct wire_hdr *h, int fd)
 {
+	if ((h->type == WIRE_OPENED || h->type == WIRE_OPEN_FAILED) &&
+	    watch_on_init_reply(sb, h->seq, h->type == WIRE_OPENED, h->value, fd))
+		return;
 	if (h->type == WIRE_OPENED) {
 		files_on_opened(sb, h->seq, h->flags, fd);
 		return;
