@@ -30,6 +30,8 @@ int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_snapshots(struct cli *cli, int argc, char **argv);
 int cmd_restore(struct cli *cli, int argc, char **argv);
 int cmd_fork(struct cli *cli, int argc, char **argv);
+int cmd_files(struct cli *cli, int argc, char **argv);
+int cmd_files_watch(struct cli *cli, int argc, char **argv);
 
 /* Run a command in sandbox id, streaming output to our stdout/stderr.
  * Returns the exit status to exit with (the command's, 128+signal, or

@@ -115,3 +115,11 @@ int cmd_cp(struct cli *cli, int argc, char **argv)
 		return download(cli, id, path, argv[2]);
 	return cli_usage_error("cp", "exactly one of SRC and DST must be ID:PATH");
 }
+
+/* cove files SUBCOMMAND ... */
+int cmd_files(struct cli *cli, int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "watch") == 0)
+		return cmd_files_watch(cli, argc - 1, argv + 1);
+	return cli_usage_error("files", "expected a subcommand: watch");
+}

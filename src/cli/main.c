@@ -34,6 +34,7 @@ static const struct verb {
 	{ "snapshots", cmd_snapshots, "snapshots                    list snapshots" },
 	{ "restore", cmd_restore, "restore [OPTIONS] SNID       a new sandbox from a snapshot, print its ID" },
 	{ "fork", cmd_fork, "fork [-n N] ID               N copies of a running sandbox, print their IDs" },
+	{ "files", cmd_files, "files watch [-r] ID PATH     print changes under a folder as they happen" },
 };
 
 static void usage(FILE *f)

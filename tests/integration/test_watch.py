@@ -307,6 +307,40 @@ def test_watch_overflow(cv):
         c.close()
 
 
+def test_cli_files_watch(cv):
+    sid = _sb(cv)
+    sh(cv, sid, "rm -rf /tmp/w11 && mkdir -p /tmp/w11")
+    env = dict(os.environ, COVE_SOCKET=cv.socket, COVE_DATA=cv.data)
+    for json_out in (False, True):
+        args = [covetest.COVE] + (["--json"] if json_out else []) + ["files", "watch", "-r", sid, "/tmp/w11"]
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        try:
+            if json_out:
+                assert json.loads(p.stdout.readline()) == {"type": "start"}
+            else:
+                assert p.stderr.readline() == "cove: watching /tmp/w11\n"
+            sh(cv, sid, "cd /tmp/w11 && mkdir d%d && touch d%d/f && mv d%d/f d%d/g"
+                        % ((json_out,) * 4))
+            lines = []
+            while not lines or "d%d/g" % json_out not in lines[-1]:
+                lines.append(p.stdout.readline())
+                assert lines[-1], lines
+            if json_out:
+                got = [(e["type"], e["name"]) for e in map(json.loads, lines)]
+                want = [("create", "d1"), ("create", "d1/f"), ("rename", "d1/f"), ("rename", "d1/g")]
+            else:
+                got, want = lines, ["create d0/\n", "create d0/f\n", "rename d0/f (from)\n", "rename d0/g (to)\n"]
+            it = iter(got)
+            assert all(x in it for x in want), got
+        finally:
+            p.terminate()
+            p.wait(10)
+    r = cv.cli("files", "watch", sid, "/tmp/w11/nope")
+    assert r.returncode == 1 and b"No such file" in r.stderr, r
+    r = cv.cli("files", "watch", sid)
+    assert r.returncode == 2, r
+
+
 def test_watch_folder_limit(cv):
     """At most 8192 folders a watch: 413 before the stream, a too_large
     error event once it runs; a non-recursive watch of the same folder is fine."""
