@@ -194,7 +194,7 @@ def test_watch_symlinks_not_followed(cv):
             sh(cv, sid, "echo > /tmp/elsewhere/x && echo > /tmp/elsewhere/sub/y && echo > /etc/watch-x "
                         "&& touch /tmp/w5/end")
             b = brief(w.until("end"))
-            assert b == [("create", "end")] or set(b) <= {("create", "end"), ("chmod", "end")}, b
+            assert set(b) <= {("create", "end"), ("chmod", "end")}, b  # touch: create, then times
         finally:
             w.close()
         # Watching through a symlink watches its target, inside the sandbox.
