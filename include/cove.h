@@ -235,6 +235,33 @@ int cove_branch(struct cove *c, const char *id, int seq, int count, char (*ret_i
  * parent, label, snapshot, sandbox, created_at}], derived}, from
  *     cove_call(c, "GET", "/v1/sandboxes/<id>/checkpoints", NULL, &json, &err);
  * and DELETE on that path forgets it, with the snapshots only it needed. */
+/* One file-change event of a watch. type: "start" (once, first: from then
+ * on no change is missed), "create", "write", "remove", "rename", "chmod",
+ * or "overflow" (events were lost); name: relative to the watched folder
+ * ("" for start and overflow). A rename comes in two halves: moved "from"
+ * the old name, then "to" the new one (the json's "cookie" pairs them; a
+ * half alone moved out of or into the folder). json is the whole event as
+ * the API sent it. All borrowed for the callback's duration. */
+struct cove_watch_event {
+	const char *type;
+	const char *name;
+	bool is_dir;
+	const char *moved; /* renames: "from" or "to"; else NULL */
+	const char *json;
+};
+
+/* Return non-zero to stop watching. */
+typedef int (*cove_watch_fn)(void *arg, const struct cove_watch_event *ev);
+
+/* Watch a folder of a sandbox (recursive: and every folder below it, made
+ * before or after), calling fn for each event as it comes; keepalives are
+ * not passed on. Blocks until fn returns non-zero (then 0: the connection
+ * is closed, which frees the watch in coved) or the stream ends: -1 with
+ * err, e.g. "not_found" when the folder was removed, "wrong_state" when the
+ * sandbox was deleted. A missing folder is "not_found", a file
+ * "invalid_argument", as for the other calls. */
+int cove_watch(struct cove *c, const char *id, const char *path, bool recursive, cove_watch_fn fn, void *arg,
+	       struct cove_error *err);
 
 #ifdef __cplusplus
 }

@@ -533,12 +533,14 @@ static const struct files_verb {
 
 int cmd_files(struct cli *cli, int argc, char **argv)
 {
+	if (argc >= 2 && strcmp(argv[1], "watch") == 0)
+		return cmd_files_watch(cli, argc - 1, argv + 1);
 	const struct files_verb *v = NULL;
 	for (size_t i = 0; argc > 1 && i < ARRAY_SIZE(files_verbs); i++)
 		if (strcmp(argv[1], files_verbs[i].name) == 0)
 			v = &files_verbs[i];
 	if (!v)
-		return cli_usage_error("files", "expected ls, cat, rm, mkdir, mv or chmod");
+		return cli_usage_error("files", "expected ls, cat, rm, mkdir, mv, chmod or watch");
 	struct files_args a = { .depth = 1 };
 	int c;
 	optind = 1;

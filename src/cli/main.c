@@ -43,7 +43,7 @@ static const struct verb {
 	{ "shell", cmd_shell, "shell [OPTIONS] ID [-- CMD]  an interactive terminal (default: the user's shell)" },
 	{ "files", cmd_files,
 	  "files ls [-l] [-d N] ID PATH | cat ID PATH... | rm [-r] ID PATH... | mkdir ID PATH...\n"
-	  "        | mv [-f] ID FROM TO | chmod ID MODE PATH...   a sandbox's files" },
+	  "        | mv [-f] ID FROM TO | chmod ID MODE PATH... | watch [-r] ID PATH   a sandbox's files" },
 	{ "checkpoint", cmd_checkpoint,
 	  "checkpoint [--label L] ID    add a checkpoint to a sandbox's history, print its number" },
 	{ "history", cmd_history, "history ID                   a sandbox's checkpoints (also of a deleted sandbox)" },

@@ -927,3 +927,103 @@ int cove_branch(struct cove *c, const char *id, int seq, int count, char (*ret_i
 	json_decref(j);
 	return r;
 }
+
+/* A watch's NDJSON stream: lines are gathered in line, each handed to fn. */
+struct watch_stream {
+	cove_watch_fn fn;
+	void *arg;
+	char *line;
+	size_t len, cap;
+	bool stopped;
+	char error_code[32], error_message[512];
+};
+
+static void watch_line(struct watch_stream *s)
+{
+	json_t *j = json_loadb(s->line, s->len, 0, NULL);
+	const char *type = json_string_value(json_object_get(j, "type"));
+	if (!type && json_object_get(j, "error"))
+		type = "error"; /* an error answer instead of the stream */
+	if (type && strcmp(type, "error") == 0) {
+		const char *code = "internal", *message = "";
+		json_unpack(j, "{s:{s?s, s?s}}", "error", "code", &code, "message", &message);
+		snprintf(s->error_code, sizeof(s->error_code), "%s", code);
+		snprintf(s->error_message, sizeof(s->error_message), "%s", message);
+	} else if (type && strcmp(type, "keepalive") != 0) {
+		const char *name = json_string_value(json_object_get(j, "name"));
+		struct cove_watch_event ev = { .type = type,
+					       .name = name ? name : "",
+					       .is_dir = json_is_true(json_object_get(j, "is_dir")),
+					       .moved = json_string_value(json_object_get(j, "moved")),
+					       .json = s->line };
+		s->stopped = s->fn(s->arg, &ev) != 0;
+	}
+	json_decref(j);
+}
+
+static int on_watch_body(void *arg, const char *buf, size_t n)
+{
+	struct watch_stream *s = arg;
+	while (n > 0 && !s->stopped) {
+		const char *nl = memchr(buf, '\n', n);
+		size_t take = nl ? (size_t)(nl - buf) : n;
+		if (s->len + take + 1 > s->cap) {
+			size_t cap = (s->len + take + 1) * 2;
+			char *bigger = cap <= MAX_EVENT_LINE ? realloc(s->line, cap) : NULL;
+			if (!bigger)
+				return 1;
+			s->line = bigger;
+			s->cap = cap;
+		}
+		memcpy(s->line + s->len, buf, take);
+		s->len += take;
+		if (!nl)
+			break;
+		s->line[s->len] = '\0';
+		watch_line(s);
+		s->len = 0;
+		buf += take + 1;
+		n -= take + 1;
+	}
+	return s->stopped ? 1 : 0;
+}
+
+static int status_of_code(const char *code)
+{
+	static const struct {
+		const char *code;
+		int status;
+	} map[] = { { "invalid_argument", 400 }, { "permission_denied", 403 }, { "not_found", 404 },
+		    { "wrong_state", 409 },      { "too_large", 413 },         { "no_capacity", 429 } };
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strcmp(code, map[i].code) == 0)
+			return map[i].status;
+	return 500;
+}
+
+int cove_watch(struct cove *c, const char *id, const char *path, bool recursive, cove_watch_fn fn, void *arg,
+	       struct cove_error *err)
+{
+	char target[3 * 4096 + 128], files[3 * 4096 + 128];
+	if (files_target(files, sizeof(files) - 32, id, path, err) < 0)
+		return -1;
+	/* ".../files?path=P" becomes ".../files/watch?path=P[&recursive=1]" */
+	const char *query = strchr(files, '?');
+	snprintf(target, sizeof(target), "%.*s/watch%s%s", (int)(query - files), files, query,
+		 recursive ? "&recursive=1" : "");
+	struct watch_stream s = { .fn = fn, .arg = arg };
+	struct http_response res;
+	int r = request_raw(c, "GET", target, NULL, 0, on_watch_body, &s, &res, err);
+	if (s.stopped) {
+		r = 0; /* our own doing: the connection is closed, coved frees the watch */
+		if (err)
+			memset(err, 0, sizeof(*err));
+	} else if (r == 0 && s.error_code[0]) {
+		r = set_error(err, res.status >= 300 ? res.status : status_of_code(s.error_code), s.error_code, "%s",
+			      s.error_message);
+	} else if (r == 0) {
+		r = set_error(err, res.status >= 300 ? res.status : 0, "unreachable", "the watch stream ended early");
+	}
+	free(s.line);
+	return r;
+}

@@ -4,6 +4,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -368,3 +369,23 @@ typedef void (*worker_fn)(void *arg);
 int worker_start(struct event_base *base, worker_fn work, worker_fn done, void *arg, struct cove_err *err);
 /* Some job's done has not run yet. */
 bool worker_busy(void);
+/* files.c: query parameters of the Files API, shared with watch.c. */
+const char *query_of(struct evhttp_request *req); /* "" when there is none */
+/* One parameter, percent-decoded: 1 when present, 0 when absent, -1 (err
+ * set) when malformed or holding a NUL byte. */
+int query_param(const char *query, const char *name, char *out, size_t cap, struct cove_err *err);
+/* Every parameter's name must be in allowed (NULL-terminated). */
+int check_params(const char *query, const char *const *allowed, struct cove_err *err);
+/* A required absolute path. */
+int get_path(const char *query, const char *name, char out[PATH_MAX], struct cove_err *err);
+/* 1, true, 0 or false; *ret untouched when absent. */
+int get_flag(const char *query, const char *name, bool *ret, struct cove_err *err);
+
+/* watch.c: file-change events under a folder, streamed (route in api.c) */
+int watch_start(struct evhttp_request *req, const char *id, struct cove_err *err);
+/* From the init connection: a WIRE_OPENED (fd, or -1 if none came) or
+ * WIRE_OPEN_FAILED (errnum) reply. Returns false, touching nothing, when seq
+ * is not a watch's; true when it was (fd taken). */
+bool watch_on_init_reply(struct sandbox *sb, uint32_t seq, bool opened, int errnum, int fd);
+/* The sandbox is going away: end all its watches with an error event. */
+void watch_abort_all(struct sandbox *sb, const char *why);

@@ -505,7 +505,7 @@ static int hex_digit(char c)
 /* One query parameter, percent-decoded ('+' is a space, as in forms).
  * Returns 1 when present, 0 when absent, -1 (err set) when malformed or
  * holding a NUL byte. */
-static int query_param(const char *query, const char *name, char *out, size_t cap, struct cove_err *err)
+int query_param(const char *query, const char *name, char *out, size_t cap, struct cove_err *err)
 {
 	size_t nlen = strlen(name);
 	for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
@@ -537,7 +537,7 @@ static int query_param(const char *query, const char *name, char *out, size_t ca
 }
 
 /* Every parameter's name must be in allowed (NULL-terminated). */
-static int check_params(const char *query, const char *const *allowed, struct cove_err *err)
+int check_params(const char *query, const char *const *allowed, struct cove_err *err)
 {
 	for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
 		size_t n = strcspn(p, "=&");
@@ -550,7 +550,7 @@ static int check_params(const char *query, const char *const *allowed, struct co
 	return 0;
 }
 
-static int get_path(const char *query, const char *name, char out[PATH_MAX], struct cove_err *err)
+int get_path(const char *query, const char *name, char out[PATH_MAX], struct cove_err *err)
 {
 	int r = query_param(query, name, out, PATH_MAX, err);
 	if (r < 0)
@@ -562,7 +562,7 @@ static int get_path(const char *query, const char *name, char out[PATH_MAX], str
 	return 0;
 }
 
-static int get_flag(const char *query, const char *name, bool *ret, struct cove_err *err)
+int get_flag(const char *query, const char *name, bool *ret, struct cove_err *err)
 {
 	char v[8];
 	int r = query_param(query, name, v, sizeof(v), err);
@@ -603,7 +603,7 @@ static int get_depth(const char *query, int *ret, struct cove_err *err)
 	return 0;
 }
 
-static const char *query_of(struct evhttp_request *req)
+const char *query_of(struct evhttp_request *req)
 {
 	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
 	return q ? q : "";

@@ -539,6 +539,7 @@ int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	files_abort_all(sb, "sandbox deleted");
 	procs_abort_all(sb);
 	locks_drop_all(sb, "sandbox deleted");
+	watch_abort_all(sb, "sandbox deleted");
 	d->count--;
 	begin_delete(d, sb);
 	return 0;
@@ -579,6 +580,7 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 	exec_abort_all(sb, why);
 	files_abort_all(sb, why);
 	procs_abort_all(sb);
+	watch_abort_all(sb, why);
 	detach(sb);
 	sb->state = SB_STOPPED;
 	(void)save(daemon_ctx, sb, NULL);
@@ -622,6 +624,9 @@ static void dispatch(struct sandbox *sb, const struct wire_hdr *h, int *fds, int
 	}
 	for (int i = 1; i < nfds; i++)
 		close(fds[i]);
+	if ((h->type == WIRE_OPENED || h->type == WIRE_OPEN_FAILED) &&
+	    watch_on_init_reply(sb, h->seq, h->type == WIRE_OPENED, h->value, fd))
+		return;
 	if (h->type == WIRE_OPENED) {
 		files_on_opened(sb, h->seq, h->flags, fd);
 		return;
