@@ -90,6 +90,7 @@ enum wire_open_kind {
 	WIRE_OPEN_STAT,     /* O_PATH, not following a trailing symlink */
 	WIRE_OPEN_TAR,      /* a directory's tree with file contents, as an entry stream */
 	WIRE_OPEN_EXTRACT,  /* a directory (made if missing) to extract an entry stream into */
+	WIRE_OPEN_PLAIN,    /* like READ, but a directory comes as its fd, not as a listing */
 };
 
 enum wire_fsop { WIRE_FS_REMOVE = 1, WIRE_FS_MKDIR, WIRE_FS_RENAME, WIRE_FS_CHMOD };

@@ -717,7 +717,7 @@ static int parse_request(struct evhttp_request *req, struct watch *w, char user[
 static int send_open(struct watch *w, const char *user, struct cove_err *err)
 {
 	static char pkt[WIRE_MAX_PACKET];
-	struct wire_hdr h = { .type = WIRE_OPEN, .seq = w->seq, .value = WIRE_OPEN_READ };
+	struct wire_hdr h = { .type = WIRE_OPEN, .seq = w->seq, .value = WIRE_OPEN_PLAIN };
 	struct wire_path p = { .path = w->path, .path2 = "", .user = user };
 	long len = wire_encode_path(pkt, sizeof(pkt), &h, &p);
 	if (len < 0)

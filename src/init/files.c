@@ -160,6 +160,7 @@ static int open_kind(int kind, const struct wire_path *p, uint32_t flags, uint32
 	int fd;
 	switch (kind) {
 	case WIRE_OPEN_READ:
+	case WIRE_OPEN_PLAIN:
 		return open_read(p);
 	case WIRE_OPEN_STAT:
 		return resolve(p->path, O_PATH | O_NOFOLLOW, 0);
