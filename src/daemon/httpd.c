@@ -318,6 +318,9 @@ void http_reply_start(struct http_req *req, int status, const char *reason)
 	}
 	write_head(req, status, reason);
 	req->reply = REPLY_STREAM;
+	/* A stream may run for ever: its client's hangup must be seen (the
+	 * next request, if one is pipelined, just waits in the input). */
+	bufferevent_enable(req->conn->bev, EV_READ);
 }
 
 void http_reply_chunk_with_cb(struct http_req *req, struct evbuffer *buf, http_conn_cb cb, void *arg)
@@ -740,8 +743,9 @@ static void conn_read(struct http_conn *c)
 				break; /* waits for bytes, or for the handler */
 			continue;
 		}
-		/* READ_DONE: the next request waits for this one's answer. */
-		if (req->reply == REPLY_NONE || req->reply == REPLY_STREAM)
+		/* READ_DONE: the next request waits for this one's answer. A
+		 * streamed answer keeps reading, to see the client hang up. */
+		if (req->reply == REPLY_NONE)
 			bufferevent_disable(c->bev, EV_READ);
 		break;
 	}
