@@ -828,7 +828,8 @@ static const struct route {
 static const struct route *route_of(struct http_req *req, const char *path)
 {
 	for (size_t i = 0; path && i < ARRAY_SIZE(routes); i++)
-		if (METHOD_OF(&routes[i]) == http_req_method(req) && fnmatch(routes[i].pattern, path, FNM_PATHNAME) == 0)
+		if (METHOD_OF(&routes[i]) == http_req_method(req) &&
+		    fnmatch(routes[i].pattern, path, FNM_PATHNAME) == 0)
 			return &routes[i];
 	return NULL;
 }

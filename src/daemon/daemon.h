@@ -88,7 +88,7 @@ struct access_config {
 
 struct daemon {
 	struct event_base *base;
-	int api_fd;                             /* the API's listening socket */
+	int api_fd;                       /* the API's listening socket */
 	struct http_listener *api_handle; /* NULL once stopping */
 	char data_dir[512];
 	char socket_path[512];
@@ -181,8 +181,7 @@ int exec_send_spawn(struct sandbox *sb, struct wire_hdr *h, const struct exec_re
 		    struct cove_err *err);
 /* One NDJSON line (event is consumed) on a started reply; done, if not
  * NULL, is called with arg once it has been handed to the socket. */
-void exec_send_event(struct http_req *req, json_t *event, void (*done)(struct http_conn *, void *),
-		     void *arg);
+void exec_send_event(struct http_req *req, json_t *event, void (*done)(struct http_conn *, void *), void *arg);
 /* Bytes of the reply still waiting in coved for the client to take. */
 size_t exec_unsent_bytes(struct http_req *req);
 /* j[name] = buf's bytes as text (or null and j[name_b64]), j[name_truncated]. */

@@ -48,7 +48,7 @@ struct exec_stream {
 struct exec {
 	struct exec *next;
 	struct sandbox *sb;
-	struct http_req *req;     /* NULL once answered or the client is gone */
+	struct http_req *req;   /* NULL once answered or the client is gone */
 	struct http_conn *conn; /* whose close callback points here, or NULL */
 	bool stream;
 	bool paused;
@@ -104,8 +104,7 @@ static void exec_free(struct exec *e)
 	free(e);
 }
 
-void exec_send_event(struct http_req *req, json_t *event, void (*done)(struct http_conn *, void *),
-		     void *arg)
+void exec_send_event(struct http_req *req, json_t *event, void (*done)(struct http_conn *, void *), void *arg)
 {
 	struct evbuffer *b = evbuffer_new();
 	char *s = json_dumps(event, JSON_COMPACT);

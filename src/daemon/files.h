@@ -35,8 +35,8 @@ struct tar_state;
  * answer with its seq; an entry stream then feeds it from its socket. */
 struct file_op {
 	struct file_op *next;
-	struct sandbox *sb;             /* NULL once detached (an aborted reply) */
-	struct http_req *req;     /* NULL once the client is gone */
+	struct sandbox *sb;     /* NULL once detached (an aborted reply) */
+	struct http_req *req;   /* NULL once the client is gone */
 	struct http_conn *conn; /* whose close callback points here, or NULL */
 	enum file_kind kind;
 	uint32_t seq;

@@ -34,7 +34,7 @@
 #include "common/log.h"
 #include "daemon/httpd.h"
 
-#define MAX_CHUNK_LINE 1024        /* a chunk's size line, extensions included */
+#define MAX_CHUNK_LINE 1024         /* a chunk's size line, extensions included */
 #define INPUT_HIGH_WATER (4u << 20) /* bytes read ahead of the parser */
 
 enum phase {
@@ -62,8 +62,8 @@ struct http_req {
 	enum chunk_state chunk;
 	uint64_t body_left; /* of the Content-Length, or of the current chunk */
 	uint64_t body_total;
-	bool streaming;  /* the route takes the body as it comes */
-	bool discard;    /* answered before its body was whole: the rest is dropped */
+	bool streaming; /* the route takes the body as it comes */
+	bool discard;   /* answered before its body was whole: the rest is dropped */
 	http_body_fn on_data;
 	http_end_fn on_end;
 	void *body_arg;
@@ -264,8 +264,8 @@ static void write_head(struct http_req *req, int status, const char *reason)
 	else if (req->minor == 0)
 		evhttp_add_header(&req->out_headers, "Connection", "keep-alive");
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, reason);
-	TAILQ_FOREACH (h, &req->out_headers, next)
-		evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
+	TAILQ_FOREACH(h, &req->out_headers, next)
+	evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
 	evbuffer_add(out, "\r\n", 2);
 }
 
@@ -394,9 +394,9 @@ static enum http_method method_of(const char *s)
 		const char *name;
 		enum http_method m;
 	} methods[] = {
-		{ "GET", HTTP_GET },         { "POST", HTTP_POST },   { "HEAD", HTTP_HEAD },
-		{ "PUT", HTTP_PUT },         { "DELETE", HTTP_DELETE }, { "OPTIONS", HTTP_OPTIONS },
-		{ "TRACE", HTTP_TRACE },     { "CONNECT", HTTP_CONNECT }, { "PATCH", HTTP_PATCH },
+		{ "GET", HTTP_GET },     { "POST", HTTP_POST },       { "HEAD", HTTP_HEAD },
+		{ "PUT", HTTP_PUT },     { "DELETE", HTTP_DELETE },   { "OPTIONS", HTTP_OPTIONS },
+		{ "TRACE", HTTP_TRACE }, { "CONNECT", HTTP_CONNECT }, { "PATCH", HTTP_PATCH },
 	};
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (strcmp(s, methods[i].name) == 0)
@@ -500,8 +500,7 @@ static int headers_done(struct http_conn *c, struct http_req *req)
 		refuse_too_large(c);
 		return -1;
 	}
-	if (req->body_kind != BODY_NONE && req->minor >= 1 &&
-	    header_is(&req->in_headers, "Expect", "100-continue"))
+	if (req->body_kind != BODY_NONE && req->minor >= 1 && header_is(&req->in_headers, "Expect", "100-continue"))
 		evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n");
 	req->state = req->body_kind == BODY_NONE ? READ_DONE : READ_BODY;
 	if (req->streaming || req->state == READ_DONE)
@@ -593,7 +592,8 @@ static int read_chunked(struct http_conn *c, struct http_req *req, struct evbuff
 			errno = 0;
 			req->body_left = strtoull(line, &end, 16);
 			if (end == line || errno || (*end && *end != ';' && *end != ' ' && *end != '\t') ||
-			    !((line[0] >= '0' && line[0] <= '9') || ((line[0] | 0x20) >= 'a' && (line[0] | 0x20) <= 'f'))) {
+			    !((line[0] >= '0' && line[0] <= '9') ||
+			      ((line[0] | 0x20) >= 'a' && (line[0] | 0x20) <= 'f'))) {
 				free(line);
 				goto bad;
 			}

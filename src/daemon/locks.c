@@ -31,11 +31,11 @@
 struct lock_waiter {
 	struct lock_waiter *next;
 	struct lock *lock;
-	struct http_req *req;     /* NULL once the client is gone */
-	struct http_conn *conn; /* whose close callback points here, or NULL */
-	struct event *wait_ev;          /* the wait runs out */
-	struct event *hangup_ev;        /* the client hangs up */
-	double lease;                   /* seconds, once granted */
+	struct http_req *req;    /* NULL once the client is gone */
+	struct http_conn *conn;  /* whose close callback points here, or NULL */
+	struct event *wait_ev;   /* the wait runs out */
+	struct event *hangup_ev; /* the client hangs up */
+	double lease;            /* seconds, once granted */
 };
 
 struct lock {

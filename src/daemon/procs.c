@@ -96,8 +96,8 @@ struct proc {
 	int in_fd; /* stdin pipe or pty master, -1 when closed */
 	struct event *in_ev;
 	struct stdin_req *in_queue;
-	struct http_req *start_req; /* the exec waiting for the spawn */
-	struct attach *start_attach;      /* its stream, when it asked for one */
+	struct http_req *start_req;  /* the exec waiting for the spawn */
+	struct attach *start_attach; /* its stream, when it asked for one */
 	struct attach *attachers;
 	struct waiter *waiters;
 	struct event *timeout_ev;
@@ -614,8 +614,7 @@ static bool tag_valid(const char *t)
 	return strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-static int queue_stdin(struct proc *p, struct http_req *req, const void *data, size_t n, bool eof,
-		       struct cove_err *err)
+static int queue_stdin(struct proc *p, struct http_req *req, const void *data, size_t n, bool eof, struct cove_err *err)
 {
 	struct stdin_req *s = calloc(1, sizeof(*s));
 	if (!s || !(s->buf = evbuffer_new())) {
