@@ -354,19 +354,8 @@ static void reply_file(struct file_op *op, int fd, const struct stat *st)
 		op_free(op);
 		return;
 	}
-	struct evbuffer *b = evbuffer_new();
-	if (st->st_size == 0) {
-		close(fd);
-	} else if (evbuffer_add_file(b, fd, 0, st->st_size) < 0) {
-		/* Out of memory; whether libevent closed fd is not told, so it
-		 * is left rather than risk closing another's. */
-		evbuffer_free(b);
-		op_fail(op, ENOMEM);
-		return;
-	}
 	evhttp_add_header(http_req_out_headers(op->req), "Content-Type", "application/octet-stream");
-	http_send_reply(op->req, 200, "OK", b);
-	evbuffer_free(b);
+	http_send_file(op->req, 200, "OK", fd, (uint64_t)st->st_size);
 	op_free(op);
 }
 

@@ -27,9 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/queue.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "daemon/httpd.h"
@@ -227,6 +227,17 @@ static void refuse(struct http_conn *c, int status, const char *reason, const ch
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 	char body[256];
+	if (c->req && c->req->reply != REPLY_NONE) {
+		/* Answered already (the rest of a body was being dropped): no
+		 * second answer, only the close once the first is out. */
+		c->req->keep_alive = false;
+		c->req->state = READ_DONE;
+		c->req->reply = REPLY_DONE;
+		bufferevent_disable(c->bev, EV_READ);
+		if (evbuffer_get_length(out) == 0)
+			event_active(c->finish, 0, 0);
+		return;
+	}
 	int n = snprintf(body, sizeof(body), "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}\n", code, message);
 	evbuffer_add_printf(out,
 			    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
@@ -264,8 +275,8 @@ static void write_head(struct http_req *req, int status, const char *reason)
 	else if (req->minor == 0)
 		evhttp_add_header(&req->out_headers, "Connection", "keep-alive");
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, reason);
-	TAILQ_FOREACH(h, &req->out_headers, next)
-	evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
+	for (h = req->out_headers.tqh_first; h; h = h->next.tqe_next) /* TAILQ_FOREACH */
+		evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
 	evbuffer_add(out, "\r\n", 2);
 }
 
@@ -301,6 +312,25 @@ void http_send_reply(struct http_req *req, int status, const char *reason, struc
 		evbuffer_add_buffer(bufferevent_get_output(req->conn->bev), body);
 	else if (body)
 		evbuffer_drain(body, n);
+	reply_done(req);
+}
+
+void http_send_file(struct http_req *req, int status, const char *reason, int fd, uint64_t size)
+{
+	struct evbuffer *out = bufferevent_get_output(req->conn->bev);
+	char len[32];
+	if (req->reply != REPLY_NONE || req->conn->closed) {
+		close(fd);
+		return;
+	}
+	snprintf(len, sizeof(len), "%" PRIu64, size);
+	evhttp_remove_header(&req->out_headers, "Content-Length");
+	evhttp_add_header(&req->out_headers, "Content-Length", len);
+	write_head(req, status, reason);
+	/* Straight into the socket's buffer: only there does libevent send a
+	 * file with sendfile (elsewhere it maps it, and the pages count). */
+	if (size == 0 || req->method == HTTP_HEAD || evbuffer_add_file(out, fd, 0, (ev_off_t)size) < 0)
+		close(fd);
 	reply_done(req);
 }
 
@@ -724,8 +754,8 @@ static void conn_read(struct http_conn *c)
 				break;
 			}
 			req->conn = c;
-			TAILQ_INIT(&req->in_headers);
-			TAILQ_INIT(&req->out_headers);
+			req->in_headers.tqh_last = &req->in_headers.tqh_first; /* TAILQ_INIT */
+			req->out_headers.tqh_last = &req->out_headers.tqh_first;
 			c->req = req;
 			if (c->phase == PHASE_IDLE)
 				set_phase(c, PHASE_RECEIVING);

@@ -92,6 +92,9 @@ void http_req_take_body(struct http_req *req, http_body_fn on_data, http_end_fn 
 /* The answer: whole, or as a stream of chunks (chunked on HTTP/1.1, up to
  * the connection's close on HTTP/1.0). body may be NULL; it is drained. */
 void http_send_reply(struct http_req *req, int status, const char *reason, struct evbuffer *body);
+/* A whole answer of the first size bytes of the file fd (taken), sent
+ * with sendfile. */
+void http_send_file(struct http_req *req, int status, const char *reason, int fd, uint64_t size);
 void http_reply_start(struct http_req *req, int status, const char *reason);
 void http_reply_chunk(struct http_req *req, struct evbuffer *buf);
 /* cb runs once what is queued has been written out (until the next chunk). */

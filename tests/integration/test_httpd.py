@@ -65,8 +65,9 @@ def _status_kb(pid, field):
 
 
 def test_1gib_upload_streams_with_bounded_memory(cv):
-    """A 1 GiB PUT /files goes to the file as it comes: coved's peak RSS
-    grows by less than 64 MiB, and the file inside is the one sent."""
+    """A 1 GiB PUT /files goes to the file as it comes, and GET sends it
+    back from the file: coved's peak RSS grows by less than 64 MiB, and the
+    file inside (and the one read back) is the one sent."""
     own = covetest.Coved()
     try:
         own.start()
@@ -90,8 +91,24 @@ def test_1gib_upload_streams_with_bounded_memory(cv):
         grew = _status_kb(own.pid(), "VmHWM") - base
         print("# coved's peak RSS grew by %d KiB" % grew)
         assert grew < 64 * 1024, "coved grew by %d KiB during a 1 GiB upload" % grew
-        inside = _sh(own, sid, "sha256sum /root/big && rm /root/big").split()[0]
+        inside = _sh(own, sid, "sha256sum /root/big").split()[0]
         assert inside == h.hexdigest()
+        # And back: sent from the file (sendfile), not through coved's memory.
+        c = own.conn(600)
+        c.request("GET", _url(sid, path="/root/big"))
+        r = c.getresponse()
+        back = hashlib.sha256()
+        got = 0
+        while True:
+            piece = r.read(1 << 20)
+            if not piece:
+                break
+            back.update(piece)
+            got += len(piece)
+        c.close()
+        assert r.status == 200 and got == total and back.hexdigest() == h.hexdigest()
+        grew = _status_kb(own.pid(), "VmHWM") - base
+        assert grew < 64 * 1024, "coved grew by %d KiB during a 1 GiB upload and download" % grew
     finally:
         own.teardown()
 
