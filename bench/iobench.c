@@ -416,7 +416,7 @@ static void bench_load(int clients, int requests, int nsb)
 int main(int argc, char **argv)
 {
 	const char *pool = NULL;
-	int file_mib = 1024, put_mib = 96, session_n = 1000, clients = 50, requests = 200, nsb = 20;
+	int file_mib = 1024, put_mib = 1024, session_n = 1000, clients = 50, requests = 200, nsb = 20;
 	static const struct option opts[] = { { "socket", 1, 0, 's' },   { "pool", 1, 0, 'p' },
 					      { "file-mib", 1, 0, 'f' }, { "put-mib", 1, 0, 'w' },
 					      { "session", 1, 0, 'S' },  { "clients", 1, 0, 'c' },

@@ -23,7 +23,7 @@ PACED_N=${PACED_N:-50}      # (a') the same, each after a 100 ms pause
 EXEC_N=${EXEC_N:-1000}      # (b) API exec true
 IDLE_N=${IDLE_N:-200}       # (c) idle sandboxes for memory
 FILE_MIB=${FILE_MIB:-1024}  # (d) a file read through the API
-PUT_MIB=${PUT_MIB:-96}      # (e) a file written through the API (coved takes bodies up to ~101 MiB)
+PUT_MIB=${PUT_MIB:-1024}    # (e) a file written through the API (streamed to the file, memory bounded)
 SESSION_N=${SESSION_N:-1000} # (f) `true` in a session
 LOAD_CLIENTS=${LOAD_CLIENTS:-50} LOAD_REQUESTS=${LOAD_REQUESTS:-200} LOAD_SANDBOXES=${LOAD_SANDBOXES:-20} # (g)
 SNAP_N=${SNAP_N:-20}        # snapshot / restore / fork runs per sandbox size

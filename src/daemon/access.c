@@ -6,10 +6,13 @@
  * being the content of a file only coved's user can read. A request without
  * it gets a 401 and does nothing else.
  *
- * Limits, on both listeners. Each listener counts its own connections, so
- * that clients on TCP can never lock the local CLI out of the unix socket.
- *   --max-header-bytes  a request's line and headers (libevent answers 400)
- *   --max-body-bytes    a request's body (libevent answers 413)
+ * Limits, on both listeners, enforced by the HTTP server (httpd.c). Each
+ * listener counts its own connections, so that clients on TCP can never
+ * lock the local CLI out of the unix socket.
+ *   --max-header-bytes  a request's line and headers (answered 431)
+ *   --max-body-bytes    a request's body, on the routes that take it whole
+ *                       (answered 413); a streamed upload is bounded by the
+ *                       sandbox's disk
  *   --max-connections   connections at once per listener; one more is
  *                       answered 503 and closed at once
  *   --idle-timeout      a connection with no request under way is closed
@@ -21,22 +24,13 @@
  *                       client that sends a byte a second (slowloris) hold a
  *                       connection for ever.
  * Once the API has a request, no limit applies until its response has been
- * sent: a stream (an exec's output) runs for as long as it needs.
- *
- * How coved sees a connection before its first request: libevent shows a
- * server connection to the application only with a complete request, but a
- * silent or slow client must be cut before that. evhttp_set_bevcb lets coved
- * make each new connection's bufferevent. coved keeps a reference on it, so
- * the memory stays valid whatever libevent does with the connection; watches
- * its input buffer for a request's first byte; and finds the connection as
- * the bufferevent's callback argument, which evhttp sets to its
- * evhttp_connection and bufferevent_free clears (libevent 2.1 and 2.2). Once
- * found, the connection's close callback (conn.c) says when it goes. */
+ * sent: a stream (an exec's output, a streamed upload) runs for as long as
+ * it needs. */
 #include <errno.h>
 #include <stddef.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <event2/keyvalq_struct.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -68,38 +62,13 @@
 #define DEFAULT_IDLE_TIMEOUT 60.0    /* seconds */
 #define DEFAULT_REQUEST_TIMEOUT 60.0 /* seconds */
 
-enum listener { LISTENER_UNIX, LISTENER_TCP, NLISTENERS };
-
-enum phase {
-	PHASE_NEW,       /* accepted; attached on the next turn of the loop */
-	PHASE_IDLE,      /* no request under way: --idle-timeout runs */
-	PHASE_RECEIVING, /* a request's first byte came: --request-timeout runs */
-	PHASE_HANDLING,  /* the API has the request: no limit */
-};
-
-struct access_conn {
-	struct access_conn *next, *prev;
-	struct bufferevent *bev;         /* coved holds a reference */
-	struct evhttp_connection *evcon; /* once attached */
-	struct evbuffer_cb_entry *input_cb;
-	struct event *timer; /* the phase's limit */
-	enum phase phase;
-	enum listener listener;
-	bool counted;     /* in count[listener] */
-	bool refused;     /* over --max-connections */
-	bool early_bytes; /* a request began before it was attached */
-};
-
 static struct {
 	const struct access_config *cfg;
 	char token[TOKEN_MAX + 1];
 	size_t token_len;
 	int tcp_fd;
 	char tcp_name[64];
-	struct evhttp_bound_socket *tcp_handle;
-	struct access_conn *conns; /* every connection libevent accepted */
-	int count[NLISTENERS];
-	time_t logged_refusal, logged_timeout;
+	struct http_listener *tcp_handle;
 } gate = { .tcp_fd = -1 };
 
 /* ---------------------------------------------------------------- options */
@@ -270,9 +239,9 @@ static bool token_matches(const char *given, size_t len)
 	return diff == 0;
 }
 
-static bool authorized(struct evhttp_request *req)
+static bool authorized(struct http_req *req)
 {
-	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	const char *h = evhttp_find_header(http_req_in_headers(req), "Authorization");
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
 	for (h += 7; *h == ' '; h++)
@@ -280,255 +249,21 @@ static bool authorized(struct evhttp_request *req)
 	return token_matches(h, strlen(h));
 }
 
-/* ---------------------------------------------------------------- connections */
-
-/* At most a line a second for what a flood of clients would repeat. */
-static bool log_allowed(time_t *last)
-{
-	time_t now = time(NULL);
-	if (now == *last)
-		return false;
-	*last = now;
-	return true;
-}
-
-static struct access_conn *find_conn(const struct bufferevent *bev)
-{
-	for (struct access_conn *c = gate.conns; c; c = c->next)
-		if (c->bev == bev)
-			return c;
-	return NULL;
-}
-
-static void conn_free(struct access_conn *c)
-{
-	if (c->next)
-		c->next->prev = c->prev;
-	if (c->prev)
-		c->prev->next = c->next;
-	else if (gate.conns == c)
-		gate.conns = c->next;
-	if (c->counted)
-		gate.count[c->listener]--;
-	if (c->timer)
-		event_free(c->timer);
-	if (c->input_cb)
-		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->input_cb);
-	/* The last reference, or the one before libevent's own, which it drops
-	 * right after the close callback. */
-	bufferevent_decref(c->bev);
-	free(c);
-}
-
-/* The evhttp_connection that owns bev, or NULL once libevent has freed it. */
-static struct evhttp_connection *connection_of(struct bufferevent *bev)
-{
-	void *arg = NULL;
-	bufferevent_getcb(bev, NULL, NULL, NULL, &arg);
-	return arg;
-}
-
-static void arm(struct access_conn *c, double seconds)
-{
-	struct timeval tv = { (time_t)seconds, (suseconds_t)((seconds - (time_t)seconds) * 1e6) };
-	evtimer_add(c->timer, &tv);
-}
-
-static void set_phase(struct access_conn *c, enum phase phase)
-{
-	c->phase = phase;
-	evtimer_del(c->timer);
-	if (phase == PHASE_IDLE)
-		arm(c, gate.cfg->idle_timeout);
-	else if (phase == PHASE_RECEIVING)
-		arm(c, gate.cfg->request_timeout);
-}
-
-static bool input_pending(const struct access_conn *c)
-{
-	return evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
-}
-
-static void on_closed(struct evhttp_connection *evcon, void *arg)
-{
-	conn_free(arg);
-}
-
-/* Attach c to its connection: close callback, listener, count. -1 when out
- * of memory (c stays unattached). */
-static int attach(struct access_conn *c, struct evhttp_connection *evcon)
-{
-	struct sockaddr_storage ss = { 0 };
-	socklen_t len = sizeof(ss);
-	int fd = bufferevent_getfd(c->bev), one = 1;
-	if (conn_watch(evcon, on_closed, c) < 0)
-		return -1;
-	c->evcon = evcon;
-	(void)getsockname(fd, (struct sockaddr *)&ss, &len);
-	c->listener = ss.ss_family == AF_INET || ss.ss_family == AF_INET6 ? LISTENER_TCP : LISTENER_UNIX;
-	if (c->listener == LISTENER_TCP) /* events of a stream go out as they come, not after an ACK */
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (gate.count[c->listener] >= gate.cfg->max_connections) {
-		c->refused = true;
-		if (log_allowed(&gate.logged_refusal))
-			log_info("coved: refused a connection on the %s listener: %d are open (--max-connections)",
-				 c->listener == LISTENER_TCP ? "TCP" : "unix", gate.count[c->listener]);
-		return 0;
-	}
-	c->counted = true;
-	gate.count[c->listener]++;
-	return 0;
-}
-
-/* A whole response written straight to the socket, for a connection coved
- * is about to close before libevent has a request to answer. Best effort:
- * the socket is non-blocking and this is far below its buffer. */
-static void send_raw_error(struct access_conn *c, int status, const char *reason, const char *code, const char *message)
-{
-	char body[256], buf[512];
-	int n = snprintf(body, sizeof(body), "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}\n", code, message);
-	n = snprintf(buf, sizeof(buf),
-		     "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-		     "Connection: close\r\n\r\n%s",
-		     status, reason, n, body);
-	if (n > 0 && (size_t)n < sizeof(buf))
-		(void)send(bufferevent_getfd(c->bev), buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-static void on_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct access_conn *c = arg;
-	struct evhttp_connection *evcon;
-	switch (c->phase) {
-	case PHASE_NEW:
-		evcon = connection_of(c->bev);
-		if (!evcon) { /* closed before it was attached */
-			conn_free(c);
-			return;
-		}
-		if (attach(c, evcon) < 0) {
-			evhttp_connection_free(evcon);
-			conn_free(c);
-			return;
-		}
-		if (c->refused) {
-			send_raw_error(c, 503, "Service Unavailable", "unavailable", "too many connections");
-			evhttp_connection_free(evcon); /* calls on_closed */
-			return;
-		}
-		set_phase(c, c->early_bytes ? PHASE_RECEIVING : PHASE_IDLE);
-		return;
-	case PHASE_IDLE:
-		/* Its ephemeral sandboxes live as long as it does: an idle
-		 * owner is still their owner. */
-		if (conn_owns_sandboxes(c->evcon)) {
-			set_phase(c, PHASE_IDLE);
-			return;
-		}
-		log_debug("coved: closing a connection idle for %gs", gate.cfg->idle_timeout);
-		evhttp_connection_free(c->evcon);
-		return;
-	case PHASE_RECEIVING:
-		if (log_allowed(&gate.logged_timeout))
-			log_info("coved: closing a connection whose request did not come whole in %gs "
-				 "(--request-timeout)",
-				 gate.cfg->request_timeout);
-		send_raw_error(c, 408, "Request Timeout", "timeout", "the request did not come whole in time");
-		evhttp_connection_free(c->evcon);
-		return;
-	case PHASE_HANDLING:
-		return;
-	}
-}
-
-/* Bytes came in: in an idle connection they start a request. (libevent
- * may have taken them out again, parsed, by the time c is attached.) */
-static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
-{
-	struct access_conn *c = arg;
-	if (info->n_added == 0)
-		return;
-	if (c->phase == PHASE_IDLE)
-		set_phase(c, PHASE_RECEIVING);
-	else if (c->phase == PHASE_NEW)
-		c->early_bytes = true;
-}
-
-static struct bufferevent *on_accept(struct event_base *base, void *arg)
-{
-	static const struct timeval now = { 0, 0 };
-	struct access_conn *c = calloc(1, sizeof(*c));
-	struct bufferevent *bev = bufferevent_socket_new(base, -1, 0);
-	/* Large pieces: libevent reads 4 KiB at a time by default, which makes
-	 * a file transfer a quarter million syscalls per GiB. */
-	if (bev) {
-		bufferevent_set_max_single_read(bev, 1 << 20);
-		bufferevent_set_max_single_write(bev, 1 << 20);
-	}
-	if (!c || !bev) {
-		free(c);
-		if (bev)
-			bufferevent_free(bev);
-		log_warn("coved: out of memory for a new connection: it is served without limits");
-		return NULL; /* libevent makes its own */
-	}
-	c->bev = bev;
-	bufferevent_incref(bev);
-	c->timer = evtimer_new(base, on_timer, c);
-	c->input_cb = evbuffer_add_cb(bufferevent_get_input(bev), on_input, c);
-	c->next = gate.conns;
-	if (c->next)
-		c->next->prev = c;
-	gate.conns = c;
-	if (!c->timer || !c->input_cb) {
-		/* Still ours alone: libevent has not seen it yet. */
-		conn_free(c);
-		bufferevent_free(bev);
-		log_warn("coved: out of memory for a new connection: it is served without limits");
-		return NULL;
-	}
-	/* Attached on the next turn, when libevent has made its connection.
-	 * (If evhttp fails to make it, out of memory, this bufferevent is
-	 * never freed: a leak on a path that is already failing.) */
-	evtimer_add(c->timer, &now);
-	return bev;
-}
-
-static void on_request_done(struct evhttp_request *req, void *arg)
-{
-	struct access_conn *c = arg;
-	set_phase(c, input_pending(c) ? PHASE_RECEIVING : PHASE_IDLE);
-}
+/* ---------------------------------------------------------------- requests */
 
 /* An answer that ends the connection: the client is refused, not served. */
-static void refuse(struct evhttp_request *req, int status, const char *code, const char *message)
+static void refuse(struct http_req *req, int status, const char *code, const char *message)
 {
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	struct evkeyvalq *h = http_req_out_headers(req);
 	evhttp_add_header(h, "Connection", "close");
 	if (status == 401)
 		evhttp_add_header(h, "WWW-Authenticate", "Bearer");
 	api_send_json(req, status, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", message));
 }
 
-bool access_request_begin(struct evhttp_request *req)
+bool access_request_begin(struct http_req *req)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct access_conn *c = find_conn(evhttp_connection_get_bufferevent(evcon));
-	if (!c)
-		return true; /* one that on_accept could not track */
-	/* The whole request can come before the turn that attaches it. Out of
-	 * memory, c stays new: its timer tries again, or frees it. */
-	if (!c->evcon && attach(c, evcon) < 0) {
-		refuse(req, 503, "unavailable", "out of memory");
-		return false;
-	}
-	set_phase(c, PHASE_HANDLING);
-	evhttp_request_set_on_complete_cb(req, on_request_done, c);
-	if (c->refused) {
-		refuse(req, 503, "unavailable", "too many connections");
-		return false;
-	}
-	if (c->listener == LISTENER_TCP && !authorized(req)) {
+	if (http_conn_is_tcp(http_req_conn(req)) && !authorized(req)) {
 		refuse(req, 401, "unauthorized", "this listener needs the header 'Authorization: Bearer <token>'");
 		return false;
 	}
@@ -591,33 +326,41 @@ int access_setup(struct daemon *d, struct cove_err *err)
 	return 0;
 }
 
+static bool keep_idle(struct http_conn *conn)
+{
+	return conn_owns_sandboxes(conn);
+}
+
 int access_serve(struct daemon *d, struct cove_err *err)
 {
 	const struct access_config *cfg = gate.cfg;
-	evhttp_set_max_headers_size(d->http, (ev_ssize_t)cfg->max_header_bytes);
-	evhttp_set_max_body_size(d->http, (ev_ssize_t)cfg->max_body_bytes);
-	evhttp_set_bevcb(d->http, on_accept, NULL);
+	const struct http_limits limits = {
+		.max_header_bytes = (size_t)cfg->max_header_bytes,
+		.max_body_bytes = cfg->max_body_bytes,
+		.max_connections = cfg->max_connections,
+		.idle_timeout = cfg->idle_timeout,
+		.request_timeout = cfg->request_timeout,
+	};
+	const struct http_callbacks cbs = { .streams = api_streams, .handle = api_handle, .keep_idle = keep_idle };
+	http_setup(d->base, &limits, &cbs);
 	if (gate.tcp_fd < 0)
 		return 0;
-	if (!(gate.tcp_handle = evhttp_accept_socket_with_handle(d->http, gate.tcp_fd))) {
+	if (!(gate.tcp_handle = http_listen(gate.tcp_fd, true))) {
 		close(gate.tcp_fd);
 		gate.tcp_fd = -1;
-		return err_set(err, COVE_EINTERNAL, "evhttp accept on %s", gate.tcp_name);
+		return err_set(err, COVE_EINTERNAL, "listen on %s: out of memory", gate.tcp_name);
 	}
+	gate.tcp_fd = -1; /* the listener's */
 	return 0;
 }
 
 void access_stop(struct daemon *d)
 {
-	if (gate.tcp_handle)
-		evhttp_del_accept_socket(d->http, gate.tcp_handle);
+	http_listener_free(gate.tcp_handle);
 	gate.tcp_handle = NULL;
 }
 
 void access_cleanup(void)
 {
-	/* After evhttp_free: what is left was never attached. */
-	while (gate.conns)
-		conn_free(gate.conns);
 	explicit_bzero(gate.token, sizeof(gate.token));
 }

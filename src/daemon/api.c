@@ -2,7 +2,7 @@
  * Bad input is refused before anything is changed: every field is checked,
  * unknown fields included, and only then does a handler act. */
 #include <event2/buffer.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <event2/keyvalq_struct.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -39,7 +39,7 @@ static int status_of(int code)
 	}
 }
 
-void api_send_json(struct evhttp_request *req, int status, json_t *body)
+void api_send_json(struct http_req *req, int status, json_t *body)
 {
 	struct evbuffer *b = evbuffer_new();
 	char *s = json_dumps(body, JSON_COMPACT);
@@ -47,12 +47,12 @@ void api_send_json(struct evhttp_request *req, int status, json_t *body)
 	evbuffer_add(b, s, strlen(s));
 	evbuffer_add(b, "\n", 1);
 	free(s);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-	evhttp_send_reply(req, status, status < 300 ? "OK" : "Error", b);
+	evhttp_add_header(http_req_out_headers(req), "Content-Type", "application/json");
+	http_send_reply(req, status, status < 300 ? "OK" : "Error", b);
 	evbuffer_free(b);
 }
 
-void api_send_error(struct evhttp_request *req, const struct cove_err *err)
+void api_send_error(struct http_req *req, const struct cove_err *err)
 {
 	int status = status_of(err->code);
 	/* A message may quote a path that is not UTF-8, or be cut inside a
@@ -66,9 +66,9 @@ void api_send_error(struct evhttp_request *req, const struct cove_err *err)
 }
 
 /* The request body as JSON (an empty body is an empty object). */
-json_t *read_body(struct evhttp_request *req, struct cove_err *err)
+json_t *read_body(struct http_req *req, struct cove_err *err)
 {
-	struct evbuffer *b = evhttp_request_get_input_buffer(req);
+	struct evbuffer *b = http_req_body(req);
 	size_t n = evbuffer_get_length(b);
 	if (n == 0)
 		return json_object();
@@ -293,10 +293,10 @@ static int parse_stdin(json_t *j, struct exec_request *er, unsigned char **store
 	return 0;
 }
 
-bool query_flag(struct evhttp_request *req, const char *name)
+bool query_flag(struct http_req *req, const char *name)
 {
 	struct evkeyvalq q;
-	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	const char *query = http_req_query(req);
 	if (!query || evhttp_parse_query_str(query, &q) < 0)
 		return false;
 	const char *v = evhttp_find_header(&q, name);
@@ -307,9 +307,9 @@ bool query_flag(struct evhttp_request *req, const char *name)
 
 /* Handlers: id is the {id} segment or NULL. Return 0 when a reply was (or
  * will be) sent, -1 with err set otherwise. */
-typedef int (*handler_fn)(struct evhttp_request *req, const char *id, struct cove_err *err);
+typedef int (*handler_fn)(struct http_req *req, const char *id, struct cove_err *err);
 
-static int h_health(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_health(struct http_req *req, const char *id, struct cove_err *err)
 {
 	api_send_json(req, 200, json_pack("{s:s, s:i}", "status", "ok", "sandboxes", daemon_ctx->count));
 	return 0;
@@ -323,7 +323,7 @@ static json_t *backend_json(const char *isolation, bool os_boundary)
 			 "capabilities", "ports", 0, "nativeSnapshot", 0, "resume", 0);
 }
 
-static int h_capabilities(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct daemon *d = daemon_ctx;
 	const char *storage = storage_driver_name(d->pool.driver);
@@ -338,7 +338,7 @@ static int h_capabilities(struct evhttp_request *req, const char *id, struct cov
 	return 0;
 }
 
-static int h_create(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_create(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *j = read_body(req, err);
 	struct sandbox_spec spec = { 0 };
@@ -352,7 +352,7 @@ static int h_create(struct evhttp_request *req, const char *id, struct cove_err 
 		return -1;
 	/* Tied to the connection before the answer: a client gone by now
 	 * takes the sandbox with it. */
-	if (sb->spec.ephemeral && conn_add_ephemeral(evhttp_request_get_connection(req), sb->id) < 0) {
+	if (sb->spec.ephemeral && conn_add_ephemeral(http_req_conn(req), sb->id) < 0) {
 		(void)sandbox_delete(daemon_ctx, sb, NULL);
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	}
@@ -360,7 +360,7 @@ static int h_create(struct evhttp_request *req, const char *id, struct cove_err 
 	return 0;
 }
 
-static int h_list(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_list(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *a = json_array();
 	for (int i = 0; i < MAX_SANDBOXES; i++)
@@ -378,7 +378,7 @@ static struct sandbox *lookup(const char *id, struct cove_err *err)
 	return sb;
 }
 
-static int h_get(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_get(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct sandbox *sb = lookup(id, err);
 	if (!sb)
@@ -387,7 +387,7 @@ static int h_get(struct evhttp_request *req, const char *id, struct cove_err *er
 	return 0;
 }
 
-static int h_delete(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_delete(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct sandbox *sb = lookup(id, err);
 	if (!sb || sandbox_delete(daemon_ctx, sb, err) < 0)
@@ -396,7 +396,7 @@ static int h_delete(struct evhttp_request *req, const char *id, struct cove_err 
 	return 0;
 }
 
-static int h_timeout(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_timeout(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "timeout", NULL };
 	struct sandbox *sb = lookup(id, err);
@@ -416,7 +416,7 @@ static int h_timeout(struct evhttp_request *req, const char *id, struct cove_err
 	return 0;
 }
 
-static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_exec(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "cmd",     "env",    "cwd",        "user",       "stdin", "stdin_b64",
 					      "timeout", "stream", "max_output", "background", "tag",   "tty",
@@ -476,7 +476,7 @@ static int h_exec(struct evhttp_request *req, const char *id, struct cove_err *e
 	return r;
 }
 
-static int h_snapshot(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_snapshot(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "name", "memory", "wait_durable", NULL };
 	struct sandbox *sb = lookup(id, err);
@@ -512,7 +512,7 @@ static struct snapshot *lookup_snapshot(const char *id, struct cove_err *err)
 	return sn;
 }
 
-static int h_snapshot_list(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_snapshot_list(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *a = json_array();
 	for (const struct snapshot *sn = daemon_ctx->snapshots; sn; sn = sn->next)
@@ -521,7 +521,7 @@ static int h_snapshot_list(struct evhttp_request *req, const char *id, struct co
 	return 0;
 }
 
-static int h_snapshot_get(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_snapshot_get(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct snapshot *sn = lookup_snapshot(id, err);
 	if (!sn)
@@ -530,7 +530,7 @@ static int h_snapshot_get(struct evhttp_request *req, const char *id, struct cov
 	return 0;
 }
 
-static int h_snapshot_delete(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_snapshot_delete(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct snapshot *sn = lookup_snapshot(id, err);
 	if (!sn || snapshot_delete(daemon_ctx, sn, err) < 0)
@@ -558,7 +558,7 @@ static int parse_overrides(json_t *j, struct sandbox_spec *o, struct cove_err *e
 	return 0;
 }
 
-static int h_restore(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_restore(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct snapshot *sn = lookup_snapshot(id, err);
 	json_t *j = sn ? read_body(req, err) : NULL;
@@ -578,7 +578,7 @@ static int h_restore(struct evhttp_request *req, const char *id, struct cove_err
 
 #define API_MAX_FORK 100
 
-static int h_fork(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_fork(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "count", NULL };
 	struct sandbox *sb = lookup(id, err);
@@ -624,7 +624,7 @@ static int parse_lock_request(json_t *j, const char *const *fields, const char *
 	return 0;
 }
 
-static int h_lock_acquire(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_lock_acquire(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "name", "lease", "wait", NULL };
 	struct sandbox *sb = lookup(id, err);
@@ -640,7 +640,7 @@ static int h_lock_acquire(struct evhttp_request *req, const char *id, struct cov
 	return r;
 }
 
-static int h_lock_release(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_lock_release(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "name", "token", NULL };
 	struct sandbox *sb = lookup(id, err);
@@ -657,7 +657,7 @@ static int h_lock_release(struct evhttp_request *req, const char *id, struct cov
 	return r;
 }
 
-static int h_lock_renew(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_lock_renew(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "name", "token", "lease", NULL };
 	struct sandbox *sb = lookup(id, err);
@@ -676,7 +676,7 @@ static int h_lock_renew(struct evhttp_request *req, const char *id, struct cove_
 	return r;
 }
 
-static int h_lock_list(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_lock_list(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct sandbox *sb = lookup(id, err);
 	if (!sb)
@@ -689,7 +689,7 @@ static int h_lock_list(struct evhttp_request *req, const char *id, struct cove_e
 
 /* Histories (history.c). Their GET, DELETE, rollback and branch take the
  * ID of a deleted sandbox too: its history outlives it. */
-static int h_checkpoint(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_checkpoint(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "label", NULL };
 	struct sandbox *sb = lookup(id, err);
@@ -708,7 +708,7 @@ static int h_checkpoint(struct evhttp_request *req, const char *id, struct cove_
 	return 0;
 }
 
-static int h_history(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_history(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *h;
 	if (history_get(daemon_ctx, id, &h, err) < 0)
@@ -717,7 +717,7 @@ static int h_history(struct evhttp_request *req, const char *id, struct cove_err
 	return 0;
 }
 
-static int h_history_delete(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_history_delete(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *answer;
 	if (history_delete(daemon_ctx, id, &answer, err) < 0)
@@ -747,7 +747,7 @@ static int parse_history_point(json_t *j, int *seq, int *count, struct cove_err 
 	return 0;
 }
 
-static int h_rollback(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_rollback(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *j = read_body(req, err);
 	int seq = 0;
@@ -760,7 +760,7 @@ static int h_rollback(struct evhttp_request *req, const char *id, struct cove_er
 	return 0;
 }
 
-static int h_branch(struct evhttp_request *req, const char *id, struct cove_err *err)
+static int h_branch(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *j = read_body(req, err);
 	int seq = 0, count = 1;
@@ -776,58 +776,80 @@ static int h_branch(struct evhttp_request *req, const char *id, struct cove_err 
 	return 0;
 }
 
+/* A streaming route's handler is called at the end of the request's
+ * headers and takes the body as it comes (http_req_take_body); the others
+ * get the body whole, within --max-body-bytes. */
+#define STREAMING (1u << 16)
+#define METHOD_OF(route) ((route)->method & ~STREAMING)
+
 static const struct route {
-	enum evhttp_cmd_type method;
+	unsigned method;     /* an enum http_method, | STREAMING */
 	const char *pattern; /* fnmatch; '*' is the {id} segment */
 	handler_fn fn;
 } routes[] = {
-	{ EVHTTP_REQ_GET, "/v1/health", h_health },
-	{ EVHTTP_REQ_GET, "/v1/capabilities", h_capabilities },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes", h_create },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes", h_list },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*", h_get },
-	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*", h_delete },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/exec", h_exec },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/timeout", h_timeout },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/files", files_get },
-	{ EVHTTP_REQ_PUT, "/v1/sandboxes/*/files", files_put },
-	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*/files", files_delete },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/files/mkdir", files_mkdir },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/files/move", files_move },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/snapshots", h_snapshot },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/fork", h_fork },
-	{ EVHTTP_REQ_GET, "/v1/snapshots", h_snapshot_list },
-	{ EVHTTP_REQ_GET, "/v1/snapshots/*", h_snapshot_get },
-	{ EVHTTP_REQ_DELETE, "/v1/snapshots/*", h_snapshot_delete },
-	{ EVHTTP_REQ_POST, "/v1/snapshots/*/restore", h_restore },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/processes", procs_list },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/processes/*", procs_get },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/processes/*/attach", procs_attach },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/processes/*/stdin", procs_stdin },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/processes/*/signal", procs_signal },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/processes/*/resize", procs_resize },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/sessions", sessions_create },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/sessions", sessions_list },
-	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*/sessions/*", sessions_delete },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/locks", h_lock_acquire },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/locks", h_lock_list },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/locks/release", h_lock_release },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/locks/renew", h_lock_renew },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/files/chmod", files_chmod },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/files/tar", files_tar_get },
-	{ EVHTTP_REQ_PUT, "/v1/sandboxes/*/files/tar", files_tar_put },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/checkpoints", h_checkpoint },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/checkpoints", h_history },
-	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*/checkpoints", h_history_delete },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/rollback", h_rollback },
-	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/branch", h_branch },
-	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/files/watch", watch_start },
+	{ HTTP_GET, "/v1/health", h_health },
+	{ HTTP_GET, "/v1/capabilities", h_capabilities },
+	{ HTTP_POST, "/v1/sandboxes", h_create },
+	{ HTTP_GET, "/v1/sandboxes", h_list },
+	{ HTTP_GET, "/v1/sandboxes/*", h_get },
+	{ HTTP_DELETE, "/v1/sandboxes/*", h_delete },
+	{ HTTP_POST, "/v1/sandboxes/*/exec", h_exec },
+	{ HTTP_POST, "/v1/sandboxes/*/timeout", h_timeout },
+	{ HTTP_GET, "/v1/sandboxes/*/files", files_get },
+	{ HTTP_PUT | STREAMING, "/v1/sandboxes/*/files", files_put },
+	{ HTTP_DELETE, "/v1/sandboxes/*/files", files_delete },
+	{ HTTP_POST, "/v1/sandboxes/*/files/mkdir", files_mkdir },
+	{ HTTP_POST, "/v1/sandboxes/*/files/move", files_move },
+	{ HTTP_POST, "/v1/sandboxes/*/snapshots", h_snapshot },
+	{ HTTP_POST, "/v1/sandboxes/*/fork", h_fork },
+	{ HTTP_GET, "/v1/snapshots", h_snapshot_list },
+	{ HTTP_GET, "/v1/snapshots/*", h_snapshot_get },
+	{ HTTP_DELETE, "/v1/snapshots/*", h_snapshot_delete },
+	{ HTTP_POST, "/v1/snapshots/*/restore", h_restore },
+	{ HTTP_GET, "/v1/sandboxes/*/processes", procs_list },
+	{ HTTP_GET, "/v1/sandboxes/*/processes/*", procs_get },
+	{ HTTP_GET, "/v1/sandboxes/*/processes/*/attach", procs_attach },
+	{ HTTP_POST, "/v1/sandboxes/*/processes/*/stdin", procs_stdin },
+	{ HTTP_POST, "/v1/sandboxes/*/processes/*/signal", procs_signal },
+	{ HTTP_POST, "/v1/sandboxes/*/processes/*/resize", procs_resize },
+	{ HTTP_POST, "/v1/sandboxes/*/sessions", sessions_create },
+	{ HTTP_GET, "/v1/sandboxes/*/sessions", sessions_list },
+	{ HTTP_DELETE, "/v1/sandboxes/*/sessions/*", sessions_delete },
+	{ HTTP_POST, "/v1/sandboxes/*/locks", h_lock_acquire },
+	{ HTTP_GET, "/v1/sandboxes/*/locks", h_lock_list },
+	{ HTTP_POST, "/v1/sandboxes/*/locks/release", h_lock_release },
+	{ HTTP_POST, "/v1/sandboxes/*/locks/renew", h_lock_renew },
+	{ HTTP_POST, "/v1/sandboxes/*/files/chmod", files_chmod },
+	{ HTTP_GET, "/v1/sandboxes/*/files/tar", files_tar_get },
+	{ HTTP_PUT, "/v1/sandboxes/*/files/tar", files_tar_put },
+	{ HTTP_POST, "/v1/sandboxes/*/checkpoints", h_checkpoint },
+	{ HTTP_GET, "/v1/sandboxes/*/checkpoints", h_history },
+	{ HTTP_DELETE, "/v1/sandboxes/*/checkpoints", h_history_delete },
+	{ HTTP_POST, "/v1/sandboxes/*/rollback", h_rollback },
+	{ HTTP_POST, "/v1/sandboxes/*/branch", h_branch },
+	{ HTTP_GET, "/v1/sandboxes/*/files/watch", watch_start },
 };
 
-void api_handle(struct evhttp_request *req, void *arg)
+/* The route of req's method and path, or NULL. */
+static const struct route *route_of(struct http_req *req, const char *path)
+{
+	for (size_t i = 0; path && i < ARRAY_SIZE(routes); i++)
+		if (METHOD_OF(&routes[i]) == http_req_method(req) &&
+		    fnmatch(routes[i].pattern, path, FNM_PATHNAME) == 0)
+			return &routes[i];
+	return NULL;
+}
+
+bool api_streams(struct http_req *req)
+{
+	const struct route *r = route_of(req, http_req_path(req));
+	return r && (r->method & STREAMING);
+}
+
+void api_handle(struct http_req *req)
 {
 	struct cove_err err = { 0 };
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	const char *path = http_req_path(req);
 	bool path_known = false;
 	daemon_ctx->requests++;
 	if (!access_request_begin(req))
@@ -836,7 +858,7 @@ void api_handle(struct evhttp_request *req, void *arg)
 		if (fnmatch(routes[i].pattern, path, FNM_PATHNAME) != 0)
 			continue;
 		path_known = true;
-		if (routes[i].method != evhttp_request_get_command(req))
+		if (METHOD_OF(&routes[i]) != http_req_method(req))
 			continue;
 		/* The {id} segment: the pattern's text before '*' matched
 		 * literally, so it starts at the same offset in path. */

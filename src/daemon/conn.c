@@ -21,7 +21,7 @@
 
 struct conn_entry {
 	struct conn_entry *next;
-	struct evhttp_connection *conn;
+	struct http_conn *conn;
 	conn_close_fn hook; /* the request in progress, or NULL */
 	void *hook_arg;
 	char (*ids)[16]; /* ephemeral sandboxes created on this connection */
@@ -32,7 +32,7 @@ struct conn_entry {
 
 static struct conn_entry *entries;
 
-static struct conn_entry *find(struct evhttp_connection *conn)
+static struct conn_entry *find(struct http_conn *conn)
 {
 	for (struct conn_entry *e = entries; e; e = e->next)
 		if (e->conn == conn)
@@ -62,16 +62,16 @@ static void drop_if_empty(struct conn_entry *e)
 	if (e->hook || e->n_ids || e->watch)
 		return;
 	unlink_entry(e);
-	evhttp_connection_set_closecb(e->conn, NULL, NULL);
+	http_conn_set_closecb(e->conn, NULL, NULL);
 	entry_free(e);
 }
 
-static void on_close(struct evhttp_connection *conn, void *arg)
+static void on_close(struct http_conn *conn, void *arg)
 {
 	struct conn_entry *e = arg;
 	unlink_entry(e);
 	/* Never twice with e: it is freed below. */
-	evhttp_connection_set_closecb(conn, NULL, NULL);
+	http_conn_set_closecb(conn, NULL, NULL);
 	/* The request's hook first: it detaches the request from the dying
 	 * connection, so that deleting a sandbox below (which fails its execs)
 	 * never answers on it. */
@@ -91,7 +91,7 @@ static void on_close(struct evhttp_connection *conn, void *arg)
 	entry_free(e);
 }
 
-static struct conn_entry *get(struct evhttp_connection *conn)
+static struct conn_entry *get(struct http_conn *conn)
 {
 	struct conn_entry *e = find(conn);
 	if (e)
@@ -102,11 +102,11 @@ static struct conn_entry *get(struct evhttp_connection *conn)
 	e->conn = conn;
 	e->next = entries;
 	entries = e;
-	evhttp_connection_set_closecb(conn, on_close, e);
+	http_conn_set_closecb(conn, on_close, e);
 	return e;
 }
 
-int conn_set_hook(struct evhttp_connection *conn, conn_close_fn fn, void *arg)
+int conn_set_hook(struct http_conn *conn, conn_close_fn fn, void *arg)
 {
 	struct conn_entry *e = get(conn);
 	if (!e)
@@ -116,7 +116,7 @@ int conn_set_hook(struct evhttp_connection *conn, conn_close_fn fn, void *arg)
 	return 0;
 }
 
-void conn_clear_hook(struct evhttp_connection *conn, void *arg)
+void conn_clear_hook(struct http_conn *conn, void *arg)
 {
 	struct conn_entry *e = find(conn);
 	if (!e || e->hook_arg != arg)
@@ -126,7 +126,7 @@ void conn_clear_hook(struct evhttp_connection *conn, void *arg)
 	drop_if_empty(e);
 }
 
-int conn_add_ephemeral(struct evhttp_connection *conn, const char *id)
+int conn_add_ephemeral(struct http_conn *conn, const char *id)
 {
 	struct conn_entry *e = get(conn);
 	if (!e)
@@ -159,7 +159,7 @@ void conn_forget_sandbox(const char *id)
 	}
 }
 
-int conn_watch(struct evhttp_connection *conn, conn_close_fn fn, void *arg)
+int conn_watch(struct http_conn *conn, conn_close_fn fn, void *arg)
 {
 	struct conn_entry *e = get(conn);
 	if (!e)
@@ -169,7 +169,7 @@ int conn_watch(struct evhttp_connection *conn, conn_close_fn fn, void *arg)
 	return 0;
 }
 
-bool conn_owns_sandboxes(struct evhttp_connection *conn)
+bool conn_owns_sandboxes(struct http_conn *conn)
 {
 	struct conn_entry *e = find(conn);
 	return e && e->n_ids > 0;

@@ -2,7 +2,7 @@
  * touched from another thread. */
 #pragma once
 #include <event2/event.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <jansson.h>
 #include <limits.h>
 #include <linux/filter.h>
@@ -92,9 +92,8 @@ struct access_config {
 
 struct daemon {
 	struct event_base *base;
-	struct evhttp *http;
-	int api_fd;                             /* the API's listening socket */
-	struct evhttp_bound_socket *api_handle; /* NULL once stopping */
+	int api_fd;                       /* the API's listening socket */
+	struct http_listener *api_handle; /* NULL once stopping */
 	char data_dir[512];
 	char socket_path[512];
 	char run_dir[600];
@@ -184,7 +183,7 @@ struct exec_request {
 	int rows, cols;  /* its size */
 	bool stdin_open; /* a stdin pipe that stays open for later input */
 };
-int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, struct cove_err *err);
+int exec_start(struct sandbox *sb, struct http_req *req, const struct exec_request *er, struct cove_err *err);
 /* Encode er (argv, environment, user, cwd) into a WIRE_SPAWN with h's seq,
  * flags, value and pid, and send it with fds. */
 struct wire_hdr;
@@ -192,10 +191,9 @@ int exec_send_spawn(struct sandbox *sb, struct wire_hdr *h, const struct exec_re
 		    struct cove_err *err);
 /* One NDJSON line (event is consumed) on a started reply; done, if not
  * NULL, is called with arg once it has been handed to the socket. */
-void exec_send_event(struct evhttp_request *req, json_t *event, void (*done)(struct evhttp_connection *, void *),
-		     void *arg);
+void exec_send_event(struct http_req *req, json_t *event, void (*done)(struct http_conn *, void *), void *arg);
 /* Bytes of the reply still waiting in coved for the client to take. */
-size_t exec_unsent_bytes(struct evhttp_request *req);
+size_t exec_unsent_bytes(struct http_req *req);
 /* j[name] = buf's bytes as text (or null and j[name_b64]), j[name_truncated]. */
 json_t *exec_collected_json(json_t *j, const char *name, struct evbuffer *buf, bool truncated);
 /* {"type":type,"data":"..."} for UTF-8 text, else "data_b64". */
@@ -210,13 +208,13 @@ void exec_on_exited(struct sandbox *sb, pid_t pid, int status);
 void exec_abort_all(struct sandbox *sb, const char *why);
 
 /* procs.c: background and terminal processes (kept by init, see wire.h) */
-int procs_start(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, struct cove_err *err);
-int procs_list(struct evhttp_request *req, const char *id, struct cove_err *err);
-int procs_get(struct evhttp_request *req, const char *id, struct cove_err *err); /* ?wait=S */
-int procs_attach(struct evhttp_request *req, const char *id, struct cove_err *err);
-int procs_stdin(struct evhttp_request *req, const char *id, struct cove_err *err);
-int procs_signal(struct evhttp_request *req, const char *id, struct cove_err *err);
-int procs_resize(struct evhttp_request *req, const char *id, struct cove_err *err);
+int procs_start(struct sandbox *sb, struct http_req *req, const struct exec_request *er, struct cove_err *err);
+int procs_list(struct http_req *req, const char *id, struct cove_err *err);
+int procs_get(struct http_req *req, const char *id, struct cove_err *err); /* ?wait=S */
+int procs_attach(struct http_req *req, const char *id, struct cove_err *err);
+int procs_stdin(struct http_req *req, const char *id, struct cove_err *err);
+int procs_signal(struct http_req *req, const char *id, struct cove_err *err);
+int procs_resize(struct http_req *req, const char *id, struct cove_err *err);
 /* From the init connection: true if the message was about a kept process. */
 bool procs_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid, int fd);
 bool procs_on_spawn_failed(struct sandbox *sb, uint32_t seq, int stage, int errnum);
@@ -233,7 +231,7 @@ struct session;
 struct evbuffer;
 /* req, if not NULL, is answered with an error if the spawn fails, else
  * by sessions_on_started. */
-int proc_spawn_kept(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, json_t *meta,
+int proc_spawn_kept(struct sandbox *sb, struct http_req *req, const struct exec_request *er, json_t *meta,
 		    struct proc **ret, struct cove_err *err);
 /* Append stream's output from *pos (at most max bytes) to to, moving *pos;
  * returns how many bytes the ring had already dropped past *pos. */
@@ -249,30 +247,30 @@ void proc_set_session(struct proc *p, struct session *s);
 void proc_update_flow(struct proc *p);
 
 /* sessions.c: persistent shells; a command in one is an exec with "session" */
-int sessions_create(struct evhttp_request *req, const char *id, struct cove_err *err);
-int sessions_list(struct evhttp_request *req, const char *id, struct cove_err *err);
-int sessions_delete(struct evhttp_request *req, const char *id, struct cove_err *err);
-int sessions_exec(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, const char *session,
+int sessions_create(struct http_req *req, const char *id, struct cove_err *err);
+int sessions_list(struct http_req *req, const char *id, struct cove_err *err);
+int sessions_delete(struct http_req *req, const char *id, struct cove_err *err);
+int sessions_exec(struct sandbox *sb, struct http_req *req, const struct exec_request *er, const char *session,
 		  struct cove_err *err);
 /* From procs.c: new output (or the end) of the session's shell; the shell
  * is gone (its proc is being freed); a kept shell came back after a restart. */
 void sessions_on_output(struct session *s);
-void sessions_on_started(struct session *s, struct evhttp_request *req); /* answers the create */
+void sessions_on_started(struct session *s, struct http_req *req); /* answers the create */
 void sessions_on_gone(struct session *s);
 void sessions_on_kept(struct sandbox *sb, struct proc *p);
 /* How far the session has read its shell's stream (0 stdout, 1 stderr). */
 uint64_t sessions_read_position(const struct session *s, int stream);
 
 /* files.c: the Files API's handlers (routes in api.c) */
-int files_get(struct evhttp_request *req, const char *id, struct cove_err *err);
-int files_put(struct evhttp_request *req, const char *id, struct cove_err *err);
-int files_delete(struct evhttp_request *req, const char *id, struct cove_err *err);
-int files_mkdir(struct evhttp_request *req, const char *id, struct cove_err *err);
-int files_move(struct evhttp_request *req, const char *id, struct cove_err *err);
-int files_chmod(struct evhttp_request *req, const char *id, struct cove_err *err);
+int files_get(struct http_req *req, const char *id, struct cove_err *err);
+int files_put(struct http_req *req, const char *id, struct cove_err *err);
+int files_delete(struct http_req *req, const char *id, struct cove_err *err);
+int files_mkdir(struct http_req *req, const char *id, struct cove_err *err);
+int files_move(struct http_req *req, const char *id, struct cove_err *err);
+int files_chmod(struct http_req *req, const char *id, struct cove_err *err);
 /* files_tar.c: GET streams a folder as a tar, PUT extracts a tar into one */
-int files_tar_get(struct evhttp_request *req, const char *id, struct cove_err *err);
-int files_tar_put(struct evhttp_request *req, const char *id, struct cove_err *err);
+int files_tar_get(struct http_req *req, const char *id, struct cove_err *err);
+int files_tar_put(struct http_req *req, const char *id, struct cove_err *err);
 /* From the init connection; files_on_opened takes fd (-1 if none came). */
 void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd);
 void files_on_failed(struct sandbox *sb, uint32_t seq, int errnum);
@@ -284,11 +282,11 @@ void files_abort_all(struct sandbox *sb, const char *why);
  * callback: the request in progress's hook (one at a time: libevent serves
  * a connection's requests in turn) and the ephemeral sandboxes it created.
  * A hook is called when the connection closes, before libevent frees it. */
-typedef void (*conn_close_fn)(struct evhttp_connection *conn, void *arg);
-int conn_set_hook(struct evhttp_connection *conn, conn_close_fn fn, void *arg);
+typedef void (*conn_close_fn)(struct http_conn *conn, void *arg);
+int conn_set_hook(struct http_conn *conn, conn_close_fn fn, void *arg);
 /* Detach the hook whose arg is arg (no-op if another one replaced it). */
-void conn_clear_hook(struct evhttp_connection *conn, void *arg);
-int conn_add_ephemeral(struct evhttp_connection *conn, const char *id);
+void conn_clear_hook(struct http_conn *conn, void *arg);
+int conn_add_ephemeral(struct http_conn *conn, const char *id);
 /* Sandbox id is being deleted: no connection owns it any more. */
 void conn_forget_sandbox(const char *id);
 
@@ -298,7 +296,7 @@ void conn_forget_sandbox(const char *id);
 /* Grant the lock at once (200 with its token), queue req until it comes
  * free or wait runs out (then 409 lock_held), or fail; 0 when an answer was
  * or will be sent. */
-int lock_acquire(struct sandbox *sb, struct evhttp_request *req, const char *name, double lease, double wait,
+int lock_acquire(struct sandbox *sb, struct http_req *req, const char *name, double lease, double wait,
 		 struct cove_err *err);
 /* Both need the holder's token (else 409, nothing changes). */
 int lock_release(struct sandbox *sb, const char *name, const char *token, struct cove_err *err);
@@ -310,24 +308,24 @@ json_t *locks_to_json(const struct sandbox *sb);
 void locks_drop_all(struct sandbox *sb, const char *why);
 /* Tell fn (after the hook and the ephemeral sandboxes) when the connection
  * closes; access.c watches every connection so from its start to its end. */
-int conn_watch(struct evhttp_connection *conn, conn_close_fn fn, void *arg);
+int conn_watch(struct http_conn *conn, conn_close_fn fn, void *arg);
 /* Whether the connection created ephemeral sandboxes that still exist. */
-bool conn_owns_sandboxes(struct evhttp_connection *conn);
+bool conn_owns_sandboxes(struct http_conn *conn);
 
 /* access.c: see there. */
 /* A coved flag --name VALUE of struct access_config. */
 int access_parse_option(struct access_config *cfg, const char *name, const char *value, struct cove_err *err);
 /* Before serving: defaults, the token, the TCP listener (if --listen). */
 int access_setup(struct daemon *d, struct cove_err *err);
-/* Limits on d->http, and the TCP listener on it. */
+/* The HTTP server's limits, and the TCP listener. */
 int access_serve(struct daemon *d, struct cove_err *err);
 /* SIGTERM: no new TCP connections. */
 void access_stop(struct daemon *d);
-/* After evhttp_free. */
+/* After http_shutdown. */
 void access_cleanup(void);
 /* First thing for every request: false when it has been answered already
  * (401 without the token on TCP, 503 over the connection limit). */
-bool access_request_begin(struct evhttp_request *req);
+bool access_request_begin(struct http_req *req);
 
 /* history.c: a sandbox's ordered checkpoints, kept in state.db after the
  * sandbox is deleted (see there). id may name a deleted sandbox wherever
@@ -351,17 +349,19 @@ int history_delete(struct daemon *d, const char *id, json_t **ret, struct cove_e
 int history_check_unused(struct daemon *d, const char *snapshot, struct cove_err *err);
 
 /* api.c */
-void api_handle(struct evhttp_request *req, void *arg);
+void api_handle(struct http_req *req);
+/* Whether req's route takes its body as it comes (httpd.h). */
+bool api_streams(struct http_req *req);
 /* Request helpers for handlers in other files; each sets err and returns
  * -1 (or NULL) on bad input. A missing or null field leaves *ret alone. */
-json_t *read_body(struct evhttp_request *req, struct cove_err *err); /* an object; empty body = {} */
+json_t *read_body(struct http_req *req, struct cove_err *err); /* an object; empty body = {} */
 int check_fields(json_t *j, const char *const *allowed, struct cove_err *err);
 int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err);
 int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err);
 int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err);
-bool query_flag(struct evhttp_request *req, const char *name); /* ?name=1 or ?name=true */
-void api_send_error(struct evhttp_request *req, const struct cove_err *err);
-void api_send_json(struct evhttp_request *req, int status, json_t *body);
+bool query_flag(struct http_req *req, const char *name); /* ?name=1 or ?name=true */
+void api_send_error(struct http_req *req, const struct cove_err *err);
+void api_send_json(struct http_req *req, int status, json_t *body);
 
 /* worker.c: slow work off the loop. work(arg) runs on a thread of its own
  * and may touch only what arg holds; then done(arg) runs on the loop. */
@@ -370,7 +370,7 @@ int worker_start(struct event_base *base, worker_fn work, worker_fn done, void *
 /* Some job's done has not run yet. */
 bool worker_busy(void);
 /* files.c: query parameters of the Files API, shared with watch.c. */
-const char *query_of(struct evhttp_request *req); /* "" when there is none */
+const char *query_of(struct http_req *req); /* "" when there is none */
 /* One parameter, percent-decoded: 1 when present, 0 when absent, -1 (err
  * set) when malformed or holding a NUL byte. */
 int query_param(const char *query, const char *name, char *out, size_t cap, struct cove_err *err);
@@ -382,7 +382,7 @@ int get_path(const char *query, const char *name, char out[PATH_MAX], struct cov
 int get_flag(const char *query, const char *name, bool *ret, struct cove_err *err);
 
 /* watch.c: file-change events under a folder, streamed (route in api.c) */
-int watch_start(struct evhttp_request *req, const char *id, struct cove_err *err);
+int watch_start(struct http_req *req, const char *id, struct cove_err *err);
 /* From the init connection: a WIRE_OPENED (fd, or -1 if none came) or
  * WIRE_OPEN_FAILED (errnum) reply. Returns false, touching nothing, when seq
  * is not a watch's; true when it was (fd taken). */

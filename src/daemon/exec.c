@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -48,8 +48,8 @@ struct exec_stream {
 struct exec {
 	struct exec *next;
 	struct sandbox *sb;
-	struct evhttp_request *req;     /* NULL once answered or the client is gone */
-	struct evhttp_connection *conn; /* whose close callback points here, or NULL */
+	struct http_req *req;   /* NULL once answered or the client is gone */
+	struct http_conn *conn; /* whose close callback points here, or NULL */
 	bool stream;
 	bool paused;
 	size_t max_output;
@@ -104,8 +104,7 @@ static void exec_free(struct exec *e)
 	free(e);
 }
 
-void exec_send_event(struct evhttp_request *req, json_t *event, void (*done)(struct evhttp_connection *, void *),
-		     void *arg)
+void exec_send_event(struct http_req *req, json_t *event, void (*done)(struct http_conn *, void *), void *arg)
 {
 	struct evbuffer *b = evbuffer_new();
 	char *s = json_dumps(event, JSON_COMPACT);
@@ -113,20 +112,20 @@ void exec_send_event(struct evhttp_request *req, json_t *event, void (*done)(str
 	evbuffer_add_printf(b, "%s\n", s);
 	free(s);
 	if (done)
-		evhttp_send_reply_chunk_with_cb(req, b, done, arg);
+		http_reply_chunk_with_cb(req, b, done, arg);
 	else
-		evhttp_send_reply_chunk(req, b);
+		http_reply_chunk(req, b);
 	evbuffer_free(b);
 }
 
-size_t exec_unsent_bytes(struct evhttp_request *req)
+size_t exec_unsent_bytes(struct http_req *req)
 {
-	struct evhttp_connection *c = evhttp_request_get_connection(req);
-	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+	struct http_conn *c = http_req_conn(req);
+	struct bufferevent *bev = c ? http_conn_bev(c) : NULL;
 	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
-static void send_line(struct exec *e, json_t *event, void (*done)(struct evhttp_connection *, void *))
+static void send_line(struct exec *e, json_t *event, void (*done)(struct http_conn *, void *))
 {
 	exec_send_event(e->req, event, done, e);
 }
@@ -192,7 +191,7 @@ static void finish(struct exec *e)
 	if (e->req) {
 		if (e->stream) {
 			send_line(e, exit_fields(e, json_pack("{s:s}", "type", "exit")), NULL);
-			evhttp_send_reply_end(e->req);
+			http_reply_end(e->req);
 		} else {
 			json_t *j = exit_fields(e, json_object());
 			json_object_set_new(j, "pid", json_integer(e->pid));
@@ -256,7 +255,7 @@ static void maybe_finish(struct exec *e)
 	}
 }
 
-static void on_chunk_sent(struct evhttp_connection *conn, void *arg);
+static void on_chunk_sent(struct http_conn *conn, void *arg);
 
 static void set_paused(struct exec *e, bool paused)
 {
@@ -275,7 +274,7 @@ static size_t unsent_bytes(struct exec *e)
 	return exec_unsent_bytes(e->req);
 }
 
-static void on_chunk_sent(struct evhttp_connection *conn, void *arg)
+static void on_chunk_sent(struct http_conn *conn, void *arg)
 {
 	struct exec *e = arg;
 	if (e->paused && e->req && unsent_bytes(e) < STREAM_HIGH_WATER / 2) {
@@ -361,7 +360,7 @@ static void on_hangup(evutil_socket_t fd, short what, void *arg)
 
 static void watch_hangup(struct exec *e)
 {
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(e->conn);
+	struct bufferevent *bev = http_conn_bev(e->conn);
 	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
 	if (fd < 0)
 		return;
@@ -371,7 +370,7 @@ static void watch_hangup(struct exec *e)
 }
 
 /* The client went away: the process is killed; its exit frees the exec. */
-static void on_client_closed(struct evhttp_connection *conn, void *arg)
+static void on_client_closed(struct http_conn *conn, void *arg)
 {
 	struct exec *e = arg;
 	e->req = NULL;
@@ -406,8 +405,8 @@ void exec_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid)
 		return;
 	}
 	if (e->stream) {
-		evhttp_add_header(evhttp_request_get_output_headers(e->req), "Content-Type", "application/x-ndjson");
-		evhttp_send_reply_start(e->req, 200, "OK");
+		evhttp_add_header(http_req_out_headers(e->req), "Content-Type", "application/x-ndjson");
+		http_reply_start(e->req, 200, "OK");
 		send_line(e, json_pack("{s:s, s:i}", "type", "start", "pid", pid), NULL);
 	}
 }
@@ -450,7 +449,7 @@ void exec_abort_all(struct sandbox *sb, const char *why)
 					  json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
 						    "wrong_state", "message", why),
 					  NULL);
-				evhttp_send_reply_end(e->req);
+				http_reply_end(e->req);
 			} else {
 				struct cove_err err = { 0 };
 				err_set(&err, COVE_ESTATE, "%s", why);
@@ -550,7 +549,7 @@ static int setup_stdin(struct exec *e, const struct exec_request *er, int *child
 	return 0;
 }
 
-int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, struct cove_err *err)
+int exec_start(struct sandbox *sb, struct http_req *req, const struct exec_request *er, struct cove_err *err)
 {
 	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
 		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
@@ -570,11 +569,11 @@ int exec_start(struct sandbox *sb, struct evhttp_request *req, const struct exec
 	int child[WIRE_MAX_FDS], nfds = 0, p[2];
 	for (int i = 0; i < NSTREAMS; i++)
 		e->s[i].fd = -1;
-	if (conn_set_hook(evhttp_request_get_connection(req), on_client_closed, e) < 0) {
+	if (conn_set_hook(http_req_conn(req), on_client_closed, e) < 0) {
 		err_set(err, COVE_EINTERNAL, "out of memory");
 		goto fail;
 	}
-	e->conn = evhttp_request_get_connection(req);
+	e->conn = http_req_conn(req);
 	if (er->has_stdin && setup_stdin(e, er, &child[nfds++], err) < 0)
 		goto fail;
 	for (int i = 0; i < NSTREAMS; i++) {

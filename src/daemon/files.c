@@ -14,12 +14,13 @@
  * Each request is one file_op, answered when init's reply with its seq
  * arrives (or on a timeout, or when the sandbox goes away). A file is sent
  * with sendfile from the fd (evbuffer_add_file), never read into memory; a
- * written body is whole in memory already, as libevent buffers request
- * bodies (bounded by the daemon's maximum body size). */
+ * written body goes to the fd as it comes (PUT is a streaming route,
+ * httpd.h), so coved holds a few MiB of an upload of any size. A client
+ * gone mid-upload leaves the file as far as it was written. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,13 +78,15 @@ void op_free(struct file_op *op)
 	op_detach(op);
 	if (op->conn)
 		conn_clear_hook(op->conn, op);
+	if (op->body_fd >= 0)
+		close(op->body_fd);
 	free(op);
 }
 
 void op_abort(struct file_op *op)
 {
-	struct evhttp_connection *conn = op->req ? evhttp_request_get_connection(op->req) : NULL;
-	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+	struct http_conn *conn = op->req ? http_req_conn(op->req) : NULL;
+	struct bufferevent *bev = conn ? http_conn_bev(conn) : NULL;
 	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
 	op_detach(op);
 	if (fd < 0 || !op->conn) {
@@ -351,39 +354,47 @@ static void reply_file(struct file_op *op, int fd, const struct stat *st)
 		op_free(op);
 		return;
 	}
-	struct evbuffer *b = evbuffer_new();
-	if (st->st_size == 0) {
-		close(fd);
-	} else if (evbuffer_add_file(b, fd, 0, st->st_size) < 0) {
-		/* Out of memory; whether libevent closed fd is not told, so it
-		 * is left rather than risk closing another's. */
-		evbuffer_free(b);
-		op_fail(op, ENOMEM);
-		return;
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(op->req), "Content-Type", "application/octet-stream");
-	evhttp_send_reply(op->req, 200, "OK", b);
-	evbuffer_free(b);
+	evhttp_add_header(http_req_out_headers(op->req), "Content-Type", "application/octet-stream");
+	http_send_file(op->req, 200, "OK", fd, (uint64_t)st->st_size);
 	op_free(op);
 }
 
-/* The request's body into the file. Takes fd. */
-static void write_body(struct file_op *op, int fd, bool created)
+/* A piece of the body, into the file. */
+static void on_body_data(struct http_req *req, struct evbuffer *buf, void *arg)
 {
-	_cleanup_close_ int wfd = fd;
-	if (!op->req) {
-		op_free(op);
-		return;
-	}
-	struct evbuffer *body = evhttp_request_get_input_buffer(op->req);
-	size_t size = evbuffer_get_length(body);
-	while (evbuffer_get_length(body) > 0)
-		if (evbuffer_write(body, wfd) < 0 && errno != EINTR) {
+	struct file_op *op = arg;
+	while (evbuffer_get_length(buf) > 0) {
+		int n = evbuffer_write(buf, op->body_fd);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
 			op_fail(op, errno);
 			return;
 		}
-	op_reply(op, created ? 201 : 200,
-		 json_pack("{s:o, s:I}", "path", json_text(op->path), "size", (json_int_t)size));
+		op->written += (uint64_t)n;
+	}
+}
+
+static void on_body_end(struct http_req *req, void *arg)
+{
+	struct file_op *op = arg;
+	op_reply(op, op->created ? 201 : 200,
+		 json_pack("{s:o, s:I}", "path", json_text(op->path), "size", (json_int_t)op->written));
+}
+
+/* The request's body into the file, as it comes. Takes fd. */
+static void write_body(struct file_op *op, int fd, bool created)
+{
+	if (!op->req) {
+		close(fd);
+		op_free(op);
+		return;
+	}
+	op->body_fd = fd;
+	op->created = created;
+	/* The upload takes as long as it takes: the client is the limit. */
+	evtimer_del(op->timeout_ev);
+	http_req_take_body(op->req, on_body_data, on_body_end, op);
 }
 
 void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd)
@@ -482,12 +493,12 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 
 /* The client went away: the answer, when it comes, goes nowhere; a stream
  * stops at once (its child sees its socket close). */
-static void on_client_closed(struct evhttp_connection *conn, void *arg)
+static void on_client_closed(struct http_conn *conn, void *arg)
 {
 	struct file_op *op = arg;
 	op->req = NULL;
 	op->conn = NULL;
-	if (op->st || op->aborted)
+	if (op->st || op->aborted || op->body_fd >= 0)
 		op_free(op);
 }
 
@@ -603,13 +614,13 @@ static int get_depth(const char *query, int *ret, struct cove_err *err)
 	return 0;
 }
 
-const char *query_of(struct evhttp_request *req)
+const char *query_of(struct http_req *req)
 {
-	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	const char *q = http_req_query(req);
 	return q ? q : "";
 }
 
-int files_get(struct evhttp_request *req, const char *id, struct cove_err *err)
+int files_get(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const params[] = { "path", "stat", "user", "depth", NULL };
 	struct file_request fr = {
@@ -625,7 +636,7 @@ int files_get(struct evhttp_request *req, const char *id, struct cove_err *err)
 	return files_start(req, id, &fr, NULL, err);
 }
 
-int files_put(struct evhttp_request *req, const char *id, struct cove_err *err)
+int files_put(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const params[] = { "path", "mode", "user", "parents", NULL };
 	struct file_request fr = {
@@ -638,7 +649,7 @@ int files_put(struct evhttp_request *req, const char *id, struct cove_err *err)
 	return files_start(req, id, &fr, NULL, err);
 }
 
-int files_delete(struct evhttp_request *req, const char *id, struct cove_err *err)
+int files_delete(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const params[] = { "path", "recursive", "user", NULL };
 	struct file_request fr = { .kind = FK_REMOVE, .params = params, .type = WIRE_FSOP, .value = WIRE_FS_REMOVE };
@@ -649,14 +660,14 @@ int files_delete(struct evhttp_request *req, const char *id, struct cove_err *er
 	return files_start(req, id, &fr, NULL, err);
 }
 
-int files_mkdir(struct evhttp_request *req, const char *id, struct cove_err *err)
+int files_mkdir(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const params[] = { "path", "user", NULL };
 	struct file_request fr = { .kind = FK_MKDIR, .params = params, .type = WIRE_FSOP, .value = WIRE_FS_MKDIR };
 	return files_start(req, id, &fr, NULL, err);
 }
 
-int files_move(struct evhttp_request *req, const char *id, struct cove_err *err)
+int files_move(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const params[] = { "from", "to", "overwrite", "user", NULL };
 	struct file_request fr = { .kind = FK_MOVE, .params = params, .type = WIRE_FSOP, .value = WIRE_FS_RENAME };
@@ -668,9 +679,9 @@ int files_move(struct evhttp_request *req, const char *id, struct cove_err *err)
 }
 
 /* chmod's body: {"path", "mode": "0755" (octal) or 493, "user"}. */
-static int parse_chmod(struct evhttp_request *req, char path[PATH_MAX], struct file_request *fr, struct cove_err *err)
+static int parse_chmod(struct http_req *req, char path[PATH_MAX], struct file_request *fr, struct cove_err *err)
 {
-	struct evbuffer *b = evhttp_request_get_input_buffer(req);
+	struct evbuffer *b = http_req_body(req);
 	json_error_t je;
 	const char *key, *p = NULL, *user = NULL;
 	json_t *v, *mode = NULL;
@@ -713,7 +724,7 @@ static int parse_chmod(struct evhttp_request *req, char path[PATH_MAX], struct f
 	return r;
 }
 
-int files_chmod(struct evhttp_request *req, const char *id, struct cove_err *err)
+int files_chmod(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const params[] = { NULL };
 	char path[PATH_MAX];
@@ -727,7 +738,7 @@ int files_chmod(struct evhttp_request *req, const char *id, struct cove_err *err
 }
 
 /* Validate the common parameters into op, then send the request to init. */
-static int parse_common(struct evhttp_request *req, struct sandbox *sb, struct file_request *fr, struct file_op *op,
+static int parse_common(struct http_req *req, struct sandbox *sb, struct file_request *fr, struct file_op *op,
 			struct cove_err *err)
 {
 	const char *q = query_of(req);
@@ -762,8 +773,8 @@ static int send_request(struct sandbox *sb, struct file_op *op, const struct fil
 	return 0;
 }
 
-int files_start(struct evhttp_request *req, const char *id, struct file_request *fr,
-		int (*check)(struct evhttp_request *req, struct cove_err *err), struct cove_err *err)
+int files_start(struct http_req *req, const char *id, struct file_request *fr,
+		int (*check)(struct http_req *req, struct cove_err *err), struct cove_err *err)
 {
 	struct sandbox *sb = sandbox_find(daemon_ctx, id);
 	if (!sb)
@@ -777,11 +788,12 @@ int files_start(struct evhttp_request *req, const char *id, struct file_request 
 		return -1;
 	op->sb = sb;
 	op->req = req;
+	op->body_fd = -1;
 	op->kind = fr->kind;
 	op->depth = fr->depth;
 	op->mode = fr->mode;
 	op->seq = sb->next_seq++ ?: sb->next_seq++;
-	op->conn = evhttp_request_get_connection(req);
+	op->conn = http_req_conn(req);
 	if (conn_set_hook(op->conn, on_client_closed, op) < 0)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	if (send_request(sb, op, fr, err) < 0) {

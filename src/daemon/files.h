@@ -1,7 +1,7 @@
 /* The Files API's requests in flight, shared by files.c (files, listings,
  * the operations) and files_tar.c (folders as tar streams). */
 #pragma once
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -35,9 +35,9 @@ struct tar_state;
  * answer with its seq; an entry stream then feeds it from its socket. */
 struct file_op {
 	struct file_op *next;
-	struct sandbox *sb;             /* NULL once detached (an aborted reply) */
-	struct evhttp_request *req;     /* NULL once the client is gone */
-	struct evhttp_connection *conn; /* whose close callback points here, or NULL */
+	struct sandbox *sb;     /* NULL once detached (an aborted reply) */
+	struct http_req *req;   /* NULL once the client is gone */
+	struct http_conn *conn; /* whose close callback points here, or NULL */
 	enum file_kind kind;
 	uint32_t seq;
 	struct event *timeout_ev;
@@ -51,6 +51,8 @@ struct file_op {
 	struct entry_stream *st; /* once init answered with an entry stream */
 	json_t *entries;         /* a listing's */
 	struct tar_state *tar;   /* files_tar.c's */
+	int body_fd;             /* a write's file, once init opened it; -1 before */
+	uint64_t written;        /* of the body, into body_fd */
 };
 
 void op_free(struct file_op *op);
@@ -91,5 +93,5 @@ struct file_request {
 /* Check the sandbox and the query, then send the request to init. When
  * check is not NULL it runs once the query is valid, before anything is
  * sent (the body's validation). */
-int files_start(struct evhttp_request *req, const char *id, struct file_request *fr,
-		int (*check)(struct evhttp_request *req, struct cove_err *err), struct cove_err *err);
+int files_start(struct http_req *req, const char *id, struct file_request *fr,
+		int (*check)(struct http_req *req, struct cove_err *err), struct cove_err *err);

@@ -25,7 +25,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,16 +97,16 @@ static la_ssize_t tar_output(struct archive *a, void *arg, const void *buf, size
 	return (la_ssize_t)n;
 }
 
-static size_t unsent_bytes(struct evhttp_request *req)
+static size_t unsent_bytes(struct http_req *req)
 {
-	struct evhttp_connection *c = evhttp_request_get_connection(req);
-	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+	struct http_conn *c = http_req_conn(req);
+	struct bufferevent *bev = c ? http_conn_bev(c) : NULL;
 	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
 static void download_readable(evutil_socket_t fd, short what, void *arg);
 
-static void on_chunk_sent(struct evhttp_connection *conn, void *arg)
+static void on_chunk_sent(struct http_conn *conn, void *arg)
 {
 	struct file_op *op = arg;
 	if (op->aborted || !op->req || !op->tar || !op->tar->paused || unsent_bytes(op->req) >= STREAM_HIGH_WATER / 2)
@@ -120,7 +120,7 @@ static void flush_out(struct file_op *op)
 {
 	struct tar_state *t = op->tar;
 	if (evbuffer_get_length(t->out) > 0)
-		evhttp_send_reply_chunk_with_cb(op->req, t->out, on_chunk_sent, op);
+		http_reply_chunk_with_cb(op->req, t->out, on_chunk_sent, op);
 }
 
 static int write_header(struct file_op *op)
@@ -161,7 +161,7 @@ static int download_consume(struct file_op *op)
 			continue;
 		if (ev == SE_END && archive_write_close(op->tar->ar) == ARCHIVE_OK) {
 			flush_out(op);
-			evhttp_send_reply_end(op->req);
+			http_reply_end(op->req);
 			op_free(op);
 			return 1;
 		}
@@ -210,8 +210,8 @@ static int start_download(struct file_op *op)
 	/* The client sets the pace from here: no backstop timeout. */
 	event_free(op->timeout_ev);
 	op->timeout_ev = NULL;
-	evhttp_add_header(evhttp_request_get_output_headers(op->req), "Content-Type", "application/x-tar");
-	evhttp_send_reply_start(op->req, 200, "OK");
+	evhttp_add_header(http_req_out_headers(op->req), "Content-Type", "application/x-tar");
+	http_reply_start(op->req, 200, "OK");
 	op->reply_started = true;
 	event_add(op->st->ev, NULL);
 	return 0;
@@ -304,13 +304,13 @@ static const char *through_symlink(json_t *symlinks, const char *path)
 
 /* The first pass: the whole body is a tar whose members are all safe to
  * make. Nothing has changed yet, so a refusal changes nothing. */
-static int check_body(struct evhttp_request *req, struct cove_err *err)
+static int check_body(struct http_req *req, struct cove_err *err)
 {
 	static char path[WIRE_ENTRY_MAX_PATH + 1], link[WIRE_ENTRY_MAX_PATH + 1];
 	struct body_reader br;
 	struct archive_entry *ae;
 	uint32_t type;
-	struct archive *a = open_body(evhttp_request_get_input_buffer(req), &br, err);
+	struct archive *a = open_body(http_req_body(req), &br, err);
 	json_t *symlinks = json_object();
 	int r = !a ? -1 : symlinks ? 0 : err_set(err, COVE_EINTERNAL, "out of memory");
 	while (r == 0) {
@@ -468,7 +468,7 @@ static int start_upload(struct file_op *op)
 {
 	struct tar_state *t = op->tar;
 	struct cove_err err = { 0 };
-	t->ar = open_body(evhttp_request_get_input_buffer(op->req), &t->body, &err);
+	t->ar = open_body(http_req_body(op->req), &t->body, &err);
 	op->st->ev = event_new(daemon_ctx->base, op->st->sock, EV_READ | EV_PERSIST, upload_readable, op);
 	t->write_ev = event_new(daemon_ctx->base, op->st->sock, EV_WRITE | EV_PERSIST, upload_writable, op);
 	if (!t->ar || !op->st->ev || !t->write_ev)
@@ -488,14 +488,14 @@ void tar_start(struct file_op *op)
 
 /* ---- requests ---- */
 
-int files_tar_get(struct evhttp_request *req, const char *id, struct cove_err *err)
+int files_tar_get(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const params[] = { "path", "user", NULL };
 	struct file_request fr = { .kind = FK_TAR, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_TAR };
 	return files_start(req, id, &fr, NULL, err);
 }
 
-int files_tar_put(struct evhttp_request *req, const char *id, struct cove_err *err)
+int files_tar_put(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const params[] = { "path", "user", NULL };
 	struct file_request fr = {

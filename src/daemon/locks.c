@@ -14,7 +14,7 @@
  * or lost its connection, keeps the others out. */
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +31,11 @@
 struct lock_waiter {
 	struct lock_waiter *next;
 	struct lock *lock;
-	struct evhttp_request *req;     /* NULL once the client is gone */
-	struct evhttp_connection *conn; /* whose close callback points here, or NULL */
-	struct event *wait_ev;          /* the wait runs out */
-	struct event *hangup_ev;        /* the client hangs up */
-	double lease;                   /* seconds, once granted */
+	struct http_req *req;    /* NULL once the client is gone */
+	struct http_conn *conn;  /* whose close callback points here, or NULL */
+	struct event *wait_ev;   /* the wait runs out */
+	struct event *hangup_ev; /* the client hangs up */
+	double lease;            /* seconds, once granted */
 };
 
 struct lock {
@@ -183,7 +183,7 @@ static void waiter_free(struct lock_waiter *w)
 
 static void waiter_fail(struct lock_waiter *w, const struct cove_err *err)
 {
-	struct evhttp_request *req = w->req;
+	struct http_req *req = w->req;
 	waiter_free(w); /* before the answer: its hangup event watches the fd */
 	if (req)
 		api_send_error(req, err);
@@ -193,7 +193,7 @@ static void waiter_fail(struct lock_waiter *w, const struct cove_err *err)
  * run yet: the lock must not pass to a client that is gone. */
 static bool client_gone(const struct lock_waiter *w)
 {
-	struct bufferevent *bev = w->conn ? evhttp_connection_get_bufferevent(w->conn) : NULL;
+	struct bufferevent *bev = w->conn ? http_conn_bev(w->conn) : NULL;
 	struct pollfd p = { bev ? bufferevent_getfd(bev) : -1, POLLRDHUP, 0 };
 	if (!w->req || p.fd < 0)
 		return true;
@@ -219,7 +219,7 @@ static void pass_on(struct lock *l)
 			waiter_fail(w, &err);
 			continue;
 		}
-		struct evhttp_request *req = w->req;
+		struct http_req *req = w->req;
 		waiter_free(w);
 		api_send_json(req, 200, grant_json(l));
 		return;
@@ -253,7 +253,7 @@ static void on_hangup(evutil_socket_t fd, short what, void *arg)
 }
 
 /* libevent is freeing the connection, and the request with it. */
-static void on_client_closed(struct evhttp_connection *conn, void *arg)
+static void on_client_closed(struct http_conn *conn, void *arg)
 {
 	struct lock_waiter *w = arg;
 	w->req = NULL;
@@ -261,15 +261,15 @@ static void on_client_closed(struct evhttp_connection *conn, void *arg)
 	waiter_free(w);
 }
 
-static int waiter_add(struct lock *l, struct evhttp_request *req, double lease, double wait, struct cove_err *err)
+static int waiter_add(struct lock *l, struct http_req *req, double lease, double wait, struct cove_err *err)
 {
 	if (l->n_waiters >= LOCK_MAX_WAITERS)
 		return err_set(err, COVE_EFULL, "lock '%s' has %d waiters, the most it may", l->name, LOCK_MAX_WAITERS);
 	struct lock_waiter *w = calloc(1, sizeof(*w));
 	if (!w)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
-	struct evhttp_connection *conn = evhttp_request_get_connection(req);
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
+	struct http_conn *conn = http_req_conn(req);
+	struct bufferevent *bev = http_conn_bev(conn);
 	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
 	w->lock = l;
 	w->req = req;
@@ -292,7 +292,7 @@ static int waiter_add(struct lock *l, struct evhttp_request *req, double lease, 
 	return 0;
 }
 
-int lock_acquire(struct sandbox *sb, struct evhttp_request *req, const char *name, double lease, double wait,
+int lock_acquire(struct sandbox *sb, struct http_req *req, const char *name, double lease, double wait,
 		 struct cove_err *err)
 {
 	if (check_name(name, err) < 0)

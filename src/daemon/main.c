@@ -4,7 +4,7 @@
  * their own processes, and the next coved picks them up. */
 #include <errno.h>
 #include <event2/bufferevent.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -123,7 +123,7 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 	daemon_ctx->stopping = true;
 	/* No new requests: the socket goes at once (a new coved may take it). */
 	if (daemon_ctx->api_handle) {
-		evhttp_del_accept_socket(daemon_ctx->http, daemon_ctx->api_handle);
+		http_listener_free(daemon_ctx->api_handle);
 		daemon_ctx->api_handle = NULL;
 		(void)unlink(daemon_ctx->socket_path);
 	}
@@ -284,21 +284,14 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 static int serve(struct daemon *d, struct cove_err *err)
 {
 	int fd = d->api_fd;
-	d->http = evhttp_new(d->base);
-	/* Every method reaches the router, which answers with the JSON error
-	 * shape (libevent's own refusal would be an HTML page). */
-	evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT |
-						    EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS |
-						    EVHTTP_REQ_CONNECT | EVHTTP_REQ_TRACE);
-	evhttp_set_gencb(d->http, api_handle, d);
 	/* Limits first: they apply from the first connection on. */
 	if (access_serve(d, err) < 0) {
 		close(fd);
 		return -1;
 	}
-	if (!(d->api_handle = evhttp_accept_socket_with_handle(d->http, fd))) {
+	if (!(d->api_handle = http_listen(fd, false))) {
 		close(fd);
-		return err_set(err, COVE_EINTERNAL, "evhttp accept");
+		return err_set(err, COVE_EINTERNAL, "listen on the API socket: out of memory");
 	}
 	log_info("coved: serving %s (data %s, %s pool %s%s, cgroup %s, %d sandboxes)", d->socket_path, d->data_dir,
 		 storage_driver_name(d->pool.driver), d->pool.dir, d->pool.loop_backed ? " on a loop device" : "",
@@ -336,7 +329,7 @@ int main(int argc, char **argv)
 	event_base_dispatch(d.base);
 	if (d.api_handle)
 		(void)unlink(d.socket_path);
-	evhttp_free(d.http);
+	http_shutdown();
 	access_cleanup();
 	event_free(chld);
 	event_free(term);

@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <event2/keyvalq_struct.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -60,16 +60,16 @@ struct ring_header {
 struct attach {
 	struct attach *next;
 	struct proc *p;
-	struct evhttp_request *req;
-	struct evhttp_connection *conn;
+	struct http_req *req;
+	struct http_conn *conn;
 	uint64_t pos[NSTREAMS];
 	bool kill_on_close; /* a foreground terminal: the process goes with its client */
 };
 
 struct stdin_req {
 	struct stdin_req *next;
-	struct evhttp_request *req; /* answered once its bytes are in the pipe */
-	struct evhttp_connection *conn;
+	struct http_req *req; /* answered once its bytes are in the pipe */
+	struct http_conn *conn;
 	struct evbuffer *buf;
 	bool eof;
 };
@@ -77,8 +77,8 @@ struct stdin_req {
 struct waiter {
 	struct waiter *next;
 	struct proc *p;
-	struct evhttp_request *req;
-	struct evhttp_connection *conn;
+	struct http_req *req;
+	struct http_conn *conn;
 	struct event *timer;
 };
 
@@ -96,8 +96,8 @@ struct proc {
 	int in_fd; /* stdin pipe or pty master, -1 when closed */
 	struct event *in_ev;
 	struct stdin_req *in_queue;
-	struct evhttp_request *start_req; /* the exec waiting for the spawn */
-	struct attach *start_attach;      /* its stream, when it asked for one */
+	struct http_req *start_req;  /* the exec waiting for the spawn */
+	struct attach *start_attach; /* its stream, when it asked for one */
 	struct attach *attachers;
 	struct waiter *waiters;
 	struct event *timeout_ev;
@@ -168,7 +168,7 @@ static void attach_free(struct attach *a)
 static void attach_pump(struct attach *a);
 static void update_flow(struct proc *p);
 
-static void on_attach_sent(struct evhttp_connection *conn, void *arg)
+static void on_attach_sent(struct http_conn *conn, void *arg)
 {
 	struct attach *a = arg;
 	struct proc *p = a->p; /* a may be freed by its last pump */
@@ -186,7 +186,7 @@ static void signal_proc(struct proc *p, int sig, uint32_t flags)
 	(void)sandbox_send(p->sb, &h, sizeof(h), NULL, 0);
 }
 
-static void on_attach_closed(struct evhttp_connection *conn, void *arg)
+static void on_attach_closed(struct http_conn *conn, void *arg)
 {
 	struct attach *a = arg;
 	a->conn = NULL; /* being freed by libevent */
@@ -236,7 +236,7 @@ static void attach_pump(struct attach *a)
 	if (p->ended && a->pos[OUT] == p->ring->written[OUT] && a->pos[ERR] == p->ring->written[ERR]) {
 		json_t *j = exec_exit_fields(json_pack("{s:s}", "type", "exit"), p->status, p->timed_out, -1);
 		exec_send_event(a->req, j, NULL, NULL);
-		evhttp_send_reply_end(a->req);
+		http_reply_end(a->req);
 		a->req = NULL;
 		attach_free(a);
 	}
@@ -251,7 +251,7 @@ static void pump_all(struct proc *p)
 }
 
 /* Start an NDJSON stream on req from the ring positions given. */
-static struct attach *attach_start(struct proc *p, struct evhttp_request *req, bool replay, struct cove_err *err)
+static struct attach *attach_start(struct proc *p, struct http_req *req, bool replay, struct cove_err *err)
 {
 	struct attach *a = calloc(1, sizeof(*a));
 	if (!a) {
@@ -260,7 +260,7 @@ static struct attach *attach_start(struct proc *p, struct evhttp_request *req, b
 	}
 	a->p = p;
 	a->req = req;
-	a->conn = evhttp_request_get_connection(req);
+	a->conn = http_req_conn(req);
 	if (conn_set_hook(a->conn, on_attach_closed, a) < 0) {
 		free(a);
 		err_set(err, COVE_EINTERNAL, "out of memory");
@@ -272,8 +272,8 @@ static struct attach *attach_start(struct proc *p, struct evhttp_request *req, b
 	}
 	a->next = p->attachers;
 	p->attachers = a;
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/x-ndjson");
-	evhttp_send_reply_start(req, 200, "OK");
+	evhttp_add_header(http_req_out_headers(req), "Content-Type", "application/x-ndjson");
+	http_reply_start(req, 200, "OK");
 	json_t *start = json_pack("{s:s, s:i}", "type", "start", "pid", p->pid);
 	if (proc_tag(p))
 		json_object_set_new(start, "tag", json_string(proc_tag(p)));
@@ -358,7 +358,7 @@ static void on_stdin_writable(evutil_socket_t fd, short what, void *arg)
 		event_del(p->in_ev);
 }
 
-static void on_stdin_client_closed(struct evhttp_connection *conn, void *arg)
+static void on_stdin_client_closed(struct http_conn *conn, void *arg)
 {
 	struct stdin_req *s = arg;
 	s->req = NULL; /* the bytes still go in: they were sent */
@@ -388,7 +388,7 @@ static void on_wait_timer(evutil_socket_t fd, short what, void *arg)
 	waiter_free(arg, true);
 }
 
-static void on_waiter_closed(struct evhttp_connection *conn, void *arg)
+static void on_waiter_closed(struct http_conn *conn, void *arg)
 {
 	struct waiter *w = arg;
 	w->conn = NULL;
@@ -424,7 +424,7 @@ static void proc_free(struct proc *p)
 					json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
 						  "wrong_state", "message", "the process is gone"),
 					NULL, NULL);
-			evhttp_send_reply_end(a->req);
+			http_reply_end(a->req);
 		}
 		a->req = NULL;
 		attach_free(a);
@@ -614,8 +614,7 @@ static bool tag_valid(const char *t)
 	return strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-static int queue_stdin(struct proc *p, struct evhttp_request *req, const void *data, size_t n, bool eof,
-		       struct cove_err *err)
+static int queue_stdin(struct proc *p, struct http_req *req, const void *data, size_t n, bool eof, struct cove_err *err)
 {
 	struct stdin_req *s = calloc(1, sizeof(*s));
 	if (!s || !(s->buf = evbuffer_new())) {
@@ -626,7 +625,7 @@ static int queue_stdin(struct proc *p, struct evhttp_request *req, const void *d
 	s->eof = eof;
 	s->req = req;
 	if (req) {
-		s->conn = evhttp_request_get_connection(req);
+		s->conn = http_req_conn(req);
 		if (conn_set_hook(s->conn, on_stdin_client_closed, s) < 0) {
 			evbuffer_free(s->buf);
 			free(s);
@@ -642,7 +641,7 @@ static int queue_stdin(struct proc *p, struct evhttp_request *req, const void *d
 	return 0;
 }
 
-static int spawn(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, json_t *extra,
+static int spawn(struct sandbox *sb, struct http_req *req, const struct exec_request *er, json_t *extra,
 		 struct proc **ret, struct cove_err *err)
 {
 	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
@@ -752,12 +751,12 @@ fail:
 	return -1;
 }
 
-int procs_start(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, struct cove_err *err)
+int procs_start(struct sandbox *sb, struct http_req *req, const struct exec_request *er, struct cove_err *err)
 {
 	return spawn(sb, req, er, NULL, NULL, err);
 }
 
-int proc_spawn_kept(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, json_t *meta,
+int proc_spawn_kept(struct sandbox *sb, struct http_req *req, const struct exec_request *er, json_t *meta,
 		    struct proc **ret, struct cove_err *err)
 {
 	return spawn(sb, req, er, meta, ret, err);
@@ -862,7 +861,7 @@ bool procs_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid, int fd)
 	}
 	if (p->in_queue && p->in_ev)
 		event_add(p->in_ev, NULL);
-	struct evhttp_request *req = p->start_req;
+	struct http_req *req = p->start_req;
 	p->start_req = NULL;
 	struct attach *placeholder = p->start_attach;
 	p->start_attach = NULL;
@@ -997,7 +996,7 @@ void procs_abort_all(struct sandbox *sb)
 /* ---- handlers ---- */
 
 /* The {pid or tag} segment after /processes/ in the request's path. */
-static struct proc *lookup_proc(struct evhttp_request *req, const char *id, struct sandbox **sbp, struct cove_err *err)
+static struct proc *lookup_proc(struct http_req *req, const char *id, struct sandbox **sbp, struct cove_err *err)
 {
 	struct sandbox *sb = sandbox_find(daemon_ctx, id);
 	if (!sb) {
@@ -1005,7 +1004,7 @@ static struct proc *lookup_proc(struct evhttp_request *req, const char *id, stru
 		return NULL;
 	}
 	*sbp = sb;
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	const char *path = http_req_path(req);
 	const char *s = strstr(path, "/processes/");
 	char sel[80] = "";
 	if (s)
@@ -1024,7 +1023,7 @@ static struct proc *lookup_proc(struct evhttp_request *req, const char *id, stru
 	return p && p->pid ? p : NULL;
 }
 
-int procs_list(struct evhttp_request *req, const char *id, struct cove_err *err)
+int procs_list(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct sandbox *sb = sandbox_find(daemon_ctx, id);
 	if (!sb)
@@ -1037,10 +1036,10 @@ int procs_list(struct evhttp_request *req, const char *id, struct cove_err *err)
 	return 0;
 }
 
-static double query_number(struct evhttp_request *req, const char *name, double dflt)
+static double query_number(struct http_req *req, const char *name, double dflt)
 {
 	struct evkeyvalq q;
-	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	const char *query = http_req_query(req);
 	if (!query || evhttp_parse_query_str(query, &q) < 0)
 		return dflt;
 	const char *v = evhttp_find_header(&q, name);
@@ -1052,7 +1051,7 @@ static double query_number(struct evhttp_request *req, const char *name, double 
 	return d;
 }
 
-int procs_get(struct evhttp_request *req, const char *id, struct cove_err *err)
+int procs_get(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct sandbox *sb;
 	struct proc *p = lookup_proc(req, id, &sb, err);
@@ -1070,7 +1069,7 @@ int procs_get(struct evhttp_request *req, const char *id, struct cove_err *err)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	w->p = p;
 	w->req = req;
-	w->conn = evhttp_request_get_connection(req);
+	w->conn = http_req_conn(req);
 	w->timer = evtimer_new(daemon_ctx->base, on_wait_timer, w);
 	if (!w->timer || conn_set_hook(w->conn, on_waiter_closed, w) < 0) {
 		if (w->timer)
@@ -1085,14 +1084,14 @@ int procs_get(struct evhttp_request *req, const char *id, struct cove_err *err)
 	return 0;
 }
 
-int procs_attach(struct evhttp_request *req, const char *id, struct cove_err *err)
+int procs_attach(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct sandbox *sb;
 	struct proc *p = lookup_proc(req, id, &sb, err);
 	if (!p)
 		return -1;
 	struct evkeyvalq q;
-	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	const char *query = http_req_query(req);
 	bool replay = true;
 	if (query && evhttp_parse_query_str(query, &q) == 0) {
 		const char *v = evhttp_find_header(&q, "replay");
@@ -1106,7 +1105,7 @@ int procs_attach(struct evhttp_request *req, const char *id, struct cove_err *er
 	return 0;
 }
 
-int procs_stdin(struct evhttp_request *req, const char *id, struct cove_err *err)
+int procs_stdin(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "data", "data_b64", "eof", NULL };
 	struct sandbox *sb;
@@ -1160,7 +1159,7 @@ static int parse_signal(json_t *v, int *ret)
 	return -1;
 }
 
-int procs_signal(struct evhttp_request *req, const char *id, struct cove_err *err)
+int procs_signal(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "signal", "tree", NULL };
 	struct sandbox *sb;
@@ -1184,7 +1183,7 @@ int procs_signal(struct evhttp_request *req, const char *id, struct cove_err *er
 	return r;
 }
 
-int procs_resize(struct evhttp_request *req, const char *id, struct cove_err *err)
+int procs_resize(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "rows", "cols", NULL };
 	struct sandbox *sb;

@@ -22,7 +22,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +49,8 @@ static const char *const stream_names[NSTREAMS] = { "stdout", "stderr" };
 struct session_cmd {
 	struct session_cmd *next;
 	struct session *s;
-	struct evhttp_request *req; /* NULL once the client is gone */
-	struct evhttp_connection *conn;
+	struct http_req *req; /* NULL once the client is gone */
+	struct http_conn *conn;
 	uint32_t seq;
 	bool stream;
 	bool started; /* written to the shell */
@@ -172,7 +172,7 @@ static void cmd_finish(struct session_cmd *c, const char *error)
 					exec_exit_fields(json_pack("{s:s}", "type", "exit"), c->status, c->timed_out,
 							 elapsed_ms(&c->began)),
 					NULL, NULL);
-		evhttp_send_reply_end(c->req);
+		http_reply_end(c->req);
 	} else if (c->req) {
 		json_t *j = exec_exit_fields(json_object(), c->status, c->timed_out, elapsed_ms(&c->began));
 		api_send_json(c->req, 200, collected(c, j));
@@ -214,7 +214,7 @@ static void on_cmd_timeout(evutil_socket_t fd, short what, void *arg)
 	interrupt(c);
 }
 
-static void on_cmd_client_closed(struct evhttp_connection *conn, void *arg)
+static void on_cmd_client_closed(struct http_conn *conn, void *arg)
 {
 	struct session_cmd *c = arg;
 	c->req = NULL;
@@ -227,7 +227,7 @@ static void on_cmd_client_closed(struct evhttp_connection *conn, void *arg)
 	/* a queued one stays queued and runs unseen: it was sent */
 }
 
-static void on_cmd_sent(struct evhttp_connection *conn, void *arg)
+static void on_cmd_sent(struct http_conn *conn, void *arg)
 {
 	struct session_cmd *c = arg;
 	struct session *s = c->s;
@@ -274,8 +274,8 @@ static void start_next(struct session *s)
 	c->started = true;
 	clock_gettime(CLOCK_MONOTONIC, &c->began);
 	if (c->req && c->stream) {
-		evhttp_add_header(evhttp_request_get_output_headers(c->req), "Content-Type", "application/x-ndjson");
-		evhttp_send_reply_start(c->req, 200, "OK");
+		evhttp_add_header(http_req_out_headers(c->req), "Content-Type", "application/x-ndjson");
+		http_reply_start(c->req, 200, "OK");
 		exec_send_event(c->req,
 				json_pack("{s:s, s:i, s:s}", "type", "start", "pid", proc_pid(s->p), "session", s->id),
 				NULL, NULL);
@@ -502,7 +502,7 @@ static json_t *session_to_json(const struct session *s)
 			 (json_int_t)s->created_at, "busy", s->queue != NULL, "queued", n);
 }
 
-int sessions_create(struct evhttp_request *req, const char *id, struct cove_err *err)
+int sessions_create(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "cwd", "env", "user", NULL };
 	struct sandbox *sb = sandbox_find(daemon_ctx, id);
@@ -569,12 +569,12 @@ int sessions_create(struct evhttp_request *req, const char *id, struct cove_err 
 	return r;
 }
 
-void sessions_on_started(struct session *s, struct evhttp_request *req)
+void sessions_on_started(struct session *s, struct http_req *req)
 {
 	api_send_json(req, 201, session_to_json(s));
 }
 
-int sessions_list(struct evhttp_request *req, const char *id, struct cove_err *err)
+int sessions_list(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct sandbox *sb = sandbox_find(daemon_ctx, id);
 	if (!sb)
@@ -586,14 +586,14 @@ int sessions_list(struct evhttp_request *req, const char *id, struct cove_err *e
 	return 0;
 }
 
-static struct session *lookup_session(struct evhttp_request *req, const char *id, struct cove_err *err)
+static struct session *lookup_session(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct sandbox *sb = sandbox_find(daemon_ctx, id);
 	if (!sb) {
 		err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 		return NULL;
 	}
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	const char *path = http_req_path(req);
 	const char *p = strstr(path, "/sessions/");
 	char sid[32] = "";
 	if (p)
@@ -604,7 +604,7 @@ static struct session *lookup_session(struct evhttp_request *req, const char *id
 	return s;
 }
 
-int sessions_delete(struct evhttp_request *req, const char *id, struct cove_err *err)
+int sessions_delete(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct session *s = lookup_session(req, id, err);
 	if (!s)
@@ -636,7 +636,7 @@ static int command_text(const struct exec_request *er, struct evbuffer *b, struc
 	return 0;
 }
 
-int sessions_exec(struct sandbox *sb, struct evhttp_request *req, const struct exec_request *er, const char *session,
+int sessions_exec(struct sandbox *sb, struct http_req *req, const struct exec_request *er, const char *session,
 		  struct cove_err *err)
 {
 	struct session *s = find_session(sb, session);
@@ -676,7 +676,7 @@ int sessions_exec(struct sandbox *sb, struct evhttp_request *req, const struct e
 		evbuffer_add(c->line, " </dev/null", 11);
 	}
 	evbuffer_add_printf(c->line, "; __cove_end %u \"$?\"\n", c->seq);
-	c->conn = evhttp_request_get_connection(req);
+	c->conn = http_req_conn(req);
 	if (conn_set_hook(c->conn, on_cmd_client_closed, c) < 0) {
 		c->conn = NULL;
 		cmd_free(c);

@@ -43,7 +43,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/http.h>
+#include "daemon/httpd.h"
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -82,9 +82,9 @@ struct watched_dir {
 struct watch {
 	struct watch *next;
 	struct sandbox *sb;
-	struct evhttp_request *req;     /* NULL once the client is gone */
-	struct evhttp_connection *conn; /* whose close callback points here, or NULL */
-	uint32_t seq;                   /* of the open request to init; 0 once answered */
+	struct http_req *req;   /* NULL once the client is gone */
+	struct http_conn *conn; /* whose close callback points here, or NULL */
+	uint32_t seq;           /* of the open request to init; 0 once answered */
 	bool recursive;
 	bool started; /* the reply has begun */
 	bool paused;  /* the client is behind: not reading the inotify fd */
@@ -300,7 +300,7 @@ static void end_with_error(struct watch *w, int code, const char *fmt, ...)
 		emit(w, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", err_code_name(code),
 				  "message", err.msg));
 		send_chunk(w);
-		evhttp_send_reply_end(w->req);
+		http_reply_end(w->req);
 	} else if (w->req) {
 		api_send_error(w->req, &err);
 	}
@@ -309,14 +309,14 @@ static void end_with_error(struct watch *w, int code, const char *fmt, ...)
 
 static size_t unsent_bytes(struct watch *w)
 {
-	struct evhttp_connection *c = evhttp_request_get_connection(w->req);
-	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+	struct http_conn *c = http_req_conn(w->req);
+	struct bufferevent *bev = c ? http_conn_bev(c) : NULL;
 	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
 static int read_events(struct watch *w);
 
-static void on_chunk_sent(struct evhttp_connection *conn, void *arg)
+static void on_chunk_sent(struct http_conn *conn, void *arg)
 {
 	struct watch *w = arg;
 	if (w->paused && w->req && unsent_bytes(w) < WATCH_HIGH_WATER / 2) {
@@ -331,7 +331,7 @@ static void send_chunk(struct watch *w)
 {
 	if (!w->req || evbuffer_get_length(w->out) == 0)
 		return;
-	evhttp_send_reply_chunk_with_cb(w->req, w->out, on_chunk_sent, w);
+	http_reply_chunk_with_cb(w->req, w->out, on_chunk_sent, w);
 	evbuffer_drain(w->out, evbuffer_get_length(w->out));
 	w->seconds = 0;
 	if (unsent_bytes(w) > WATCH_HIGH_WATER && !w->paused) {
@@ -590,7 +590,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 /* ---- starting ---- */
 
 /* The client went away: nothing it held stays. */
-static void on_client_closed(struct evhttp_connection *conn, void *arg)
+static void on_client_closed(struct http_conn *conn, void *arg)
 {
 	struct watch *w = arg;
 	w->req = NULL;
@@ -651,8 +651,8 @@ static void begin(struct watch *w, int fd)
 		return;
 	}
 	event_add(w->ino_ev, NULL);
-	evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", "application/x-ndjson");
-	evhttp_send_reply_start(w->req, 200, "OK");
+	evhttp_add_header(http_req_out_headers(w->req), "Content-Type", "application/x-ndjson");
+	http_reply_start(w->req, 200, "OK");
 	w->started = true;
 	emit(w, json_pack("{s:s}", "type", "start"));
 	send_chunk(w);
@@ -686,8 +686,7 @@ void watch_abort_all(struct sandbox *sb, const char *why)
 	}
 }
 
-static int parse_request(struct evhttp_request *req, struct watch *w, char user[WATCH_MAX_USER + 1],
-			 struct cove_err *err)
+static int parse_request(struct http_req *req, struct watch *w, char user[WATCH_MAX_USER + 1], struct cove_err *err)
 {
 	static const char *const params[] = { "path", "recursive", "user", "keepalive", NULL };
 	const char *q = query_of(req);
@@ -728,7 +727,7 @@ static int send_open(struct watch *w, const char *user, struct cove_err *err)
 	return 0;
 }
 
-int watch_start(struct evhttp_request *req, const char *id, struct cove_err *err)
+int watch_start(struct http_req *req, const char *id, struct cove_err *err)
 {
 	char user[WATCH_MAX_USER + 1];
 	struct sandbox *sb = sandbox_find(daemon_ctx, id);
@@ -751,7 +750,7 @@ int watch_start(struct evhttp_request *req, const char *id, struct cove_err *err
 	n_watches++;
 	w->out = evbuffer_new();
 	w->tick = event_new(daemon_ctx->base, -1, EV_PERSIST, on_tick, w);
-	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	struct http_conn *conn = http_req_conn(req);
 	int r = !w->out || !w->tick || conn_set_hook(conn, on_client_closed, w) < 0
 			? err_set(err, COVE_EINTERNAL, "out of memory")
 			: 0;

@@ -28,7 +28,7 @@ def _code_routes():
     # Drop comments, but not what looks like one inside a string ("/v1/x/*/y").
     body = re.sub(r'("(?:\\.|[^"\\])*")|/\*.*?\*/|//[^\n]*', lambda m: m.group(1) or " ", table.group(1),
                   flags=re.S)
-    entries = re.findall(r"\{\s*EVHTTP_REQ_([A-Z]+)\s*,\s*\"([^\"]*)\"\s*,\s*\w+\s*\}", body)
+    entries = re.findall(r"\{\s*(?:EVHTTP_REQ_|HTTP_)([A-Z]+)\s*(?:\|\s*STREAMING\s*)?,\s*\"([^\"]*)\"\s*,\s*\w+\s*\}", body)
     # Every '{' entry of the table must have been understood.
     assert len(entries) == body.count("{"), ("routes[] entries the regex did not parse", body)
     routes = set()

@@ -1,0 +1,110 @@
+/* coved's HTTP/1.1 server, on libevent's core: an event loop, bufferevents
+ * and evbuffers. It replaces evhttp, which reads every request body whole
+ * into memory before any handler sees it: here a route may take its body
+ * as it comes (a streaming route), with the socket read only as fast as
+ * the handler consumes it.
+ *
+ * The API keeps evhttp's shape, under own names (scripts/port-httpd.sed
+ * converts code written against evhttp). Headers and query strings still
+ * use libevent_extra's struct evkeyvalq, evhttp_find_header,
+ * evhttp_add_header, evhttp_parse_query_str and evhttp_clear_headers; the
+ * request's URI is split by evhttp_uri_parse. Nothing else of evhttp is
+ * used.
+ *
+ * One request at a time per connection: a pipelined request is read once
+ * the previous answer has gone out. A request's memory lives until its
+ * answer has been written or its connection closed, whichever comes first;
+ * the connection's close callback is the place to forget it. */
+#pragma once
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h> /* struct evkeyvalq helpers, evhttp_uri */
+#include <event2/keyvalq_struct.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct http_req;
+struct http_conn;
+struct http_listener;
+
+enum http_method {
+	HTTP_GET = 1 << 0,
+	HTTP_POST = 1 << 1,
+	HTTP_HEAD = 1 << 2,
+	HTTP_PUT = 1 << 3,
+	HTTP_DELETE = 1 << 4,
+	HTTP_OPTIONS = 1 << 5,
+	HTTP_TRACE = 1 << 6,
+	HTTP_CONNECT = 1 << 7,
+	HTTP_PATCH = 1 << 8,
+	HTTP_OTHER = 1 << 9, /* any other token: the router refuses it */
+};
+
+struct http_limits {
+	size_t max_header_bytes; /* request line and headers: more is a 431 */
+	uint64_t max_body_bytes; /* a buffered route's body: more is a 413 */
+	int max_connections;     /* per listener: one more is answered 503 */
+	double idle_timeout;     /* seconds between requests */
+	double request_timeout;  /* seconds from a request's first byte to its end */
+};
+
+struct http_callbacks {
+	/* At the end of a request's headers: whether its route takes the body
+	 * as it comes. Then handle is called at once, else once the body is in. */
+	bool (*streams)(struct http_req *req);
+	void (*handle)(struct http_req *req);
+	/* Whether an idle connection must be kept past the idle timeout. */
+	bool (*keep_idle)(struct http_conn *conn);
+};
+
+typedef void (*http_conn_cb)(struct http_conn *conn, void *arg);
+/* A streaming body: on_data gets what came so far in buf, and drains what
+ * it took (what it leaves stays, and above HTTP_BODY_HIGH_WATER the socket
+ * is not read); on_end when the body is whole. A body cut short (the
+ * client gone, a malformed chunk) shows as the connection's close. */
+typedef void (*http_body_fn)(struct http_req *req, struct evbuffer *buf, void *arg);
+typedef void (*http_end_fn)(struct http_req *req, void *arg);
+#define HTTP_BODY_HIGH_WATER (1u << 20)
+
+void http_setup(struct event_base *base, const struct http_limits *limits, const struct http_callbacks *cbs);
+/* Serve the listening socket fd (taken). tcp: a TCP listener (its
+ * connections are counted apart from the unix socket's, and get
+ * TCP_NODELAY). NULL when out of memory. */
+struct http_listener *http_listen(int fd, bool tcp);
+void http_listener_free(struct http_listener *l);
+/* Close every connection (their close callbacks run) and listener. */
+void http_shutdown(void);
+
+/* The request */
+enum http_method http_req_method(const struct http_req *req);
+const char *http_req_path(const struct http_req *req);  /* as sent (not decoded); NULL if none */
+const char *http_req_query(const struct http_req *req); /* after '?', or NULL */
+struct evkeyvalq *http_req_in_headers(struct http_req *req);
+struct evkeyvalq *http_req_out_headers(struct http_req *req);
+struct evbuffer *http_req_body(struct http_req *req); /* a buffered route's whole body */
+struct http_conn *http_req_conn(struct http_req *req);
+/* A streaming route's body, from now on (what came already is given at
+ * once, and on_end too if the body is whole). */
+void http_req_take_body(struct http_req *req, http_body_fn on_data, http_end_fn on_end, void *arg);
+
+/* The answer: whole, or as a stream of chunks (chunked on HTTP/1.1, up to
+ * the connection's close on HTTP/1.0). body may be NULL; it is drained. */
+void http_send_reply(struct http_req *req, int status, const char *reason, struct evbuffer *body);
+/* A whole answer of the first size bytes of the file fd (taken), sent
+ * with sendfile. */
+void http_send_file(struct http_req *req, int status, const char *reason, int fd, uint64_t size);
+void http_reply_start(struct http_req *req, int status, const char *reason);
+void http_reply_chunk(struct http_req *req, struct evbuffer *buf);
+/* cb runs once what is queued has been written out (until the next chunk). */
+void http_reply_chunk_with_cb(struct http_req *req, struct evbuffer *buf, http_conn_cb cb, void *arg);
+void http_reply_end(struct http_req *req);
+
+/* The connection */
+struct bufferevent *http_conn_bev(struct http_conn *conn);
+bool http_conn_is_tcp(const struct http_conn *conn);
+/* The one close callback: runs when the connection closes, whatever the
+ * reason, before its request is freed. */
+void http_conn_set_closecb(struct http_conn *conn, http_conn_cb cb, void *arg);
+void http_conn_close(struct http_conn *conn);
