@@ -821,6 +821,9 @@ static const struct route {
 	{ EVHTTP_REQ_DELETE, "/v1/sandboxes/*/checkpoints", h_history_delete },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/rollback", h_rollback },
 	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/branch", h_branch },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/export", export_get },
+	{ EVHTTP_REQ_GET, "/v1/sandboxes/*/snapshot.json", portable_get },
+	{ EVHTTP_REQ_POST, "/v1/sandboxes/*/snapshot.json", portable_post },
 };
 
 void api_handle(struct evhttp_request *req, void *arg)

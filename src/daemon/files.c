@@ -505,7 +505,7 @@ static int hex_digit(char c)
 /* One query parameter, percent-decoded ('+' is a space, as in forms).
  * Returns 1 when present, 0 when absent, -1 (err set) when malformed or
  * holding a NUL byte. */
-static int query_param(const char *query, const char *name, char *out, size_t cap, struct cove_err *err)
+int query_param(const char *query, const char *name, char *out, size_t cap, struct cove_err *err)
 {
 	size_t nlen = strlen(name);
 	for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
@@ -603,7 +603,7 @@ static int get_depth(const char *query, int *ret, struct cove_err *err)
 	return 0;
 }
 
-static const char *query_of(struct evhttp_request *req)
+const char *query_of(struct evhttp_request *req)
 {
 	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
 	return q ? q : "";
@@ -780,6 +780,7 @@ int files_start(struct evhttp_request *req, const char *id, struct file_request 
 	op->kind = fr->kind;
 	op->depth = fr->depth;
 	op->mode = fr->mode;
+	op->format = fr->format;
 	op->seq = sb->next_seq++ ?: sb->next_seq++;
 	op->conn = evhttp_request_get_connection(req);
 	if (conn_set_hook(op->conn, on_client_closed, op) < 0)

@@ -31,6 +31,10 @@ enum stream_event { SE_MORE, SE_ENTRY, SE_DATA, SE_END, SE_BAD };
 
 struct tar_state;
 
+/* What a tree travels as (FK_TAR out, FK_EXTRACT in): a tar, a zip (out
+ * only), or the portable JSON snapshot (portable.h). */
+enum tree_format { TREE_TAR, TREE_ZIP, TREE_JSON };
+
 /* One request, from its arrival until its answer. Waits for cove-init's
  * answer with its seq; an entry stream then feeds it from its socket. */
 struct file_op {
@@ -51,6 +55,7 @@ struct file_op {
 	struct entry_stream *st; /* once init answered with an entry stream */
 	json_t *entries;         /* a listing's */
 	struct tar_state *tar;   /* files_tar.c's */
+	enum tree_format format; /* FK_TAR's and FK_EXTRACT's */
 };
 
 void op_free(struct file_op *op);
@@ -87,9 +92,17 @@ struct file_request {
 	int depth;
 	const char *path; /* from the body, not the query */
 	char user[64];
+	enum tree_format format;
 };
 /* Check the sandbox and the query, then send the request to init. When
  * check is not NULL it runs once the query is valid, before anything is
  * sent (the body's validation). */
 int files_start(struct evhttp_request *req, const char *id, struct file_request *fr,
 		int (*check)(struct evhttp_request *req, struct cove_err *err), struct cove_err *err);
+
+/* files.c's query parsing, for export.c: one parameter percent-decoded;
+ * 1 when present, 0 when absent, -1 with err when malformed. */
+int query_param(const char *query, const char *name, char *out, size_t cap, struct cove_err *err);
+const char *query_of(struct evhttp_request *req);
+/* files_tar.c: the first pass over a portable snapshot's body */
+int portable_check_body(struct evhttp_request *req, struct cove_err *err);
