@@ -34,7 +34,6 @@ static int tree_path(struct evhttp_request *req, struct sandbox *sb, char path[P
 		snprintf(path, PATH_MAX, "/");
 		fr->flags |= sb->spec.external ? 0 : WIRE_FLAG_HOME;
 	}
-	fr->path = path;
 	return 0;
 }
 
@@ -47,6 +46,7 @@ static int start_tree(struct evhttp_request *req, const char *id, struct file_re
 		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	if (tree_path(req, sb, path, fr, err) < 0)
 		return -1;
+	fr->path = path;
 	return files_start(req, id, fr, check, err);
 }
 
