@@ -239,8 +239,8 @@ int cove_branch(struct cove *c, const char *id, int seq, int count, char (*ret_i
 /* Take the workspace home: a folder (path NULL: the workspace, where a
  * command runs by default) as format "tar", "zip" or "json" (the portable
  * snapshot {"version": 1, "files": [...]}), streamed to on_data. */
-int cove_export(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data,
-		void *arg, struct cove_error *err);
+int cove_export(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data, void *arg,
+		struct cove_error *err);
 /* Make a portable snapshot's files (json, len bytes) in a folder (path
  * NULL: the workspace) as the sandbox's user. Validated whole first: a bad
  * document changes nothing. *ret_json (if not NULL): {path, entries,

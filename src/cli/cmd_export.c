@@ -44,7 +44,9 @@ static int export_to(struct cli *cli, const char *id, const char *path, const ch
 		fprintf(stderr, "cove: %s: %s\n", file, strerror(errno));
 		return 1;
 	}
-	int r = cli_connect(cli) < 0 ? 1 : cove_export(cli->client, id, path, format, write_out, &fd, &err) < 0 ? cli_fail(&err) : 0;
+	int r = cli_connect(cli) < 0                                                   ? 1
+		: cove_export(cli->client, id, path, format, write_out, &fd, &err) < 0 ? cli_fail(&err)
+										       : 0;
 	if (!to_stdout && (close(fd) < 0 || r != 0) && unlink(file) == 0 && r == 0)
 		r = 1;
 	return r;
@@ -94,29 +96,30 @@ int cmd_snapshot_portable(struct cli *cli, int argc, char **argv)
 	return export_to(cli, id, path, "json", NULL);
 }
 
+/* A file's (or stdin's) bytes, whole: coved buffers the body anyway. */
 static char *read_whole(const char *file, size_t *ret_len)
 {
-	int fd = strcmp(file, "-") == 0 ? dup(0) : open(file, O_RDONLY | O_CLOEXEC);
-	size_t cap = 1 << 16, len = 0;
-	char *buf = fd < 0 ? NULL : malloc(cap);
-	ssize_t n = 1;
-	while (buf && n > 0) {
-		if (len == cap) {
-			char *more = realloc(buf, cap *= 2);
-			if (!more)
-				break;
-			buf = more;
-		}
-		n = read(fd, buf + len, cap - len);
-		len += n > 0 ? (size_t)n : 0;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (n != 0) {
+	FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "rbe");
+	char *buf = NULL;
+	size_t cap = 0;
+	if (!f)
+		return NULL;
+	FILE *mem = open_memstream(&buf, &cap);
+	char chunk[65536];
+	size_t n;
+	bool ok = mem != NULL;
+	while (ok && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		ok = fwrite(chunk, 1, n, mem) == n;
+	ok = ok && !ferror(f);
+	if (mem && fclose(mem) != 0)
+		ok = false;
+	if (f != stdin)
+		fclose(f);
+	if (!ok) {
 		free(buf);
 		return NULL;
 	}
-	*ret_len = len;
+	*ret_len = cap;
 	return buf;
 }
 

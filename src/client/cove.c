@@ -928,8 +928,8 @@ int cove_branch(struct cove *c, const char *id, int seq, int count, char (*ret_i
 	return r;
 }
 
-int cove_export(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data,
-		void *arg, struct cove_error *err)
+int cove_export(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data, void *arg,
+		struct cove_error *err)
 {
 	char target[FILES_TARGET_MAX];
 	bool json = strcmp(format, "json") == 0;
@@ -937,7 +937,9 @@ int cove_export(struct cove *c, const char *id, const char *path, const char *fo
 	if ((!json && add_param(target, sizeof(target), '?', "format", format, err) < 0) ||
 	    (path && add_param(target, sizeof(target), json ? '?' : '&', "path", path, err) < 0))
 		return -1;
-	const char *type = json ? "application/json" : strcmp(format, "zip") == 0 ? "application/zip" : "application/x-tar";
+	const char *type = json                         ? "application/json"
+			   : strcmp(format, "zip") == 0 ? "application/zip"
+							: "application/x-tar";
 	return download(c, target, path ? path : "the workspace", type, on_data, arg, err);
 }
 

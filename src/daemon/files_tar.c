@@ -161,8 +161,8 @@ static int write_header(struct file_op *op)
 	if (op->format == TREE_ZIP && !utf8)
 		utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 	int valid;
-	bool text = utf8 && op->format == TREE_ZIP && utf8_valid_prefix(s->path, strlen(s->path), &valid) ==
-								      strlen(s->path) && valid;
+	bool text = utf8 && op->format == TREE_ZIP &&
+		    utf8_valid_prefix(s->path, strlen(s->path), &valid) == strlen(s->path) && valid;
 	locale_t old = text ? uselocale(utf8) : (locale_t)0;
 	/* ARCHIVE_WARN: a name not in the locale's charset, kept as bytes. */
 	int r = archive_write_header(op->tar->ar, ae);
@@ -264,9 +264,9 @@ static int open_archive(struct tar_state *t, enum tree_format format)
 
 static int start_download(struct file_op *op)
 {
-	static const char *const types[] = { [TREE_TAR] = "application/x-tar",
-					     [TREE_ZIP] = "application/zip",
-					     [TREE_JSON] = "application/json" };
+	static const char *const types[] = {
+		[TREE_TAR] = "application/x-tar", [TREE_ZIP] = "application/zip", [TREE_JSON] = "application/json"
+	};
 	struct tar_state *t = op->tar;
 	op->st->data = true;
 	if (op->format == TREE_JSON ? !(t->json = portable_writer_new(t->out)) : open_archive(t, op->format) < 0)
@@ -609,7 +609,8 @@ int portable_check_body(struct evhttp_request *req, struct cove_err *err)
 	struct portable_doc *doc = NULL;
 	size_t n = evbuffer_get_length(body);
 	if (n == 0)
-		return err_set(err, COVE_EINVAL, "the body must be a portable snapshot {\"version\": 1, \"files\": [...]}");
+		return err_set(err, COVE_EINVAL,
+			       "the body must be a portable snapshot {\"version\": 1, \"files\": [...]}");
 	if (portable_parse((const char *)evbuffer_pullup(body, -1), n, &doc, err) < 0)
 		return -1;
 	portable_doc_free(doc);

@@ -87,7 +87,10 @@ static int flush_pending(struct portable_writer *w, struct cove_err *err)
 		const char *c = n ? (const char *)evbuffer_pullup(w->content, -1) : "";
 		bool text = c && is_utf8(c, n);
 		r |= json_object_set_new(w->pending, "encoding", json_string(text ? "utf8" : "base64"));
-		r |= json_object_set_new(w->pending, "content", !c ? NULL : text ? json_stringn(c, n) : base64_json(c, n));
+		r |= json_object_set_new(w->pending, "content",
+					 !c     ? NULL
+					 : text ? json_stringn(c, n)
+						: base64_json(c, n));
 		evbuffer_drain(w->content, n);
 	}
 	if (r == 0 && w->count > 1)
@@ -112,8 +115,8 @@ int portable_entry(struct portable_writer *w, const struct wire_entry *e, const 
 		return err_set(err, COVE_ETOOBIG, "the tree is over the portable limits (%d entries, %llu bytes)",
 			       PORTABLE_MAX_ENTRIES, (unsigned long long)PORTABLE_MAX_BYTES);
 	snprintf(mode, sizeof(mode), "%04o", (unsigned)(e->mode & 07777));
-	w->pending = json_pack("{s:s, s:s, s:I}", "type", type_names[e->type], "mode", mode, "mtime",
-			       (json_int_t)e->mtime);
+	w->pending =
+		json_pack("{s:s, s:s, s:I}", "type", type_names[e->type], "mode", mode, "mtime", (json_int_t)e->mtime);
 	w->pending_file = e->type == WIRE_ENTRY_FILE;
 	if (!w->pending || set_text(w->pending, "path", path, strlen(path)) < 0 ||
 	    (e->type == WIRE_ENTRY_SYMLINK && set_text(w->pending, "target", link, strlen(link)) < 0))
@@ -180,13 +183,15 @@ static int get_text(json_t *j, const char *key, size_t i, char **ret, struct cov
 static int get_mode(json_t *m, uint32_t def, size_t i, uint32_t *ret, struct cove_err *err)
 {
 	char *end = NULL;
-	long v = !m			? (long)def
-		 : json_is_integer(m)	? (long)json_integer_value(m)
-		 : json_is_string(m)	? strtol(json_string_value(m), &end, 8)
-					: -1;
+	long v = !m                   ? (long)def
+		 : json_is_integer(m) ? (long)json_integer_value(m)
+		 : json_is_string(m)  ? strtol(json_string_value(m), &end, 8)
+				      : -1;
 	if (v < 0 || v > 07777 || (end && (*end || !json_string_length(m))))
-		return err_set(err, COVE_EINVAL, "files[%zu]: 'mode' must be permission bits (0 to 07777), "
-			       "an octal string like \"0644\" or a number", i);
+		return err_set(err, COVE_EINVAL,
+			       "files[%zu]: 'mode' must be permission bits (0 to 07777), "
+			       "an octal string like \"0644\" or a number",
+			       i);
 	*ret = (uint32_t)v;
 	return 0;
 }
@@ -197,8 +202,11 @@ static int parse_body(json_t *j, size_t i, struct portable_entry *e, struct cove
 	json_t *type = json_object_get(j, "type"), *enc = json_object_get(j, "encoding");
 	json_t *content = json_object_get(j, "content"), *mtime = json_object_get(j, "mtime");
 	const char *t = type ? json_string_value(type) : "file", *en = enc ? json_string_value(enc) : "utf8";
-	e->type = !t ? 0 : !strcmp(t, "file") ? WIRE_ENTRY_FILE : !strcmp(t, "dir") ? WIRE_ENTRY_DIR
-			: !strcmp(t, "symlink") ? WIRE_ENTRY_SYMLINK : 0;
+	e->type = !t                      ? 0
+		  : !strcmp(t, "file")    ? WIRE_ENTRY_FILE
+		  : !strcmp(t, "dir")     ? WIRE_ENTRY_DIR
+		  : !strcmp(t, "symlink") ? WIRE_ENTRY_SYMLINK
+					  : 0;
 	if (!e->type)
 		return err_set(err, COVE_EINVAL, "files[%zu]: 'type' must be \"file\", \"dir\" or \"symlink\"", i);
 	uint32_t def = e->type == WIRE_ENTRY_DIR ? 0755 : e->type == WIRE_ENTRY_SYMLINK ? 0777 : 0644;
@@ -211,8 +219,11 @@ static int parse_body(json_t *j, size_t i, struct portable_entry *e, struct cove
 		return err_set(err, COVE_EINVAL, "files[%zu]: a %s has no 'content' or 'encoding'", i, t);
 	if (e->type == WIRE_ENTRY_SYMLINK ? get_text(j, "target", i, &e->target, err) < 0 || !e->target || !e->target[0]
 					  : json_object_get(j, "target") || json_object_get(j, "target_base64"))
-		return err->code ? -1 : err_set(err, COVE_EINVAL, "files[%zu]: only a symlink has a 'target', "
-						"and a symlink needs one", i);
+		return err->code ? -1
+				 : err_set(err, COVE_EINVAL,
+					   "files[%zu]: only a symlink has a 'target', "
+					   "and a symlink needs one",
+					   i);
 	if (!en || (strcmp(en, "utf8") != 0 && strcmp(en, "base64") != 0))
 		return err_set(err, COVE_EINVAL, "files[%zu]: 'encoding' must be \"utf8\" or \"base64\"", i);
 	if (content && !json_is_string(content))
@@ -233,8 +244,8 @@ static int parse_body(json_t *j, size_t i, struct portable_entry *e, struct cove
 
 static int parse_entry(json_t *j, size_t i, struct portable_entry *e, struct cove_err *err)
 {
-	static const char *const known[] = { "path", "path_base64", "type", "mode", "mtime", "encoding",
-					     "content", "target", "target_base64", NULL };
+	static const char *const known[] = { "path",     "path_base64", "type",   "mode",          "mtime",
+					     "encoding", "content",     "target", "target_base64", NULL };
 	const char *key;
 	json_t *v;
 	char *name;
@@ -256,7 +267,9 @@ static int parse_entry(json_t *j, size_t i, struct portable_entry *e, struct cov
 	int r = e->path ? wire_entry_path_normalize(name, e->path, WIRE_ENTRY_MAX_PATH + 1) : -ENOMEM;
 	if (r != 0)
 		err_set(err, COVE_EINVAL, "files[%zu]: path '%.200s' %s", i, name,
-			r == -EINVAL ? "leaves the folder ('..')" : r == 1 ? "names the folder itself" : "is too long");
+			r == -EINVAL ? "leaves the folder ('..')"
+			: r == 1     ? "names the folder itself"
+				     : "is too long");
 	free(name);
 	return r != 0 ? -1 : parse_body(j, i, e, err);
 }

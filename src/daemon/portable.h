@@ -47,11 +47,11 @@ int portable_end(struct portable_writer *w, struct cove_err *err);
 /* ---- import: JSON text in, entries out ---- */
 
 struct portable_entry {
-	char *path;     /* normalized, relative */
-	uint32_t type;  /* WIRE_ENTRY_FILE, _DIR or _SYMLINK */
-	uint32_t mode;  /* permission bits */
-	int64_t mtime;  /* unix seconds */
-	char *target;   /* a symlink's */
+	char *path;          /* normalized, relative */
+	uint32_t type;       /* WIRE_ENTRY_FILE, _DIR or _SYMLINK */
+	uint32_t mode;       /* permission bits */
+	int64_t mtime;       /* unix seconds */
+	char *target;        /* a symlink's */
 	const char *content; /* a file's, as in the document (borrowed) */
 	size_t content_len;
 	bool base64;
