@@ -5,7 +5,8 @@ Against a running coved (HTTP over its unix socket, one kept-alive
 connection), for a sandbox holding 10 files and one holding 10,000 files plus
 a 1 GiB file of its own changes: p50/p95 of snapshot, restore, fork into 1,
 fork into 10 (the whole request), and a checkpoint (POST .../checkpoints: a
-snapshot added to the sandbox's history) right after a one-file change. Next to them, on the same btrfs pool: a raw btrfs
+snapshot added to the sandbox's history) right after a one-file change; the
+large tree's export (GET .../export) as tar and as zip, in MB/s. Next to them, on the same btrfs pool: a raw btrfs
 subvolume snapshot (the ioctl, and the `btrfs` CLI) of a subvolume holding the
 same large tree, and `cp -a` of the same tree as a plain directory on the
 disk under the pool (ext4).
@@ -90,6 +91,28 @@ class Api:
         if j.get("exit_code", j.get("exit")) not in (0, None) or j.get("signal"):
             raise RuntimeError(f"exec {cmd[:3]} in {sid}: {json.dumps(j)[:400]}")
         return j
+
+
+def export_throughput(sock, sid, fmt):
+    """GET .../export of the large tree, read as fast as it comes: MB/s of
+    the archive (1 MB = 10^6 bytes), on a connection of its own."""
+    c = Conn(sock)
+    t = time.perf_counter()
+    c.request("GET", f"/v1/sandboxes/{sid}/export?format={fmt}&path=/srv/bench")
+    r = c.getresponse()
+    if r.status != 200:
+        raise RuntimeError(f"export {fmt}: {r.status} {r.read()[:300]!r}")
+    n = 0
+    while True:
+        b = r.read(1 << 20)
+        if not b:
+            break
+        n += len(b)
+    s = time.perf_counter() - t
+    c.close()
+    out_lines.append(f"export.{fmt}.bytes {n}")
+    out_lines.append(f"export.{fmt}.mb_s {n / s / 1e6:.1f}")
+    log(f"  export as {fmt:4s} {n / 1e6:10.1f} MB in {s:6.2f} s: {n / s / 1e6:8.1f} MB/s")
 
 
 def pct(xs, p):
@@ -240,6 +263,8 @@ def main():
                     xs.append(ms)
                 rm_history(sid)
                 record("large.checkpoint", xs)
+                for fmt in ("tar", "zip"):
+                    export_throughput(a.socket, sid, fmt)
         for sid in list(made_sb):
             rm_sb(sid)
 

@@ -123,6 +123,9 @@ if snap:
       f"| {snap['cp.min']:.0f} | {snap['cp.max']:.0f} | |")
     p(f"| … and `syncfs` after it (durable, as a cove snapshot is): min, max | | "
       f"| {snap['cp_sync.min']:.0f} | {snap['cp_sync.max']:.0f} | |")
+    if "export.tar.mb_s" in snap:
+        p(f"| export of the large tree (`GET .../export`), MB/s: tar, zip | | "
+          f"| {snap['export.tar.mb_s']:.0f} | {snap['export.zip.mb_s']:.0f} | |")
     p("")
 if io:
     p("### Files, sessions, load (iobench, over the unix socket)")

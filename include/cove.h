@@ -263,6 +263,18 @@ typedef int (*cove_watch_fn)(void *arg, const struct cove_watch_event *ev);
 int cove_watch(struct cove *c, const char *id, const char *path, bool recursive, cove_watch_fn fn, void *arg,
 	       struct cove_error *err);
 
+/* Take the workspace home: a folder (path NULL: the workspace, where a
+ * command runs by default) as format "tar", "zip" or "json" (the portable
+ * snapshot {"version": 1, "files": [...]}), streamed to on_data. */
+int cove_export(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data, void *arg,
+		struct cove_error *err);
+/* Make a portable snapshot's files (json, len bytes) in a folder (path
+ * NULL: the workspace) as the sandbox's user. Validated whole first: a bad
+ * document changes nothing. *ret_json (if not NULL): {path, entries,
+ * skipped, created}. */
+int cove_import_portable(struct cove *c, const char *id, const char *path, const void *json, size_t len,
+			 char **ret_json, struct cove_error *err);
+
 #ifdef __cplusplus
 }
 #endif

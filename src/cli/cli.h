@@ -44,6 +44,10 @@ int cmd_history(struct cli *cli, int argc, char **argv);
 int cmd_rollback(struct cli *cli, int argc, char **argv);
 int cmd_branch(struct cli *cli, int argc, char **argv);
 int cmd_files_watch(struct cli *cli, int argc, char **argv);
+/* cmd_export.c: export, and snapshot/restore --portable */
+int cmd_export(struct cli *cli, int argc, char **argv);
+int cmd_snapshot_portable(struct cli *cli, int argc, char **argv);
+int cmd_restore_portable(struct cli *cli, int argc, char **argv);
 
 /* Run a command in sandbox id, streaming output to our stdout/stderr.
  * Returns the exit status to exit with (the command's, 128+signal, or

@@ -53,6 +53,9 @@ int cmd_snapshot(struct cli *cli, int argc, char **argv)
 	static const struct option opts[] = { { "name", required_argument, NULL, 'n' }, { 0 } };
 	if (argc > 1 && strcmp(argv[1], "rm") == 0)
 		return snapshot_rm(cli, argc - 1, argv + 1);
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--portable") == 0)
+			return cmd_snapshot_portable(cli, argc, argv);
 	json_t *body = json_object(), *j = NULL;
 	int c;
 	optind = 1;
@@ -118,6 +121,9 @@ int cmd_restore(struct cli *cli, int argc, char **argv)
 					      { "cpus", required_argument, NULL, 'c' },
 					      { "pids", required_argument, NULL, 'p' },
 					      { 0 } };
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--portable") == 0)
+			return cmd_restore_portable(cli, argc, argv);
 	json_t *body = json_object(), *j = NULL;
 	uint64_t size;
 	uint32_t millis;

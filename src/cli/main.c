@@ -50,6 +50,8 @@ static const struct verb {
 	{ "history rm", cmd_history, "history rm ID                forget a history and the snapshots only it needed" },
 	{ "rollback", cmd_rollback, "rollback ID K                a new sandbox from checkpoint K, print its ID" },
 	{ "branch", cmd_branch, "branch [-n N] ID K           N new sandboxes from checkpoint K, each its own branch" },
+	{ "export", cmd_export,
+	  "export [-o FILE] [--format tar|zip] [--path DIR] ID   a folder (default: the workspace) as a tar or zip" },
 };
 
 static void usage(FILE *f)
@@ -61,6 +63,8 @@ static void usage(FILE *f)
 		   "  --workdir DIR --user U --name NAME\n"
 		   "  --isolation external [--inherit-env]  the host backend: a workspace folder, no OS boundary\n"
 		   "restore options: --name NAME --memory 512M --cpus 1 --pids N (default: the snapshot's)\n"
+		   "portable snapshots: snapshot --portable [--path DIR] ID > s.json; restore --portable [--path DIR] "
+		   "s.json\n"
 		   "exec options: --env K=V --workdir DIR --user U --timeout SECONDS -i (pass stdin)\n"
 		   "  -d|--detach (in the background, print its pid) --tag T (name it; P is its pid or tag)\n"
 		   "lock options: --lease SECONDS (default 30, renewed while CMD runs) --wait SECONDS\n"

@@ -1027,3 +1027,30 @@ int cove_watch(struct cove *c, const char *id, const char *path, bool recursive,
 	free(s.line);
 	return r;
 }
+
+int cove_export(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data, void *arg,
+		struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	bool json = strcmp(format, "json") == 0;
+	snprintf(target, sizeof(target), "/v1/sandboxes/%s/%s", id, json ? "snapshot.json" : "export");
+	if ((!json && add_param(target, sizeof(target), '?', "format", format, err) < 0) ||
+	    (path && add_param(target, sizeof(target), json ? '?' : '&', "path", path, err) < 0))
+		return -1;
+	const char *type = json                         ? "application/json"
+			   : strcmp(format, "zip") == 0 ? "application/zip"
+							: "application/x-tar";
+	return download(c, target, path ? path : "the workspace", type, on_data, arg, err);
+}
+
+int cove_import_portable(struct cove *c, const char *id, const char *path, const void *json, size_t len,
+			 char **ret_json, struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	struct http_response res;
+	snprintf(target, sizeof(target), "/v1/sandboxes/%s/snapshot.json", id);
+	if ((path && add_param(target, sizeof(target), '?', "path", path, err) < 0) ||
+	    request_raw(c, "POST", target, json, len, NULL, NULL, &res, err) < 0)
+		return -1;
+	return take_json(&res, ret_json, err);
+}

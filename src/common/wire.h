@@ -82,6 +82,7 @@ enum wire_flags {
 	WIRE_FLAG_TTY = 1 << 10,      /* WIRE_SPAWN: stdio is a new pty */
 	WIRE_FLAG_EXITED = 1 << 11,   /* WIRE_KEPT: the process has ended */
 	WIRE_FLAG_CHILDREN = 1 << 12, /* WIRE_SIGNAL: the process's descendants only */
+	WIRE_FLAG_HOME = 1 << 13,     /* WIRE_OPEN tar or extract: the user's home instead of the path */
 };
 
 enum wire_open_kind {

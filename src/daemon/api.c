@@ -828,6 +828,9 @@ static const struct route {
 	{ HTTP_POST, "/v1/sandboxes/*/rollback", h_rollback },
 	{ HTTP_POST, "/v1/sandboxes/*/branch", h_branch },
 	{ HTTP_GET, "/v1/sandboxes/*/files/watch", watch_start },
+	{ HTTP_GET, "/v1/sandboxes/*/export", export_get },
+	{ HTTP_GET, "/v1/sandboxes/*/snapshot.json", portable_get },
+	{ HTTP_POST, "/v1/sandboxes/*/snapshot.json", portable_post },
 };
 
 /* The route of req's method and path, or NULL. */

@@ -271,6 +271,10 @@ int files_chmod(struct http_req *req, const char *id, struct cove_err *err);
 /* files_tar.c: GET streams a folder as a tar, PUT extracts a tar into one */
 int files_tar_get(struct http_req *req, const char *id, struct cove_err *err);
 int files_tar_put(struct http_req *req, const char *id, struct cove_err *err);
+/* export.c: a folder as a tar or a zip, and the portable JSON snapshot out and in */
+int export_get(struct http_req *req, const char *id, struct cove_err *err);
+int portable_get(struct http_req *req, const char *id, struct cove_err *err);
+int portable_post(struct http_req *req, const char *id, struct cove_err *err);
 /* From the init connection; files_on_opened takes fd (-1 if none came). */
 void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd);
 void files_on_failed(struct sandbox *sb, uint32_t seq, int errnum);

@@ -792,6 +792,7 @@ int files_start(struct http_req *req, const char *id, struct file_request *fr,
 	op->kind = fr->kind;
 	op->depth = fr->depth;
 	op->mode = fr->mode;
+	op->format = fr->format;
 	op->seq = sb->next_seq++ ?: sb->next_seq++;
 	op->conn = http_req_conn(req);
 	if (conn_set_hook(op->conn, on_client_closed, op) < 0)

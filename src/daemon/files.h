@@ -31,6 +31,10 @@ enum stream_event { SE_MORE, SE_ENTRY, SE_DATA, SE_END, SE_BAD };
 
 struct tar_state;
 
+/* What a tree travels as (FK_TAR out, FK_EXTRACT in): a tar, a zip (out
+ * only), or the portable JSON snapshot (portable.h). */
+enum tree_format { TREE_TAR, TREE_ZIP, TREE_JSON };
+
 /* One request, from its arrival until its answer. Waits for cove-init's
  * answer with its seq; an entry stream then feeds it from its socket. */
 struct file_op {
@@ -53,6 +57,7 @@ struct file_op {
 	struct tar_state *tar;   /* files_tar.c's */
 	int body_fd;             /* a write's file, once init opened it; -1 before */
 	uint64_t written;        /* of the body, into body_fd */
+	enum tree_format format; /* FK_TAR's and FK_EXTRACT's */
 };
 
 void op_free(struct file_op *op);
@@ -89,9 +94,12 @@ struct file_request {
 	int depth;
 	const char *path; /* from the body, not the query */
 	char user[64];
+	enum tree_format format;
 };
 /* Check the sandbox and the query, then send the request to init. When
  * check is not NULL it runs once the query is valid, before anything is
  * sent (the body's validation). */
 int files_start(struct http_req *req, const char *id, struct file_request *fr,
 		int (*check)(struct http_req *req, struct cove_err *err), struct cove_err *err);
+/* files_tar.c: the first pass over a portable snapshot's body */
+int portable_check_body(struct http_req *req, struct cove_err *err);

@@ -24,6 +24,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <event2/buffer.h>
+#include <locale.h>
 #include <event2/bufferevent.h>
 #include "daemon/httpd.h"
 #include <stdio.h>
@@ -31,12 +32,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/encoding.h"
 #include "common/log.h"
 #include "daemon/files.h"
+#include "daemon/portable.h"
 
 #define STREAM_HIGH_WATER (1 << 20)   /* unsent to the client: stop reading the stream */
 #define UPLOAD_HIGH_WATER (256 << 10) /* entry stream bytes made ahead of the socket */
 #define TAR_READS_PER_EVENT 16
+
+static const char *const format_names[] = { [TREE_TAR] = "tar", [TREE_ZIP] = "zip", [TREE_JSON] = "portable snapshot" };
 
 enum { MEMBER_SKIP = ARCHIVE_EOF + 1 };
 
@@ -62,6 +67,10 @@ struct tar_state {
 	size_t block_len;
 	bool ended; /* WIRE_ENTRY_END queued */
 	unsigned skipped;
+	/* the portable JSON snapshot: a download's writer, an upload's entries */
+	struct portable_writer *json;
+	struct portable_doc *doc;
+	size_t next; /* of doc's entries */
 };
 
 void tar_free(struct file_op *op)
@@ -69,6 +78,8 @@ void tar_free(struct file_op *op)
 	struct tar_state *t = op->tar;
 	if (!t)
 		return;
+	portable_writer_free(t->json);
+	portable_doc_free(t->doc);
 	if (t->ar && op->kind == FK_TAR) {
 		archive_write_fail(t->ar); /* no end-of-archive for a cut download */
 		archive_write_free(t->ar);
@@ -142,8 +153,48 @@ static int write_header(struct file_op *op)
 	archive_entry_set_size(ae, s->e.type == WIRE_ENTRY_FILE ? (la_int64_t)s->e.size : 0);
 	if (s->e.type == WIRE_ENTRY_SYMLINK)
 		archive_entry_copy_symlink(ae, s->link);
+	/* libarchive's zip writer flags a name as UTF-8 when the locale's
+	 * charset is; coved runs in the C locale, whose names are bytes. So a
+	 * name that is UTF-8 is written under a UTF-8 locale (and unzip,
+	 * Python, Windows show it as text), any other as its bytes. */
+	static locale_t utf8;
+	if (op->format == TREE_ZIP && !utf8)
+		utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	int valid;
+	bool text = utf8 && op->format == TREE_ZIP &&
+		    utf8_valid_prefix(s->path, strlen(s->path), &valid) == strlen(s->path) && valid;
+	locale_t old = text ? uselocale(utf8) : (locale_t)0;
 	/* ARCHIVE_WARN: a name not in the locale's charset, kept as bytes. */
-	return archive_write_header(op->tar->ar, ae) < ARCHIVE_WARN ? -1 : 0;
+	int r = archive_write_header(op->tar->ar, ae);
+	if (text)
+		uselocale(old);
+	return r < ARCHIVE_WARN ? -1 : 0;
+}
+
+/* An entry stream's event into the download's format. 0, or -1 with err. */
+static int sink_entry(struct file_op *op, struct cove_err *err)
+{
+	if (op->format == TREE_JSON)
+		return portable_entry(op->tar->json, &op->st->e, op->st->path, op->st->link, err);
+	return write_header(op) == 0 ? 0 : err_set(err, COVE_EINTERNAL, "%s", archive_error_string(op->tar->ar));
+}
+
+static int sink_data(struct file_op *op, const char *buf, size_t len, struct cove_err *err)
+{
+	if (op->format == TREE_JSON)
+		return portable_data(op->tar->json, buf, len, err);
+	return archive_write_data(op->tar->ar, buf, len) == (la_ssize_t)len
+		       ? 0
+		       : err_set(err, COVE_EINTERNAL, "%s", archive_error_string(op->tar->ar));
+}
+
+static int sink_end(struct file_op *op, struct cove_err *err)
+{
+	if (op->format == TREE_JSON)
+		return portable_end(op->tar->json, err);
+	return archive_write_close(op->tar->ar) == ARCHIVE_OK
+		       ? 0
+		       : err_set(err, COVE_EINTERNAL, "%s", archive_error_string(op->tar->ar));
 }
 
 /* The stream's records into the tar. 1 once op is finished (and freed). */
@@ -151,22 +202,23 @@ static int download_consume(struct file_op *op)
 {
 	const char *buf;
 	size_t len;
+	struct cove_err err = { 0 };
 	for (;;) {
 		enum stream_event ev = entry_stream_next(op->st, &buf, &len);
 		if (ev == SE_MORE)
 			return 0;
-		if (ev == SE_ENTRY && write_header(op) == 0)
+		if (ev == SE_ENTRY && sink_entry(op, &err) == 0)
 			continue;
-		if (ev == SE_DATA && archive_write_data(op->tar->ar, buf, len) == (la_ssize_t)len)
+		if (ev == SE_DATA && sink_data(op, buf, len, &err) == 0)
 			continue;
-		if (ev == SE_END && archive_write_close(op->tar->ar) == ARCHIVE_OK) {
+		if (ev == SE_END && sink_end(op, &err) == 0) {
 			flush_out(op);
 			http_reply_end(op->req);
 			op_free(op);
 			return 1;
 		}
-		log_warn("sandbox %s: tar of '%s' cut short: %s", op->sb->id, op->path,
-			 ev == SE_BAD ? "a malformed entry stream" : archive_error_string(op->tar->ar));
+		log_warn("sandbox %s: %s of '%s' cut short: %s", op->sb->id, format_names[op->format], op->path,
+			 ev == SE_BAD ? "a malformed entry stream" : err.msg);
 		op_abort(op);
 		return 1;
 	}
@@ -195,14 +247,29 @@ static void download_readable(evutil_socket_t fd, short what, void *arg)
 	flush_out(op);
 }
 
+/* A zip streams: with no seek callback, libarchive's writer follows each
+ * deflated file with a data descriptor (its CRC and sizes), and the central
+ * directory comes last. */
+static int open_archive(struct tar_state *t, enum tree_format format)
+{
+	if (!(t->ar = archive_write_new()) || !(t->ae = archive_entry_new()))
+		return -1;
+	int r = format == TREE_ZIP ? archive_write_set_format_zip(t->ar)
+				   : archive_write_set_format_pax_restricted(t->ar);
+	if (r != ARCHIVE_OK || archive_write_set_bytes_per_block(t->ar, 0) != ARCHIVE_OK ||
+	    archive_write_open(t->ar, t, NULL, tar_output, NULL) != ARCHIVE_OK)
+		return -1;
+	return 0;
+}
+
 static int start_download(struct file_op *op)
 {
+	static const char *const types[] = {
+		[TREE_TAR] = "application/x-tar", [TREE_ZIP] = "application/zip", [TREE_JSON] = "application/json"
+	};
 	struct tar_state *t = op->tar;
 	op->st->data = true;
-	if (!(t->ar = archive_write_new()) || !(t->ae = archive_entry_new()) ||
-	    archive_write_set_format_pax_restricted(t->ar) != ARCHIVE_OK ||
-	    archive_write_set_bytes_per_block(t->ar, 0) != ARCHIVE_OK ||
-	    archive_write_open(t->ar, t, NULL, tar_output, NULL) != ARCHIVE_OK)
+	if (op->format == TREE_JSON ? !(t->json = portable_writer_new(t->out)) : open_archive(t, op->format) < 0)
 		return -1;
 	op->st->ev = event_new(daemon_ctx->base, op->st->sock, EV_READ | EV_PERSIST, download_readable, op);
 	if (!op->st->ev)
@@ -210,7 +277,7 @@ static int start_download(struct file_op *op)
 	/* The client sets the pace from here: no backstop timeout. */
 	event_free(op->timeout_ev);
 	op->timeout_ev = NULL;
-	evhttp_add_header(http_req_out_headers(op->req), "Content-Type", "application/x-tar");
+	evhttp_add_header(http_req_out_headers(op->req), "Content-Type", types[op->format]);
 	http_reply_start(op->req, 200, "OK");
 	op->reply_started = true;
 	event_add(op->st->ev, NULL);
@@ -343,6 +410,15 @@ static int check_body(struct http_req *req, struct cove_err *err)
 
 /* ---- upload: the second pass, into the child's entry stream ---- */
 
+static void queue_header(struct tar_state *t, struct wire_entry *e, const char *path, const char *link)
+{
+	e->path_len = (uint32_t)strlen(path);
+	e->link_len = (uint32_t)strlen(link);
+	evbuffer_add(t->out, e, sizeof(*e));
+	evbuffer_add(t->out, path, e->path_len);
+	evbuffer_add(t->out, link, e->link_len);
+}
+
 static void queue_entry(struct tar_state *t, uint32_t type, struct archive_entry *ae, const char *path,
 			const char *link)
 {
@@ -350,15 +426,30 @@ static void queue_entry(struct tar_state *t, uint32_t type, struct archive_entry
 	struct wire_entry e = { .type = type,
 				.mode = ae ? archive_entry_perm(ae) & 07777 : 0,
 				.mtime = ae ? archive_entry_mtime(ae) : 0,
-				.size = size > 0 ? (uint64_t)size : 0,
-				.path_len = (uint32_t)strlen(path),
-				.link_len = (uint32_t)strlen(link) };
-	evbuffer_add(t->out, &e, sizeof(e));
-	evbuffer_add(t->out, path, e.path_len);
-	evbuffer_add(t->out, link, e.link_len);
+				.size = size > 0 ? (uint64_t)size : 0 };
+	queue_header(t, &e, path, link);
 	t->data_left = e.size;
 	t->zeros = 0;
 	t->block_len = 0;
+}
+
+/* A portable snapshot's entries, each file whole (decoded as it goes). */
+static int produce_portable(struct tar_state *t)
+{
+	while (!t->ended && evbuffer_get_length(t->out) < UPLOAD_HIGH_WATER) {
+		if (t->next == t->doc->n) {
+			struct wire_entry end = { .type = WIRE_ENTRY_END };
+			queue_header(t, &end, "", "");
+			t->ended = true;
+			break;
+		}
+		const struct portable_entry *pe = &t->doc->entries[t->next++];
+		struct wire_entry e = { .type = pe->type, .mode = pe->mode, .mtime = pe->mtime, .size = pe->size };
+		queue_header(t, &e, pe->path, pe->target ? pe->target : "");
+		if (pe->type == WIRE_ENTRY_FILE && portable_content(pe, t->out) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* Some of the current member's bytes: a hole's zeros, then the pending
@@ -402,6 +493,8 @@ static int produce(struct file_op *op)
 	struct tar_state *t = op->tar;
 	struct cove_err err = { 0 };
 	uint32_t type;
+	if (t->doc)
+		return produce_portable(t);
 	while (!t->ended && evbuffer_get_length(t->out) < UPLOAD_HIGH_WATER) {
 		if (t->data_left > 0) {
 			if (produce_data(t) < 0)
@@ -468,10 +561,14 @@ static int start_upload(struct file_op *op)
 {
 	struct tar_state *t = op->tar;
 	struct cove_err err = { 0 };
-	t->ar = open_body(http_req_body(op->req), &t->body, &err);
+	struct evbuffer *body = http_req_body(op->req);
+	if (op->format == TREE_JSON) /* the first pass took it: this one does too */
+		(void)portable_parse((const char *)evbuffer_pullup(body, -1), evbuffer_get_length(body), &t->doc, &err);
+	else
+		t->ar = open_body(body, &t->body, &err);
 	op->st->ev = event_new(daemon_ctx->base, op->st->sock, EV_READ | EV_PERSIST, upload_readable, op);
 	t->write_ev = event_new(daemon_ctx->base, op->st->sock, EV_WRITE | EV_PERSIST, upload_writable, op);
-	if (!t->ar || !op->st->ev || !t->write_ev)
+	if ((!t->ar && !t->doc) || !op->st->ev || !t->write_ev)
 		return -1;
 	event_add(op->st->ev, NULL);
 	event_add(t->write_ev, NULL);
@@ -502,4 +599,20 @@ int files_tar_put(struct http_req *req, const char *id, struct cove_err *err)
 		.kind = FK_EXTRACT, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_EXTRACT
 	};
 	return files_start(req, id, &fr, check_body, err);
+}
+
+/* The first pass over a portable snapshot: all of it valid, before
+ * anything changes. */
+int portable_check_body(struct http_req *req, struct cove_err *err)
+{
+	struct evbuffer *body = http_req_body(req);
+	struct portable_doc *doc = NULL;
+	size_t n = evbuffer_get_length(body);
+	if (n == 0)
+		return err_set(err, COVE_EINVAL,
+			       "the body must be a portable snapshot {\"version\": 1, \"files\": [...]}");
+	if (portable_parse((const char *)evbuffer_pullup(body, -1), n, &doc, err) < 0)
+		return -1;
+	portable_doc_free(doc);
+	return 0;
 }

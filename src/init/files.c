@@ -378,10 +378,15 @@ static void child_main(const struct wire_hdr *req, const struct wire_path *p)
 	struct passwd_entry pw;
 	struct wire_hdr h = { .seq = req->seq };
 	int r = -init_become_user(p->user, &pw), fd = -1, changed = 0, dir = -1, sock[2] = { -1, -1 };
+	struct wire_path home = *p;
 	umask(0); /* the request's mode is the file's mode */
 	if (req->type == WIRE_OPEN) {
+		/* The home as the sandbox's own /etc/passwd says, where an exec
+		 * starts; "/" for a user without one. */
+		if (r == 0 && (req->flags & WIRE_FLAG_HOME))
+			home.path = pw.home[0] == '/' ? pw.home : "/";
 		if (r == 0)
-			r = fd = open_kind(req->value, p, req->flags, &h.flags);
+			r = fd = open_kind(req->value, &home, req->flags, &h.flags);
 		if (r >= 0 && is_stream(req->value, fd)) {
 			dir = fd;
 			r = fd = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) < 0 ? -errno : sock[0];
@@ -533,6 +538,8 @@ static int send_entry(int sock, struct wire_entry *e, const char *path, const ch
 
 struct walk {
 	int sock;
+	dev_t skip_dev; /* a tar skips what the root's /dev mount holds */
+	ino_t skip_ino;
 	bool data;     /* a tar: files' bytes follow their entries, and only files, dirs and symlinks go */
 	int max_depth; /* 1: the directory's own entries */
 	char path[PATH_MAX];
@@ -573,6 +580,7 @@ static int open_member(int dirfd, const char *name, struct stat *st)
 }
 
 static int walk_dir(struct walk *w, int fd, int depth);
+static bool is_skipped(const struct walk *w, int fd);
 
 /* name in dirfd, whose path is w->path; then, for a directory not deeper
  * than asked, what it holds. Never follows a symlink, never descends into
@@ -609,7 +617,7 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, int depth)
 		close(fd);
 	if (r == 0 && e.type == WIRE_ENTRY_DIR && depth + 1 < w->max_depth) {
 		int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		if (sub >= 0 && on_pseudo_fs(sub)) {
+		if (sub >= 0 && (on_pseudo_fs(sub) || (w->data && is_skipped(w, sub)))) {
 			close(sub);
 			sub = -1;
 		}
@@ -618,6 +626,25 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, int depth)
 	}
 	w->path[len] = '\0';
 	return r;
+}
+
+static bool is_skipped(const struct walk *w, int fd)
+{
+	struct stat st;
+	return w->skip_ino && fstat(fd, &st) == 0 && st.st_dev == w->skip_dev && st.st_ino == w->skip_ino;
+}
+
+/* The root's /dev, when it is a mount of its own (a sandbox's tmpfs of
+ * device nodes, ptys, shared memory): a tar lists it, empty. An external
+ * sandbox's workspace may hold a "dev" of the user's, on its own device. */
+static void skip_dev_mount(struct walk *w)
+{
+	struct stat root, dev;
+	if (fstat(root_fd, &root) == 0 && fstatat(root_fd, "dev", &dev, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(dev.st_mode) && dev.st_dev != root.st_dev) {
+		w->skip_dev = dev.st_dev;
+		w->skip_ino = dev.st_ino;
+	}
 }
 
 /* Takes dirfd. A directory the user cannot read is listed, not entered. */
@@ -882,6 +909,8 @@ static void run_stream(int kind, int fd, int sock, int depth)
 	w.data = kind == WIRE_OPEN_TAR;
 	w.max_depth = w.data ? FILES_MAX_DEPTH : depth < 1 ? 1 : depth > FILES_MAX_DEPTH ? FILES_MAX_DEPTH : depth;
 	struct wire_entry end = { .type = WIRE_ENTRY_END };
+	if (w.data)
+		skip_dev_mount(&w);
 	if (walk_dir(&w, fd, 0) == 0)
 		(void)send_entry(sock, &end, "", NULL);
 }

@@ -1,0 +1,164 @@
+/* cove export, and the portable snapshot's verbs:
+ *
+ *   cove export ID [-o FILE] [--format tar|zip] [--path DIR]
+ *   cove snapshot --portable ID > s.json
+ *   cove restore --portable s.json        a new sandbox with those files, its ID printed
+ *
+ * The format follows -o's extension (.zip, .tar, .json) unless --format
+ * says; no -o, or -o -, writes to stdout. A file left half-written by a
+ * failed export is removed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/io.h"
+
+static int write_out(void *arg, const char *buf, size_t len)
+{
+	return io_write_all(*(int *)arg, buf, len) < 0 ? -1 : 0;
+}
+
+static const char *format_of(const char *file)
+{
+	const char *dot = file ? strrchr(file, '.') : NULL;
+	if (dot && strcmp(dot, ".zip") == 0)
+		return "zip";
+	if (dot && strcmp(dot, ".json") == 0)
+		return "json";
+	return "tar";
+}
+
+/* Download id's folder as format into file (NULL or "-": stdout). */
+static int export_to(struct cli *cli, const char *id, const char *path, const char *format, const char *file)
+{
+	struct cove_error err = { 0 };
+	bool to_stdout = !file || strcmp(file, "-") == 0;
+	int fd = to_stdout ? 1 : open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "cove: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	int r = cli_connect(cli) < 0                                                   ? 1
+		: cove_export(cli->client, id, path, format, write_out, &fd, &err) < 0 ? cli_fail(&err)
+										       : 0;
+	if (!to_stdout && (close(fd) < 0 || r != 0) && unlink(file) == 0 && r == 0)
+		r = 1;
+	return r;
+}
+
+int cmd_export(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = { { "output", required_argument, NULL, 'o' },
+					      { "format", required_argument, NULL, 'f' },
+					      { "path", required_argument, NULL, 'p' },
+					      { 0 } };
+	const char *file = NULL, *format = NULL, *path = NULL;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
+		if (c == 'o')
+			file = optarg;
+		else if (c == 'f' && (strcmp(optarg, "tar") == 0 || strcmp(optarg, "zip") == 0))
+			format = optarg;
+		else if (c == 'p')
+			path = optarg;
+		else
+			return cli_usage_error("export", "bad or unknown option '%s'", argv[optind - 1]);
+	}
+	if (optind != argc - 1)
+		return cli_usage_error("export", "want exactly one sandbox ID");
+	return export_to(cli, argv[optind], path, format ? format : format_of(file), file);
+}
+
+/* snapshot --portable [--path DIR] ID: the JSON to stdout. */
+int cmd_snapshot_portable(struct cli *cli, int argc, char **argv)
+{
+	const char *id = NULL, *path = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--portable") == 0)
+			continue;
+		if (strcmp(argv[i], "--path") == 0 && i + 1 < argc)
+			path = argv[++i];
+		else if (argv[i][0] != '-' && !id)
+			id = argv[i];
+		else
+			return cli_usage_error("snapshot", "--portable takes [--path DIR] and one sandbox ID");
+	}
+	if (!id)
+		return cli_usage_error("snapshot", "want exactly one sandbox ID");
+	return export_to(cli, id, path, "json", NULL);
+}
+
+/* A file's (or stdin's) bytes, whole: coved buffers the body anyway. */
+static char *read_whole(const char *file, size_t *ret_len)
+{
+	FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "rbe");
+	char *buf = NULL;
+	size_t cap = 0;
+	if (!f)
+		return NULL;
+	FILE *mem = open_memstream(&buf, &cap);
+	char chunk[65536];
+	size_t n;
+	bool ok = mem != NULL;
+	while (ok && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		ok = fwrite(chunk, 1, n, mem) == n;
+	ok = ok && !ferror(f);
+	if (mem && fclose(mem) != 0)
+		ok = false;
+	if (f != stdin)
+		fclose(f);
+	if (!ok) {
+		free(buf);
+		return NULL;
+	}
+	*ret_len = cap;
+	return buf;
+}
+
+/* restore --portable [--name N] [--path DIR] FILE: a new sandbox (of the
+ * default image) with FILE's files; deleted again if they cannot be made. */
+int cmd_restore_portable(struct cli *cli, int argc, char **argv)
+{
+	const char *file = NULL, *path = NULL, *name = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--portable") == 0)
+			continue;
+		if (strcmp(argv[i], "--path") == 0 && i + 1 < argc)
+			path = argv[++i];
+		else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
+			name = argv[++i];
+		else if ((argv[i][0] != '-' || strcmp(argv[i], "-") == 0) && !file)
+			file = argv[i];
+		else
+			return cli_usage_error("restore", "--portable takes [--name N] [--path DIR] and one file");
+	}
+	if (!file)
+		return cli_usage_error("restore", "want exactly one portable snapshot file (- for stdin)");
+	size_t len;
+	char *doc = read_whole(file, &len), id[16], spec[256];
+	if (!doc) {
+		fprintf(stderr, "cove: %s: %s\n", file, strerror(errno ? errno : EIO));
+		return 1;
+	}
+	struct cove_error err = { 0 }, ignored = { 0 };
+	snprintf(spec, sizeof(spec), name ? "{\"name\": \"%.200s\"}" : "{}", name);
+	int r = cli_connect(cli) < 0 ? 1 : 0;
+	if (r == 0 && cove_create(cli->client, spec, id, &err) < 0)
+		r = cli_fail(&err);
+	else if (r == 0 && cove_import_portable(cli->client, id, path, doc, len, NULL, &err) < 0) {
+		r = cli_fail(&err);
+		(void)cove_delete(cli->client, id, &ignored);
+	}
+	if (r == 0)
+		printf("%s\n", id);
+	free(doc);
+	return r;
+}
