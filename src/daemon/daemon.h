@@ -124,6 +124,11 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id);
  * subvolume from (a snapshot's files), whose image spec->image_dir names. */
 int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from, struct sandbox **ret,
 		   struct cove_err *err);
+/* The same on a root already taken: <pool>/sandboxes/<id>, a writable
+ * snapshot of from made by the caller (a fork takes all its copies' roots
+ * in one frozen instant). The root is the new sandbox's, or deleted. */
+int sandbox_create_taken(struct daemon *d, struct sandbox_spec *spec, const char *from, const char *id,
+			 struct sandbox **ret, struct cove_err *err);
 /* Deletion is two steps: at once the sandbox is gone from the API and its
  * init is killed; its cgroups, subvolume and uid slot are released when the
  * init has died (a row in state "deleting" finishes it after a crash). */

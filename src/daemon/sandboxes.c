@@ -381,16 +381,24 @@ static int write_identity(const char *subvol, const char *image, const char *id,
 	return 0;
 }
 
-int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from, struct sandbox **ret,
-		   struct cove_err *err)
+/* taken: the ID of a root already taken (a fork's copy, see
+ * sandbox_create_taken), or NULL to take one here. */
+static int create(struct daemon *d, struct sandbox_spec *spec, const char *from, const char *taken,
+		  struct sandbox **ret, struct cove_err *err)
 {
+	char subvol[600];
 	int slot = alloc_slot(d);
-	if (slot < 0)
-		return err_set(err, COVE_EFULL, "all %d sandbox slots are in use", MAX_SANDBOXES);
-	struct sandbox *sb = sandbox_new(slot);
-	if (!sb || sandbox_id_new(sb->id) < 0) {
+	struct sandbox *sb = slot < 0 ? NULL : sandbox_new(slot);
+	if (taken && sb)
+		snprintf(sb->id, sizeof(sb->id), "%s", taken);
+	if (slot < 0 || !sb || (!taken && sandbox_id_new(sb->id) < 0)) {
 		free(sb);
-		return err_set(err, COVE_EINTERNAL, "out of memory");
+		if (taken) {
+			subvol_path(d, taken, subvol, sizeof(subvol));
+			(void)storage_delete(d->pool.driver, subvol);
+		}
+		return slot < 0 ? err_set(err, COVE_EFULL, "all %d sandbox slots are in use", MAX_SANDBOXES)
+				: err_set(err, COVE_EINTERNAL, "out of memory");
 	}
 	sb->spec = *spec;
 	spec->env = NULL; /* moved */
@@ -402,7 +410,7 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 		sb->spec.ephemeral = false;
 	}
 
-	char image[600], subvol[600];
+	char image[600];
 	/* A restored root keeps the image it was made on, whatever "host" is
 	 * today: its changes are only meaningful over that one. */
 	if (!from && strcmp(sb->spec.image, "host") == 0)
@@ -419,10 +427,11 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 	 * commit, where a snapshot of the image would (milliseconds, far more
 	 * under load). A restore's is a snapshot of those changes. */
 	double t0 = now_ms();
-	int r = take_root(d->pool.driver, from, subvol, sb->spec.external, err);
+	int r = taken ? 0 : take_root(d->pool.driver, from, subvol, sb->spec.external, err);
 	double t1 = now_ms();
 	if (r < 0)
 		goto fail;
+	taken = NULL; /* from here on, its failures delete the root */
 	if (!from && !sb->spec.external && write_identity(subvol, image, sb->id, err) < 0) {
 		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;
@@ -451,8 +460,22 @@ int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from
 	*ret = sb;
 	return 0;
 fail:
+	if (taken)
+		(void)storage_delete(d->pool.driver, subvol);
 	sandbox_free(sb);
 	return -1;
+}
+
+int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from, struct sandbox **ret,
+		   struct cove_err *err)
+{
+	return create(d, spec, from, NULL, ret, err);
+}
+
+int sandbox_create_taken(struct daemon *d, struct sandbox_spec *spec, const char *from, const char *id,
+			 struct sandbox **ret, struct cove_err *err)
+{
+	return create(d, spec, from, id, ret, err);
 }
 
 /* The second step of a deletion, once nothing runs in the sandbox any
