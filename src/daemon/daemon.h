@@ -124,11 +124,13 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id);
  * subvolume from (a snapshot's files), whose image spec->image_dir names. */
 int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from, struct sandbox **ret,
 		   struct cove_err *err);
-/* The same on a root already taken: <pool>/sandboxes/<id>, a writable
- * snapshot of from made by the caller (a fork takes all its copies' roots
- * in one frozen instant). The root is the new sandbox's, or deleted. */
-int sandbox_create_taken(struct daemon *d, struct sandbox_spec *spec, const char *from, const char *id,
-			 struct sandbox **ret, struct cove_err *err);
+/* Create and boot count sandboxes from spec (copied), each on a root
+ * already taken: <pool>/sandboxes/<ids[i]>, a writable snapshot of from
+ * made by the caller (a fork takes all its copies' roots in one frozen
+ * instant). Their runtimes start at once. All or nothing: on failure no
+ * sandbox is left and every root is deleted. */
+int sandboxes_create_taken(struct daemon *d, const struct sandbox_spec *spec, const char *from, char (*ids)[16],
+			   int count, struct sandbox **ret, struct cove_err *err);
 /* Deletion is two steps: at once the sandbox is gone from the API and its
  * init is killed; its cgroups, subvolume and uid slot are released when the
  * init has died (a row in state "deleting" finishes it after a crash). */

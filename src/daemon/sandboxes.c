@@ -211,18 +211,18 @@ static int attach(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	return 0;
 }
 
-/* Start cove-init on the sandbox's existing subvolume. */
-static int boot(struct daemon *d, struct sandbox *sb, struct cove_err *err)
+/* Start cove-init on the sandbox's existing subvolume, in two halves (see
+ * runtime_begin): several sandboxes may be between them at once. On
+ * failure, either half leaves no cgroup behind. */
+static int boot_begin(struct daemon *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
 	char subvol[600], sock[700], image[600];
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	socket_path(d, sb->id, sock, sizeof(sock));
 	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
 	struct cgroup_limits lim = { sb->spec.memory, sb->spec.cpu_millis, sb->spec.pids };
-	double t0 = now_ms();
 	if (cgroup_create(&d->cgroups, sb->id, &lim, err) < 0)
 		return -1;
-	double t1 = now_ms();
 	struct runtime_config rc = { .id = sb->id,
 				     .subvol = subvol,
 				     .image = image,
@@ -231,21 +231,35 @@ static int boot(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 				     .init_exe_fd = d->init_exe_fd,
 				     .cgroups = &d->cgroups,
 				     .seccomp = &d->seccomp };
-	int r = sb->spec.external ? runtime_start_external(&rc, &sb->init_pid, err)
-				  : runtime_start(&rc, &sb->init_pid, err);
-	if (r < 0) {
+	if (runtime_begin(&rc, sb->spec.external, p, err) < 0) {
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 		return -1;
 	}
-	double t2 = now_ms();
+	return 0;
+}
+
+static int boot_finish(struct daemon *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
+{
+	if (runtime_finish(p, &sb->init_pid, err) < 0) {
+		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+		return -1;
+	}
 	sb->init_start = proc_start_time(sb->init_pid);
-	log_debug("sandbox %s: cgroups %.2f ms, runtime %.2f ms", sb->id, t1 - t0, t2 - t1);
 	if (attach(d, sb, err) < 0) {
 		kill(sb->init_pid, SIGKILL);
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 		return -1;
 	}
 	return 0;
+}
+
+static int boot(struct daemon *d, struct sandbox *sb, struct cove_err *err)
+{
+	struct runtime_pending p;
+	double t0 = now_ms();
+	int r = boot_begin(d, sb, &p, err) < 0 ? -1 : boot_finish(d, sb, &p, err);
+	log_debug("sandbox %s: boot %.2f ms", sb->id, now_ms() - t0);
+	return r;
 }
 
 static int alloc_slot(struct daemon *d)
@@ -381,10 +395,13 @@ static int write_identity(const char *subvol, const char *image, const char *id,
 	return 0;
 }
 
-/* taken: the ID of a root already taken (a fork's copy, see
- * sandbox_create_taken), or NULL to take one here. */
-static int create(struct daemon *d, struct sandbox_spec *spec, const char *from, const char *taken,
-		  struct sandbox **ret, struct cove_err *err)
+/* The first half of a create, up to its runtime's start (see boot_begin):
+ * the root (taken: the ID of one already taken, see sandbox_create_taken,
+ * or NULL to take one here), its row, its slot (reserved: *ret is in
+ * d->sandboxes, not counted nor started yet). On failure nothing is left
+ * of it, its taken root included. */
+static int create_begin(struct daemon *d, struct sandbox_spec *spec, const char *from, const char *taken,
+			struct sandbox **ret, struct runtime_pending *p, struct cove_err *err)
 {
 	char subvol[600];
 	int slot = alloc_slot(d);
@@ -438,25 +455,13 @@ static int create(struct daemon *d, struct sandbox_spec *spec, const char *from,
 	}
 	/* Recorded before it runs, so that a crash from here on leaves a row
 	 * that the next start can boot or clean up, never a leaked subvolume. */
-	bool ok = save(d, sb, err) == 0;
-	double t2 = now_ms();
-	ok = ok && boot(d, sb, err) == 0;
-	double t3 = now_ms();
-	ok = ok && save(d, sb, err) == 0;
-	log_debug("sandbox %s: subvolume %.2f ms, save %.2f ms, boot %.2f ms, save %.2f ms", sb->id, t1 - t0, t2 - t1,
-		  t3 - t2, now_ms() - t3);
-	if (!ok) {
-		detach(sb);
-		if (sb->init_pid > 0)
-			kill(sb->init_pid, SIGKILL);
-		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+	if (save(d, sb, err) < 0 || boot_begin(d, sb, p, err) < 0) {
 		(void)storage_delete(d->pool.driver, subvol);
 		(void)store_delete_sandbox(d->store, sb->id, NULL);
 		goto fail;
 	}
+	log_debug("sandbox %s: subvolume %.2f ms, save and runtime fork %.2f ms", sb->id, t1 - t0, now_ms() - t1);
 	d->sandboxes[slot] = sb;
-	d->count++;
-	arm_expiry(d, sb, sb->spec.expires_at, on_expired);
 	*ret = sb;
 	return 0;
 fail:
@@ -466,16 +471,84 @@ fail:
 	return -1;
 }
 
+/* The second half: the runtime's report, the row saved running. On
+ * failure nothing is left of the sandbox, its slot freed. */
+static int create_finish(struct daemon *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
+{
+	double t0 = now_ms();
+	bool ok = boot_finish(d, sb, p, err) == 0 && save(d, sb, err) == 0;
+	log_debug("sandbox %s: runtime ready and saved %.2f ms", sb->id, now_ms() - t0);
+	if (!ok) {
+		char subvol[600];
+		subvol_path(d, sb->id, subvol, sizeof(subvol));
+		detach(sb);
+		if (sb->init_pid > 0)
+			kill(sb->init_pid, SIGKILL);
+		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+		(void)storage_delete(d->pool.driver, subvol);
+		(void)store_delete_sandbox(d->store, sb->id, NULL);
+		d->sandboxes[sb->slot] = NULL;
+		sandbox_free(sb);
+		return -1;
+	}
+	d->count++;
+	arm_expiry(d, sb, sb->spec.expires_at, on_expired);
+	return 0;
+}
+
 int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from, struct sandbox **ret,
 		   struct cove_err *err)
 {
-	return create(d, spec, from, NULL, ret, err);
+	struct runtime_pending p;
+	struct sandbox *sb;
+	if (create_begin(d, spec, from, NULL, &sb, &p, err) < 0 || create_finish(d, sb, &p, err) < 0)
+		return -1;
+	*ret = sb;
+	return 0;
 }
 
-int sandbox_create_taken(struct daemon *d, struct sandbox_spec *spec, const char *from, const char *id,
-			 struct sandbox **ret, struct cove_err *err)
+static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 {
-	return create(d, spec, from, id, ret, err);
+	*to = *from;
+	to->env = json_deep_copy(from->env ? from->env : json_object());
+	return to->env ? 0 : -1;
+}
+
+int sandboxes_create_taken(struct daemon *d, const struct sandbox_spec *spec, const char *from, char (*ids)[16],
+			   int count, struct sandbox **ret, struct cove_err *err)
+{
+	struct runtime_pending *p = calloc((size_t)count, sizeof(*p));
+	int begun = 0, r = p ? 0 : err_set(err, COVE_EINTERNAL, "out of memory");
+	/* All runtimes are started, then all are waited for: their setups
+	 * (mostly kernel work) run at once. */
+	for (; r == 0 && begun < count; begun++) {
+		struct sandbox_spec copy;
+		if (spec_copy(spec, &copy) < 0)
+			r = err_set(err, COVE_EINTERNAL, "out of memory");
+		else
+			r = create_begin(d, &copy, from, ids[begun], &ret[begun], &p[begun], err);
+		sandbox_spec_free(&copy);
+		if (r < 0)
+			break;
+	}
+	/* The roots no copy was begun on (a failed one's is gone already). */
+	for (int i = begun; i < count; i++) {
+		char subvol[600];
+		subvol_path(d, ids[i], subvol, sizeof(subvol));
+		(void)storage_delete(d->pool.driver, subvol);
+	}
+	for (int i = 0; i < begun; i++) {
+		struct cove_err later = { 0 };
+		if (create_finish(d, ret[i], &p[i], r == 0 ? err : &later) < 0) {
+			r = -1;
+			ret[i] = NULL;
+		}
+	}
+	free(p);
+	for (int i = 0; r < 0 && i < begun; i++)
+		if (ret[i])
+			(void)sandbox_delete(d, ret[i], NULL);
+	return r < 0 ? -1 : 0;
 }
 
 /* The second step of a deletion, once nothing runs in the sandbox any

@@ -406,13 +406,6 @@ int snapshot_restore(struct daemon *d, const struct snapshot *sn, const struct s
 	return r;
 }
 
-static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
-{
-	*to = *from;
-	to->env = json_deep_copy(from->env ? from->env : json_object());
-	return to->env ? 0 : -1;
-}
-
 /* Delete the roots ids[from..to), taken for a fork's copies. */
 static void delete_roots(struct daemon *d, char (*ids)[16], int from, int to)
 {
@@ -543,32 +536,14 @@ int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox
 		return -1;
 	}
 	double t1 = mono_ms();
-	int made = 0;
-	for (; made < count; made++) {
-		struct sandbox_spec spec;
-		if (spec_copy(&sb->spec, &spec) < 0) {
-			err_set(err, COVE_EINTERNAL, "out of memory");
-			delete_roots(d, ids, made, count);
-			break;
-		}
-		int r = sandbox_create_taken(d, &spec, subvol, ids[made], &ret[made], err);
-		sandbox_spec_free(&spec);
-		if (r < 0) { /* its own root went with it */
-			delete_roots(d, ids, made + 1, count);
-			break;
-		}
-	}
+	bool ok = sandboxes_create_taken(d, &sb->spec, subvol, ids, count, ret, err) == 0;
 	free(ids);
 	double t2 = mono_ms();
-	bool ok = made == count;
-	if (!ok)
-		for (int i = 0; i < made; i++)
-			(void)sandbox_delete(d, ret[i], NULL);
 	/* The copies, or their deletions. A commit that fails wrote none of
 	 * the copies' rows: they go as a failed fork's do. */
 	if (store_commit(d->store, ok ? err : NULL) < 0 && ok) {
 		ok = false;
-		for (int i = 0; i < made; i++)
+		for (int i = 0; i < count; i++)
 			(void)sandbox_delete(d, ret[i], NULL);
 	}
 	log_debug("sandbox %s: fork into %d: roots %.2f ms, copies %.2f ms, commit %.2f ms", sb->id, count, t1 - t0,

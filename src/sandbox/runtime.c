@@ -509,43 +509,62 @@ static void run_external(const struct runtime_config *c, int listen_fd)
 	exec_init((char *)c->subvol);
 }
 
-/* Fork the child that starts init (C, or the external init itself) and
- * read its report. C is reaped here; an external init is coved's child
- * for good, reaped by coved's SIGCHLD handler when it ends. */
-static int start(const struct runtime_config *c, bool external, pid_t *ret_pid, struct cove_err *err)
+/* Fork the child that starts init (C, or the external init itself); its
+ * report is read by runtime_finish. */
+int runtime_begin(const struct runtime_config *c, bool external, struct runtime_pending *p, struct cove_err *err)
 {
+	if (strlen(c->init_socket) >= sizeof(p->init_socket))
+		return err_set(err, COVE_EINVAL, "init socket path too long: '%s'", c->init_socket);
 	_cleanup_close_ int listen_fd = listen_init_socket(c->init_socket, err);
 	if (listen_fd < 0)
 		return -1;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
 		return err_sys(err, errno, "pipe");
 	pid_t child = fork();
 	if (child < 0) {
-		close(p[0]);
-		close(p[1]);
+		close(fds[0]);
+		close(fds[1]);
 		return err_sys(err, errno, "fork");
 	}
 	if (child == 0) {
-		close(p[0]);
-		status_fd = p[1];
+		close(fds[0]);
+		status_fd = fds[1];
 		if (external)
 			run_external(c, listen_fd);
 		/* If coved dies mid-start, the half-made sandbox goes with it. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		run_setup(c, listen_fd);
 	}
-	close(p[1]);
+	close(fds[1]);
+	p->child = child;
+	p->status_fd = fds[0];
+	p->external = external;
+	strcpy(p->init_socket, c->init_socket);
+	return 0;
+}
+
+/* Read the child's report. C is reaped here; an external init is coved's
+ * child for good, reaped by coved's SIGCHLD handler when it ends. */
+int runtime_finish(struct runtime_pending *p, pid_t *ret_pid, struct cove_err *err)
+{
 	pid_t pid = 0;
-	int r = read_start_status(p[0], &pid, err);
-	close(p[0]);
-	if (!external)
-		(void)waitpid(child, NULL, 0);
+	int r = read_start_status(p->status_fd, &pid, err);
+	close(p->status_fd);
+	p->status_fd = -1;
+	if (!p->external)
+		(void)waitpid(p->child, NULL, 0);
 	if (r < 0)
-		(void)unlink(c->init_socket);
+		(void)unlink(p->init_socket);
 	else
 		*ret_pid = pid;
 	return r;
+}
+
+static int start(const struct runtime_config *c, bool external, pid_t *ret_pid, struct cove_err *err)
+{
+	struct runtime_pending p;
+	return runtime_begin(c, external, &p, err) < 0 ? -1 : runtime_finish(&p, ret_pid, err);
 }
 
 int runtime_start(const struct runtime_config *c, pid_t *ret_pid, struct cove_err *err)

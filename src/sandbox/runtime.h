@@ -17,6 +17,7 @@
  */
 #pragma once
 #include <linux/filter.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -50,6 +51,19 @@ int runtime_start(const struct runtime_config *c, pid_t *ret_pid, struct cove_er
  * that are isolated already. Uses id, subvol, init_socket, init_exe_fd and
  * cgroups. *ret_pid as for runtime_start. */
 int runtime_start_external(const struct runtime_config *c, pid_t *ret_pid, struct cove_err *err);
+
+/* runtime_start (or, external, runtime_start_external) in two halves, so
+ * that several sandboxes start at once: runtime_begin forks the process
+ * that starts init and returns; runtime_finish waits for its report. Every
+ * begun start must be finished. */
+struct runtime_pending {
+	pid_t child;
+	int status_fd;
+	bool external;
+	char init_socket[108]; /* sun_path's size */
+};
+int runtime_begin(const struct runtime_config *c, bool external, struct runtime_pending *p, struct cove_err *err);
+int runtime_finish(struct runtime_pending *p, pid_t *ret_pid, struct cove_err *err);
 
 /* The host directories the built-in `host` image layers read-only. */
 extern const char *const runtime_host_layers[];
