@@ -23,38 +23,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cove.h"
 
 #define WARMUP 10
 #define EXEC_TRUE "{\"cmd\":[\"true\"]}"
 
-static FILE *out;
-
-static void result(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(const char *key, const char *fmt, ...)
-{
-	if (!out)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(out, "%s ", key);
-	vfprintf(out, fmt, ap);
-	fputc('\n', out);
-	va_end(ap);
-	fflush(out);
-}
-
 static void die(const char *what, const struct cove_error *e)
 {
 	fprintf(stderr, "apibench: %s: %s (%s, HTTP %d)\n", what, e->message, e->code, e->status);
 	exit(1);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static int coved_pid;
@@ -80,24 +58,6 @@ static double coved_cpu_ms(void)
 	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &ut, &st, &cut, &cst) != 4)
 		return -1;
 	return (double)(ut + st + cut + cst) * 1000.0 / sysconf(_SC_CLK_TCK);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of v[0..n) (sorted in place). */
-static double pct(double *v, int n, double q)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	int k = (int)(q * n + 0.999999);
-	if (k < 1)
-		k = 1;
-	if (k > n)
-		k = n;
-	return v[k - 1];
 }
 
 static void exec_true(struct cove *c, const char *id)

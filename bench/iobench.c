@@ -32,50 +32,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cove.h"
 
-static FILE *out;
 static const char *sock_path;
-
-static void result(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(const char *key, const char *fmt, ...)
-{
-	if (!out)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(out, "%s ", key);
-	vfprintf(out, fmt, ap);
-	fputc('\n', out);
-	va_end(ap);
-	fflush(out);
-}
 
 static void die(const char *what, const struct cove_error *e)
 {
 	fprintf(stderr, "iobench: %s: %s (%s, HTTP %d)\n", what, e ? e->message : strerror(errno), e ? e->code : "",
 		e ? e->status : 0);
 	exit(1);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(double *v, int n, double q)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	int k = (int)(q * n + 0.999999);
-	return v[(k < 1 ? 1 : k > n ? n : k) - 1];
 }
 
 static struct cove *open_cove(void)
