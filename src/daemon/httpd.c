@@ -769,6 +769,8 @@ static void conn_read(struct http_conn *c)
 			size_t before = evbuffer_get_length(in);
 			if (read_body(c, req) < 0)
 				break;
+			if (c->req != req)
+				continue; /* answered early, drained and freed: the next request */
 			if (req->state == READ_BODY && evbuffer_get_length(in) == before)
 				break; /* waits for bytes, or for the handler */
 			continue;
