@@ -195,7 +195,9 @@ def test_bad_requests(cv):
     assert st == 403, (st, j)  # procfs is not served
 
 
-HOST_SECRET = "/root/.cove-files-test-secret"
+# one name per test run: two suites may run at once on a machine
+SECRET_NAME = ".cove-files-test-secret-%d" % os.getpid()
+HOST_SECRET = "/root/" + SECRET_NAME
 
 
 def _host_secret():
@@ -208,17 +210,17 @@ def test_escapes_stay_inside(cv):
     _host_secret()
     try:
         sh(cv, sid, "rm -rf /tmp/esc && mkdir -p /tmp/esc && cd /tmp/esc && "
-               "ln -s /etc/../../../../../../root/.cove-files-test-secret up && "
+               "ln -s /etc/../../../../../../root/%s up && "
                "ln -s %s abs && ln -s ../../../../../../../../root rootdir && "
                "ln -s loop1 loop2 && ln -s loop2 loop1 && ln -s /work/nowhere/x dangling && "
-               "ln -s /root/.cove-planted planted" % HOST_SECRET)
-        for p in ["/tmp/esc/up", "/tmp/esc/abs", "/../../../../root/.cove-files-test-secret",
-                  "/tmp/esc/rootdir/.cove-files-test-secret", "/tmp/../../../../" + HOST_SECRET]:
+               "ln -s /root/.cove-planted planted" % (SECRET_NAME, HOST_SECRET))
+        for p in ["/tmp/esc/up", "/tmp/esc/abs", "/../../../../root/" + SECRET_NAME,
+                  "/tmp/esc/rootdir/" + SECRET_NAME, "/tmp/../../../../" + HOST_SECRET]:
             st, body = get(cv, sid, p)
             assert st == 404 and b"host secret" not in body, (p, st, body)
         # Inside the sandbox, the same paths are the sandbox's own.
         sh(cv, sid, "echo sandbox secret > %s" % HOST_SECRET)
-        for p in ["/tmp/esc/up", "/tmp/esc/abs", "/../../.." + HOST_SECRET, "/tmp/esc/rootdir/.cove-files-test-secret"]:
+        for p in ["/tmp/esc/up", "/tmp/esc/abs", "/../../.." + HOST_SECRET, "/tmp/esc/rootdir/" + SECRET_NAME]:
             assert get(cv, sid, p) == (200, b"sandbox secret\n"), p
         st, j = cv.api("GET", _url(sid, path="/tmp/esc/loop1"))
         assert st == 400 and "symbolic links" in j["error"]["message"], (st, j)
@@ -235,7 +237,7 @@ def test_escapes_stay_inside(cv):
         assert sh(cv, sid, "cat %s /root/.cove-planted /root/.cove-planted2" % HOST_SECRET) == \
             "overwrittenplantedplanted"
         # Removing and moving through them stays inside too.
-        assert cv.api("DELETE", _url(sid, path="/tmp/esc/rootdir/.cove-files-test-secret"))[1]["deleted"] is True
+        assert cv.api("DELETE", _url(sid, path="/tmp/esc/rootdir/" + SECRET_NAME))[1]["deleted"] is True
         assert os.path.exists(HOST_SECRET)
         st, j = cv.api("POST", _url(sid, "files/move", **{"from": "/tmp/esc/planted", "to": "/tmp/esc/rootdir/mv"}))
         assert st == 200 and not os.path.exists("/root/mv"), (st, j)
@@ -248,7 +250,7 @@ def test_symlink_swapped_while_requests_run(cv):
     _host_secret()
     host_target = "/root/.cove-race-target"
     try:
-        sh(cv, sid, "rm -rf /tmp/race && mkdir -p /tmp/race/d /root && echo inside > /tmp/race/d/.cove-files-test-secret")
+        sh(cv, sid, "rm -rf /tmp/race && mkdir -p /tmp/race/d /root && echo inside > /tmp/race/d/" + SECRET_NAME)
         # Flip /tmp/race/x between a real directory and a symlink to /root
         # (the host's /root, were it resolved on the host).
         script = ("end=$(($(date +%s)+8)); while [ $(date +%s) -lt $end ]; do "
@@ -257,7 +259,7 @@ def test_symlink_swapped_while_requests_run(cv):
         flipper.start()
         seen = set()
         while flipper.is_alive():
-            st, body = get(cv, sid, "/tmp/race/x/.cove-files-test-secret")
+            st, body = get(cv, sid, "/tmp/race/x/" + SECRET_NAME)
             assert b"host secret" not in body, body
             seen.add(st)
             st, _ = put(cv, sid, "/tmp/race/x/.cove-race-target", b"w")
