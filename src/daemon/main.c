@@ -85,18 +85,12 @@ static int listen_api(const char *path, struct cove_err *err)
 	if (fd < 0)
 		return err_sys(err, errno, "socket");
 	/* A socket file that nothing answers on is stale: replace it. One that
-	 * answers belongs to a running coved: refuse to start twice. For a
-	 * moment after a coved is killed, a sandbox setup process it forked may
-	 * still hold its listening socket (until its parent-death signal lands):
-	 * give that a second to go. */
-	for (int tries = 0; connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0; tries++) {
+	 * answers belongs to a running coved: refuse to start twice. (The
+	 * processes coved forks close its fds first thing: a killed coved's
+	 * socket does not live on in them.) */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 		close(fd);
-		if (tries == 10)
-			return err_set(err, COVE_ESTATE, "another coved is serving '%s'", path);
-		usleep(100 * 1000);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (fd < 0)
-			return err_sys(err, errno, "socket");
+		return err_set(err, COVE_ESTATE, "another coved is serving '%s'", path);
 	}
 	(void)unlink(path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0660) < 0 || listen(fd, 512) < 0) {

@@ -328,13 +328,18 @@ static void loopback_up(void)
  * close-on-exec), stdio on /dev/null, and nothing else of coved's. */
 static void init_fds(const struct runtime_config *c, int listen_fd)
 {
-	if (dup2(listen_fd, 3) < 0)
-		fail("dup2 listen socket");
+	/* Each one above 5 first: any of them may be 3, 4 or 5 already (the
+	 * child closed coved's other fds), and dup3 refuses an fd onto itself. */
 	char exe_path[64];
 	snprintf(exe_path, sizeof(exe_path), "/proc/self/fd/%d", c->init_exe_fd);
 	int exe = open(exe_path, O_RDONLY | O_CLOEXEC);
-	if (exe < 0 || dup3(exe, 4, O_CLOEXEC) < 0 || dup3(status_fd, 5, O_CLOEXEC) < 0)
+	int high_exe = exe < 0 ? -1 : fcntl(exe, F_DUPFD_CLOEXEC, 6);
+	int high_listen = fcntl(listen_fd, F_DUPFD_CLOEXEC, 6), high_status = fcntl(status_fd, F_DUPFD_CLOEXEC, 6);
+	if (high_exe < 0 || high_listen < 0 || high_status < 0)
 		fail("reopen cove-init");
+	status_fd = high_status; /* fail() reports on it */
+	if (dup2(high_listen, 3) < 0 || dup3(high_exe, 4, O_CLOEXEC) < 0 || dup3(high_status, 5, O_CLOEXEC) < 0)
+		fail("place cove-init's fds");
 	status_fd = 5;
 	if (close_range(6, ~0U, 0) < 0)
 		fail("close_range");
@@ -509,6 +514,30 @@ static void run_external(const struct runtime_config *c, int listen_fd)
 	exec_init((char *)c->subvol);
 }
 
+/* In the child, right after the fork: every fd of coved's goes except
+ * stdio and the n in keep. The child must not hold coved's API socket, its
+ * clients' connections or state.db, not even for the moment a killed
+ * coved's child takes to die: a new coved would find the socket answering. */
+static void close_all_but(int *keep, int n)
+{
+	for (int i = 1; i < n; i++) /* sort: n is tiny */
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned from = 3;
+	for (int i = 0; i < n; i++) {
+		unsigned k = (unsigned)keep[i];
+		if (k > from && close_range(from, k - 1, 0) < 0)
+			fail("close_range");
+		if (k >= from)
+			from = k + 1;
+	}
+	if (close_range(from, ~0U, 0) < 0)
+		fail("close_range");
+}
+
 /* Fork the child that starts init (C, or the external init itself); its
  * report is read by runtime_finish. */
 int runtime_begin(const struct runtime_config *c, bool external, struct runtime_pending *p, struct cove_err *err)
@@ -528,8 +557,9 @@ int runtime_begin(const struct runtime_config *c, bool external, struct runtime_
 		return err_sys(err, errno, "fork");
 	}
 	if (child == 0) {
-		close(fds[0]);
 		status_fd = fds[1];
+		int keep[] = { status_fd, listen_fd, c->init_exe_fd };
+		close_all_but(keep, 3);
 		if (external)
 			run_external(c, listen_fd);
 		/* If coved dies mid-start, the half-made sandbox goes with it. */
