@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fdpass.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/wire.h"
@@ -648,15 +649,7 @@ int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds
 	struct iovec iov = { (void *)buf, len };
 	char cbuf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (nfds > 0) {
-		m.msg_control = cbuf;
-		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
+	fdpass_attach(&m, cbuf, fds, nfds);
 	/* Blocking for this one packet: init reads promptly, and a full socket
 	 * buffer means init is wedged, which poll below bounds. */
 	for (;;) {
@@ -695,19 +688,7 @@ static ssize_t recv_packet(int conn, struct wire_hdr *h, int *fds, int *nfds)
 	struct iovec iov = { h, sizeof(*h) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	ssize_t n = recvmsg(conn, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	*nfds = 0;
-	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			for (int i = 0; i < k; i++) {
-				int fd;
-				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				if (*nfds < WIRE_MAX_FDS)
-					fds[(*nfds)++] = fd;
-				else
-					close(fd);
-			}
-		}
+	*nfds = n > 0 ? fdpass_take(&m, fds, WIRE_MAX_FDS) : 0;
 	return n;
 }
 

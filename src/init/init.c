@@ -29,6 +29,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "common/fdpass.h"
 #include "common/passwd.h"
 #include "common/wire.h"
 #include "init/init.h"
@@ -147,15 +148,7 @@ static int send_fds(const struct wire_hdr *h, const int *fds, int nfds, bool blo
 	struct iovec iov = { (void *)h, sizeof(*h) };
 	char cbuf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (nfds > 0) {
-		m.msg_control = cbuf;
-		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
+	fdpass_attach(&m, cbuf, fds, nfds);
 	ssize_t r;
 	do
 		r = sendmsg(client_fd, &m, MSG_NOSIGNAL | (block ? 0 : MSG_DONTWAIT));
@@ -439,19 +432,8 @@ static void handle_packet(void)
 		}
 		return;
 	}
-	int fds[WIRE_MAX_FDS], nfds = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (int i = 0; i < k; i++) {
-				int fd;
-				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				if (nfds < WIRE_MAX_FDS)
-					fds[nfds++] = fd;
-				else
-					close(fd);
-			}
-		}
+	int fds[WIRE_MAX_FDS];
+	int nfds = fdpass_take(&m, fds, WIRE_MAX_FDS);
 	struct wire_hdr h;
 	if (wire_check_hdr(buf, n, &h) == 0 && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		if (h.type == WIRE_SPAWN)
