@@ -100,6 +100,23 @@ static int id_new(const char *prefix, char buf[16])
 	return 0;
 }
 
+int random_hex(char *out, size_t bytes)
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char r[64];
+	if (bytes > sizeof(r))
+		return -EINVAL;
+	if (getrandom(r, bytes, 0) != (ssize_t)bytes)
+		return -errno;
+	for (size_t i = 0; i < bytes; i++) {
+		out[2 * i] = digits[r[i] >> 4];
+		out[2 * i + 1] = digits[r[i] & 15];
+	}
+	out[2 * bytes] = '\0';
+	explicit_bzero(r, bytes); /* it may be a secret (a token) */
+	return 0;
+}
+
 bool sandbox_id_valid(const char *id)
 {
 	return id_valid("sb_", id);

@@ -1,4 +1,5 @@
-/* Parsers for user-supplied values (CLI flags and API fields). Pure. */
+/* Parsers for user-supplied values (CLI flags and API fields), pure; and
+ * the random IDs and tokens that coved hands out. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,6 +16,9 @@ bool env_name_valid(const char *name);
 bool sandbox_id_valid(const char *id);
 /* Make a new random sandbox ID into buf (16 bytes). 0 or -errno. */
 int sandbox_id_new(char buf[16]);
+/* bytes random bytes (at most 64) as 2 * bytes lowercase hex digits and a
+ * NUL into out. 0 or -errno. */
+int random_hex(char *out, size_t bytes);
 /* A snapshot ID: "sn_" and 12 characters of [a-z2-7]. */
 bool snapshot_id_valid(const char *id);
 /* Make a new random snapshot ID into buf (16 bytes). 0 or -errno. */

@@ -39,7 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -201,17 +200,11 @@ static int load_token(const char *path, struct cove_err *err)
  * its place) is never overwritten. */
 static int make_token_file(const char *path, struct cove_err *err)
 {
-	static const char hex[] = "0123456789abcdef";
-	unsigned char raw[32];
-	char text[2 * sizeof(raw) + 1];
-	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
-		return err_sys(err, errno, "getrandom");
-	for (size_t i = 0; i < sizeof(raw); i++) {
-		text[2 * i] = hex[raw[i] >> 4];
-		text[2 * i + 1] = hex[raw[i] & 15];
-	}
+	char text[2 * 32 + 1];
+	int e = random_hex(text, 32);
+	if (e < 0)
+		return err_sys(err, -e, "getrandom");
 	text[sizeof(text) - 1] = '\n';
-	explicit_bzero(raw, sizeof(raw));
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == EEXIST)
 		return 0;

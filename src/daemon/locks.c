@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "common/log.h"
+#include "common/parse.h"
 #include "daemon/daemon.h"
 
 #define LOCK_TOKEN_BYTES 16
@@ -142,11 +142,8 @@ static void lease_start(struct lock *l, double lease)
 /* A new holder: a fresh token and lease. */
 static int lock_grant(struct lock *l, double lease, struct cove_err *err)
 {
-	unsigned char r[LOCK_TOKEN_BYTES];
-	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+	if (random_hex(l->token, LOCK_TOKEN_BYTES) < 0)
 		return err_set(err, COVE_EINTERNAL, "no random bytes for a lock token");
-	for (int i = 0; i < LOCK_TOKEN_BYTES; i++)
-		snprintf(l->token + 2 * i, 3, "%02x", r[i]);
 	lease_start(l, lease);
 	return 0;
 }

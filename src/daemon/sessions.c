@@ -34,6 +34,7 @@
 #include "common/cleanup.h"
 #include "common/encoding.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "common/wire.h"
 #include "daemon/daemon.h"
 
@@ -88,18 +89,6 @@ static struct session *find_session(struct sandbox *sb, const char *id)
 		if (strcmp(s->id, id) == 0)
 			return s;
 	return NULL;
-}
-
-static void random_hex(char *out, size_t bytes)
-{
-	unsigned char b[32];
-	if (bytes > sizeof(b) || getrandom(b, bytes, 0) != (ssize_t)bytes) {
-		/* getrandom on a booted kernel does not fail for 32 bytes */
-		for (size_t i = 0; i < bytes; i++)
-			b[i] = (unsigned char)rand();
-	}
-	for (size_t i = 0; i < bytes; i++)
-		sprintf(out + 2 * i, "%02x", b[i]);
 }
 
 /* Quote bytes as a bash ANSI-C string $'...': printable ASCII as is
@@ -533,14 +522,15 @@ int sessions_create(struct http_req *req, const char *id, struct cove_err *err)
 		count++;
 	if (r == 0 && count >= SESSIONS_MAX)
 		r = err_set(err, COVE_EFULL, "sandbox %s has %d sessions already", sb->id, SESSIONS_MAX);
+	char hex[13], token[33];
+	if (r == 0 && (random_hex(hex, 6) < 0 || random_hex(token, 16) < 0))
+		r = err_set(err, COVE_EINTERNAL, "no random bytes for a session");
 	struct session *s = r == 0 ? session_new(sb) : NULL;
 	if (r == 0 && !s)
 		r = err_set(err, COVE_EINTERNAL, "out of memory");
 	if (r == 0) {
-		char hex[13];
-		random_hex(hex, 6);
 		snprintf(s->id, sizeof(s->id), "ss_%s", hex);
-		random_hex(s->token, 16);
+		snprintf(s->token, sizeof(s->token), "%s", token);
 		s->created_at = sandbox_now_ms();
 		er.argv = json_pack("[s, s, s]", "/bin/bash", "--noprofile", "--norc");
 		er.cmd = er.argv;

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <errno.h>
+
 #include "tap.h"
 
 static int size_is(const char *s, uint64_t want)
@@ -183,6 +185,15 @@ static void test_snapshot_id(void)
 	CHECK(snapshot_id_new(id) == 0 && snapshot_id_valid(id), "a new snapshot ID is valid (%s)", id);
 }
 
+static void test_random_hex(void)
+{
+	char a[2 * 16 + 1], b[2 * 16 + 1], big[2 * 65 + 1];
+	CHECK(random_hex(a, 16) == 0 && strlen(a) == 32, "16 bytes are 32 digits");
+	CHECK(strspn(a, "0123456789abcdef") == 32, "lowercase hex only: %s", a);
+	CHECK(random_hex(b, 16) == 0 && strcmp(a, b) != 0, "two draws differ");
+	CHECK(random_hex(big, 65) == -EINVAL, "more than 64 bytes is refused");
+}
+
 int main(void)
 {
 	test_parse_size();
@@ -190,5 +201,6 @@ int main(void)
 	test_env_name();
 	test_sandbox_id();
 	test_snapshot_id();
+	test_random_hex();
 	return tap_done();
 }
