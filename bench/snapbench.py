@@ -20,11 +20,9 @@ Writes "key value" lines (milliseconds) to FILE and a report to stderr."""
 import argparse
 import ctypes
 import fcntl
-import http.client
 import json
 import os
 import shutil
-import socket
 import statistics
 import struct
 import subprocess
@@ -54,22 +52,13 @@ for i in 0 1 2 3 4 5 6 7 8 9; do printf 'file %s\n' $i >"$1/f$i"; done
 """
 BIG = 1 << 30
 
-
-class Conn(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("cove", timeout=600)
-        self.unix_path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.unix_path)
-        self.sock = s
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from covetest import UnixHTTPConnection  # noqa: E402  (the tests' HTTP-over-unix-socket connection)
 
 
 class Api:
     def __init__(self, path):
-        self.c = Conn(path)
+        self.c = UnixHTTPConnection(path, timeout=600)
 
     def call(self, method, route, body=None, ok=(200, 201, 204)):
         data = json.dumps(body).encode() if body is not None else None
@@ -96,7 +85,7 @@ class Api:
 def export_throughput(sock, sid, fmt):
     """GET .../export of the large tree, read as fast as it comes: MB/s of
     the archive (1 MB = 10^6 bytes), on a connection of its own."""
-    c = Conn(sock)
+    c = UnixHTTPConnection(sock, timeout=600)
     t = time.perf_counter()
     c.request("GET", f"/v1/sandboxes/{sid}/export?format={fmt}&path=/srv/bench")
     r = c.getresponse()

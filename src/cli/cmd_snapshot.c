@@ -28,6 +28,31 @@ static void print_json(json_t *j)
 	putchar('\n');
 }
 
+/* The one ID left after the options (else a usage error), put between
+ * prefix and suffix into a path, and body POSTed there; takes body. The
+ * answer parsed into *ret. Exit status. */
+static int post_to_id(struct cli *cli, int argc, char **argv, const char *verb, const char *what, const char *prefix,
+		      const char *suffix, json_t *body, json_t **ret)
+{
+	int r = optind == argc - 1 ? 0 : cli_usage_error(verb, "want exactly one %s", what);
+	if (r == 0) {
+		char path[256];
+		snprintf(path, sizeof(path), "%s%s%s", prefix, argv[optind], suffix);
+		r = cli_connect(cli) < 0 ? 1 : post(cli, path, body, ret);
+	}
+	json_decref(body);
+	return r;
+}
+
+/* A new snapshot's or sandbox's ID, or with --json the whole answer. */
+static void print_id(struct cli *cli, json_t *j)
+{
+	if (cli->json)
+		print_json(j);
+	else
+		printf("%s\n", json_string_value(json_object_get(j, "id")) ?: "");
+}
+
 static int snapshot_rm(struct cli *cli, int argc, char **argv)
 {
 	if (argc < 2)
@@ -67,18 +92,9 @@ int cmd_snapshot(struct cli *cli, int argc, char **argv)
 		}
 		json_object_set_new(body, "name", json_string(optarg));
 	}
-	if (optind != argc - 1) {
-		json_decref(body);
-		return cli_usage_error("snapshot", "want exactly one sandbox ID");
-	}
-	char path[256];
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/snapshots", argv[optind]);
-	int r = cli_connect(cli) < 0 ? 1 : post(cli, path, body, &j);
-	json_decref(body);
-	if (r == 0 && cli->json)
-		print_json(j);
-	else if (r == 0)
-		printf("%s\n", json_string_value(json_object_get(j, "id")) ?: "");
+	int r = post_to_id(cli, argc, argv, "snapshot", "sandbox ID", "/v1/sandboxes/", "/snapshots", body, &j);
+	if (r == 0)
+		print_id(cli, j);
 	json_decref(j);
 	return r;
 }
@@ -142,18 +158,13 @@ int cmd_restore(struct cli *cli, int argc, char **argv)
 		else
 			r = cli_usage_error("restore", "bad or unknown option '%s'", argv[optind - 1]);
 	}
-	if (r == 0 && optind != argc - 1)
-		r = cli_usage_error("restore", "want exactly one snapshot ID");
-	char path[256];
-	if (r == 0) {
-		snprintf(path, sizeof(path), "/v1/snapshots/%s/restore", argv[optind]);
-		r = cli_connect(cli) < 0 ? 1 : post(cli, path, body, &j);
+	if (r != 0) {
+		json_decref(body);
+		return r;
 	}
-	json_decref(body);
-	if (r == 0 && cli->json)
-		print_json(j);
-	else if (r == 0)
-		printf("%s\n", json_string_value(json_object_get(j, "id")) ?: "");
+	r = post_to_id(cli, argc, argv, "restore", "snapshot ID", "/v1/snapshots/", "/restore", body, &j);
+	if (r == 0)
+		print_id(cli, j);
 	json_decref(j);
 	return r;
 }
@@ -172,14 +183,11 @@ int cmd_fork(struct cli *cli, int argc, char **argv)
 		else
 			r = cli_usage_error("fork", "bad or unknown option '%s'", argv[optind - 1]);
 	}
-	if (r == 0 && optind != argc - 1)
-		r = cli_usage_error("fork", "want exactly one sandbox ID");
-	char path[256];
-	if (r == 0) {
-		snprintf(path, sizeof(path), "/v1/sandboxes/%s/fork", argv[optind]);
-		r = cli_connect(cli) < 0 ? 1 : post(cli, path, body, &j);
+	if (r != 0) {
+		json_decref(body);
+		return r;
 	}
-	json_decref(body);
+	r = post_to_id(cli, argc, argv, "fork", "sandbox ID", "/v1/sandboxes/", "/fork", body, &j);
 	json_t *copies = json_object_get(j, "sandboxes");
 	if (r == 0 && cli->json)
 		print_json(copies);
