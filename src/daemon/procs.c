@@ -17,7 +17,6 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include "daemon/httpd.h"
-#include <event2/keyvalq_struct.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1036,19 +1035,18 @@ int procs_list(struct http_req *req, const char *id, struct cove_err *err)
 	return 0;
 }
 
-static double query_number(struct http_req *req, const char *name, double dflt)
+/* ?name=S, seconds from 0 to 86400; *ret untouched when absent. */
+static int get_seconds(const char *query, const char *name, double *ret, struct cove_err *err)
 {
-	struct evkeyvalq q;
-	const char *query = http_req_query(req);
-	if (!query || evhttp_parse_query_str(query, &q) < 0)
-		return dflt;
-	const char *v = evhttp_find_header(&q, name);
-	char *end = NULL;
-	double d = v ? strtod(v, &end) : dflt;
-	if (v && (end == v || *end || !(d >= 0) || d > 86400))
-		d = -1;
-	evhttp_clear_headers(&q);
-	return d;
+	char v[32], *end;
+	int r = query_param(query, name, v, sizeof(v), err);
+	if (r <= 0)
+		return r;
+	double d = strtod(v, &end);
+	if (end == v || *end || !(d >= 0) || d > 86400)
+		return err_set(err, COVE_EINVAL, "'%s' must be a number of seconds from 0 to 86400", name);
+	*ret = d;
+	return 0;
 }
 
 int procs_get(struct http_req *req, const char *id, struct cove_err *err)
@@ -1057,9 +1055,9 @@ int procs_get(struct http_req *req, const char *id, struct cove_err *err)
 	struct proc *p = lookup_proc(req, id, &sb, err);
 	if (!p)
 		return -1;
-	double wait = query_number(req, "wait", 0);
-	if (wait < 0)
-		return err_set(err, COVE_EINVAL, "'wait' must be a number of seconds from 0 to 86400");
+	double wait = 0;
+	if (get_seconds(query_of(req), "wait", &wait, err) < 0)
+		return -1;
 	if (p->ended || wait == 0) {
 		api_send_json(req, 200, proc_to_json(p));
 		return 0;
@@ -1090,14 +1088,9 @@ int procs_attach(struct http_req *req, const char *id, struct cove_err *err)
 	struct proc *p = lookup_proc(req, id, &sb, err);
 	if (!p)
 		return -1;
-	struct evkeyvalq q;
-	const char *query = http_req_query(req);
 	bool replay = true;
-	if (query && evhttp_parse_query_str(query, &q) == 0) {
-		const char *v = evhttp_find_header(&q, "replay");
-		replay = !v || !(strcmp(v, "0") == 0 || strcmp(v, "false") == 0);
-		evhttp_clear_headers(&q);
-	}
+	if (get_flag(query_of(req), "replay", &replay, err) < 0)
+		return -1;
 	struct attach *a = attach_start(p, req, replay, err);
 	if (!a)
 		return -1;

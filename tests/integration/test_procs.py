@@ -229,6 +229,7 @@ def test_bad_requests(cv):
     assert cv.api("POST", pp + "/signal", {"signal": "SIGNOPE"})[0] == 400
     assert cv.api("POST", pp + "/signal", {"sig": 9})[0] == 400
     assert cv.api("GET", pp + "?wait=abc")[0] == 400
+    assert cv.api("GET", pp + "/attach?replay=maybe")[0] == 400
     assert _proc(cv, sid, j["pid"])["state"] == "running"  # nothing changed
     st, e = cv.api("POST", base + "/exec", {"cmd": ["/nonexistent"], "background": True})
     assert st == 400, (st, e)
