@@ -1,5 +1,8 @@
 /* Minimal TAP for unit tests: ok/not ok lines, then "N passed, N failed". */
 #pragma once
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,4 +40,29 @@ static inline int tap_done(void)
 		printf(", %d skipped", tap_skipped);
 	printf("\n");
 	return tap_failed ? 1 : 0;
+}
+
+/* CHECK for a condition with side effects (create, delete, mount):
+ * evaluated once, and named on failure. */
+#define CHECK1(cond, ...)                                  \
+	do {                                               \
+		bool c1_ = (cond);                         \
+		CHECK(c1_, __VA_ARGS__);                   \
+		if (!c1_)                                  \
+			printf("#   failed: %s\n", #cond); \
+	} while (0)
+
+static inline const char *pathf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A path built from fmt in one of a few rotating static buffers, so that a
+ * CHECK can use several at once. */
+static inline const char *pathf(const char *fmt, ...)
+{
+	static char bufs[8][PATH_MAX];
+	static int next;
+	char *b = bufs[next++ % 8];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b, PATH_MAX, fmt, ap);
+	va_end(ap);
+	return b;
 }

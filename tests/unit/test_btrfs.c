@@ -24,35 +24,10 @@
 #include "sys/pool.h"
 #include "tap.h"
 
-/* tap.h's CHECK evaluates its condition twice; most conditions here have
- * side effects (create, delete, mount), so evaluate once. */
-#define CHECK1(cond, ...)                                  \
-	do {                                               \
-		bool c1_ = (cond);                         \
-		CHECK(c1_, __VA_ARGS__);                   \
-		if (!c1_)                                  \
-			printf("#   failed: %s\n", #cond); \
-	} while (0)
-
 #define GIB (1024ULL * 1024 * 1024)
 #define TIMING_RUNS 5
 
 static char base[] = "/var/tmp/cove-test-btrfs-XXXXXX";
-
-static const char *pathf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* A path built from fmt in one of a few rotating static buffers, so that a
- * CHECK can use two at once. */
-static const char *pathf(const char *fmt, ...)
-{
-	static char bufs[4][PATH_MAX];
-	static int next;
-	char *b = bufs[next++ % 4];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(b, PATH_MAX, fmt, ap);
-	va_end(ap);
-	return b;
-}
 
 /* snprintf for paths; the test's paths are far below PATH_MAX. */
 static void pathcpy(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

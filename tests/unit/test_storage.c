@@ -27,28 +27,7 @@
 #include "sys/tree.h"
 #include "tap.h"
 
-/* CHECK evaluates its condition twice: evaluate side effects once. */
-#define CHECK1(cond, ...)                \
-	do {                             \
-		bool c1_ = (cond);       \
-		CHECK(c1_, __VA_ARGS__); \
-	} while (0)
-
 static char base[] = "/var/tmp/cove-test-storage-XXXXXX";
-
-static const char *pathf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* A path in one of a few rotating static buffers. */
-static const char *pathf(const char *fmt, ...)
-{
-	static char bufs[8][PATH_MAX];
-	static int next;
-	char *b = bufs[next++ % 8];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(b, PATH_MAX, fmt, ap);
-	va_end(ap);
-	return b;
-}
 
 /* A path to keep: pathf's buffers are reused. */
 #define PATH_VAR(name, ...)  \
