@@ -261,6 +261,9 @@ hf() { # NAME-OF-GROUP RUNS then pairs: LABEL COMMAND ...
 
 CRUN_TRUE_CMD="crun run --bundle $B/bundle-true $CTR_TRUE"
 BWRAP_CMD="bwrap --unshare-all --ro-bind $ROOTFS / --proc /proc --dev /dev /bin/true"
+# the kernel's share of any sandbox: the seven namespaces a sandbox gets, made and torn down
+# around one /bin/true, with nothing mounted, no cgroup and no storage
+UNSHARE_CMD="unshare --user --map-root-user --mount --pid --fork --ipc --uts --net --cgroup /bin/true"
 COVE_RUN_CMD="$COVE --socket $SOCK run -- true"
 
 EXEC_ID=$("$COVE" --socket "$SOCK" create)
@@ -275,6 +278,7 @@ cgroup_hybrid_fix
 {
 	smoke $COVE_RUN_CMD
 	smoke $BWRAP_CMD
+	smoke $UNSHARE_CMD
 	smoke $CRUN_TRUE_CMD
 	crun run -d --bundle "$B/bundle-sleep" "$CTR_EXEC" </dev/null >/dev/null 2>&1 || die "crun run -d $CTR_EXEC failed"
 	CRUN_EXEC_STARTED=1
@@ -283,7 +287,8 @@ cgroup_hybrid_fix
 }
 
 hf run "$RUNS" "cove run -- true" "$COVE_RUN_CMD" "crun run (busybox)" "$CRUN_TRUE_CMD" \
-	"bwrap --unshare-all (busybox)" "$BWRAP_CMD" "fork+exec /bin/true" "/bin/true"
+	"bwrap --unshare-all (busybox)" "$BWRAP_CMD" "unshare 7 namespaces + /bin/true" "$UNSHARE_CMD" \
+	"fork+exec /bin/true" "/bin/true"
 hf exec "$EXEC_RUNS" "cove exec ID -- true" "$COVE_EXEC_CMD" "crun exec CTR /bin/true" "$CRUN_EXEC_CMD"
 
 crun kill "$CTR_EXEC" KILL >/dev/null 2>&1 || true
