@@ -226,6 +226,26 @@ int main(int argc, char **argv)
 	}
 	if (token_file && read_token_file(&cli, token_file) < 0)
 		return 2;
+	/* --json is taken after the command too (cove ls --json), as scripts
+	 * write it; but never from a sandbox's command: not after "--", and for
+	 * the verbs that run one ("--" is optional there) only among the options
+	 * before the first operand. */
+	bool runs_command = strcmp(argv[i], "run") == 0 || strcmp(argv[i], "exec") == 0 ||
+			    strcmp(argv[i], "lock") == 0 || strcmp(argv[i], "shell") == 0;
+	int kept = i + 1;
+	for (int a = i + 1; a < argc; a++) {
+		if (strcmp(argv[a], "--") == 0 || (runs_command && argv[a][0] != '-')) {
+			while (a < argc)
+				argv[kept++] = argv[a++];
+			break;
+		}
+		if (strcmp(argv[a], "--json") == 0)
+			cli.json = true;
+		else
+			argv[kept++] = argv[a];
+	}
+	argc = kept;
+	argv[argc] = NULL;
 	for (size_t v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++)
 		if (strcmp(argv[i], verbs[v].name) == 0) {
 			int r = verbs[v].fn(&cli, argc - i, argv + i);

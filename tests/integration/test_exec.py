@@ -142,6 +142,11 @@ def test_cli_ls_info_rm_errors(cv):
     assert sid.encode() in ls.stdout and b"web" in ls.stdout, ls
     lsj = json.loads(cv.cli("--json", "ls").stdout)
     assert any(s["id"] == sid for s in lsj)
+    # --json after the command too, and a --json after "--" belongs to the sandbox's command
+    assert json.loads(cv.cli("ls", "--json").stdout) == lsj
+    for cmd in (["--", "echo", "--json"], ["echo", "--json"]):
+        r = cv.cli("--json", "exec", sid, *cmd)
+        assert r.returncode == 0 and r.stdout == b"--json\n", r
     info = json.loads(cv.cli("info", sid).stdout)
     assert info["id"] == sid and info["state"] == "running" and info["name"] == "web"
     assert cv.cli("rm", sid).returncode == 0
