@@ -304,17 +304,13 @@ static void release_kept(struct proc *p, int index)
 	(void)sandbox_send(p->sb, &h, sizeof(h), NULL, 0);
 }
 
+/* A pipe's end. (A terminal's end of input is its EOF character, as typed,
+ * queued with the bytes: see queue_stdin.) */
 static void close_stdin(struct proc *p)
 {
 	if (p->in_ev)
 		event_free(p->in_ev);
 	p->in_ev = NULL;
-	if (p->tty) {
-		/* A terminal's end of input is its EOF character, as typed. */
-		if (p->in_fd >= 0)
-			(void)!write(p->in_fd, "\x04", 1);
-		return;
-	}
 	if (p->in_fd >= 0)
 		close(p->in_fd);
 	p->in_fd = -1;
@@ -621,7 +617,12 @@ static int queue_stdin(struct proc *p, struct http_req *req, const void *data, s
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	}
 	evbuffer_add(s->buf, data, n);
-	s->eof = eof;
+	/* A terminal has no end of input, only the EOF character (^D), which
+	 * ends a read in canonical mode and is a byte like any in raw mode;
+	 * the terminal stays open for what comes next. */
+	if (p->tty && eof)
+		evbuffer_add(s->buf, "\x04", 1);
+	s->eof = eof && !p->tty;
 	s->req = req;
 	if (req) {
 		s->conn = http_req_conn(req);
