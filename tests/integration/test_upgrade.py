@@ -9,9 +9,10 @@ connection limits do not cut a terminal that stays open."""
 import json
 import os
 import socket
+import subprocess
 import time
 
-from covetest import wait_until
+from covetest import COVE, wait_until
 from test_access import _coved
 
 
@@ -294,7 +295,7 @@ def test_upgrade_leaves_nothing_behind(cv):
 def test_upgrade_outlives_connection_limits(cv):
     """Over TCP with the token, on a coved whose idle and request timeouts
     are a second: an upgraded connection quiet for three seconds still
-    works."""
+    works. And `cove shell` over TCP."""
     with _coved("--idle-timeout", "1", "--request-timeout", "1") as own:
         sid = own.create()
         pid = _start(own, sid, "stty -echo; while read l; do echo \"<$l>\"; done")
@@ -306,6 +307,13 @@ def test_upgrade_outlives_connection_limits(cv):
         s.sendall(b"still\n")
         _read_until(s, b"<still>")
         s.close()
+        # The CLI on TCP: the start, the upgrade and the wait all carry
+        # the token.
+        env = dict(os.environ, COVE_HOST=own.addr, COVE_TOKEN=own.token)
+        env.pop("COVE_SOCKET", None)
+        r = subprocess.run([COVE, "shell", sid, "--", "sh", "-c", "read x; echo x=$x; exit 4"], input=b"42\n",
+                           capture_output=True, env=env, timeout=60)
+        assert r.returncode == 4 and b"x=42" in r.stdout, r
 
 
 def test_terminal_eof_is_a_character(cv):
