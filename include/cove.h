@@ -218,6 +218,25 @@ int cove_stream_fd(const struct cove_stream *s);
 int cove_stream_read(struct cove_stream *s, struct cove_exec_result *ret, struct cove_error *err);
 void cove_stream_close(struct cove_stream *s);
 
+/* A terminal's own connection, switched to its raw bytes (an HTTP upgrade,
+ * as docker attach): *ret_fd is a socket (close it when done) that reads
+ * the terminal's output, the retained tail first when replay, then live,
+ * until coved closes it once the process has ended; what is written to it
+ * is typed into the terminal; shutdown(fd, SHUT_WR) types its EOF (^D).
+ * foreground: the process goes with this connection (killed, with its
+ * descendants, if it closes first) and its output waits for this reader,
+ * as a terminal waits for its user. The exit status: cove_proc_wait; the
+ * window size: cove_proc_resize. A process that is not a terminal is a
+ * 409 (attach to its NDJSON stream instead).
+ *
+ *     cove_proc_start(c, id, "{\"cmd\": \"bash\", \"tty\": true}", &pid, &e);
+ *     cove_proc_attach_tty(c, id, "42", true, true, &fd, &e);
+ *     // poll fd with the user's keys; read until EOF
+ *     cove_proc_wait(c, id, "42", &result, &e);
+ */
+int cove_proc_attach_tty(struct cove *c, const char *id, const char *proc, bool replay, bool foreground, int *ret_fd,
+			 struct cove_error *err);
+
 /* Checkpoints: a sandbox's ordered history of durable snapshots, numbered
  * 1, 2, 3..., which coved keeps after the sandbox is deleted (until
  * DELETE /v1/sandboxes/<id>/checkpoints). Take one (label may be NULL, at

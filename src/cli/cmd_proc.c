@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -241,20 +242,25 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 
 /* ---- shell ----
  *
- * A terminal in the sandbox: a streamed exec with "tty": true (coved kills
- * it when this process's stream connection closes, however this process
- * ends), its output written raw to our stdout; our stdin bytes go to it as
- * stdin requests and our window size as resize requests, on the CLI's other
- * connection. coved's HTTP layer cannot switch a connection to another
- * protocol (an upgrade), and needs none of it: input and output are two
- * directions of independent requests. */
+ * A terminal in the sandbox: a kept process with "tty": true, then a
+ * connection of its own switched to the terminal's raw bytes (an HTTP
+ * upgrade) as its foreground client: coved kills the terminal when that
+ * connection closes, however this process ends, and the terminal waits for
+ * us to read its output. Our keys go to it as they are typed, Ctrl-C
+ * included (our terminal is raw: the sandbox's interprets them); our window
+ * size goes as resize requests on the CLI's other connection; once coved
+ * has closed the terminal's connection, the exit status is asked for. */
 
 struct shell {
 	struct cli *cli;
 	const char *id;
-	char proc[16]; /* the terminal's pid, once started */
+	char proc[16]; /* the terminal's pid */
 	int winsize_fd;
 	bool stdin_is_tty;
+	int fd;                     /* the terminal's connection */
+	bool stdin_open;            /* our stdin has not ended */
+	char in[SHELL_STDIN_CHUNK]; /* our stdin's bytes not yet on the connection */
+	size_t in_off, in_len;
 };
 
 /* The local terminal's settings while it is raw: restored on every way out,
@@ -323,77 +329,126 @@ static bool window_size(int fd, struct winsize *ws)
 	return fd >= 0 && ioctl(fd, TIOCGWINSZ, ws) == 0 && ws->ws_row > 0 && ws->ws_col > 0;
 }
 
-static void on_shell_start(void *arg, int pid)
-{
-	struct shell *sh = arg;
-	snprintf(sh->proc, sizeof(sh->proc), "%d", pid);
-	if (sh->stdin_is_tty && enter_raw_mode() < 0)
-		fprintf(stderr, "cove: cannot put the terminal in raw mode: %s\n", strerror(errno));
-}
-
 static int send_resize(struct shell *sh, struct cove_error *err)
 {
 	char drain[64];
 	while (read(winch_pipe[0], drain, sizeof(drain)) > 0)
 		;
 	struct winsize ws;
-	if (!sh->proc[0] || !window_size(sh->winsize_fd, &ws))
+	if (!window_size(sh->winsize_fd, &ws))
 		return 0;
-	/* A terminal that has just ended refuses (409): its exit is on its
-	 * way on the stream. */
+	/* A terminal that has just ended refuses (409): the close of its
+	 * connection is on its way. */
 	if (cove_proc_resize(sh->cli->client, sh->id, sh->proc, ws.ws_row, ws.ws_col, err) < 0 && err->status != 409)
 		return -1;
 	return 0;
 }
 
-/* Our stdin's next bytes to the terminal; at its end, the terminal's EOF
- * (^D). 1 when our stdin has ended, 0, or -1 on an error. */
-static int forward_stdin(struct shell *sh, struct cove_error *err)
+/* Our stdin's next bytes, read only once the last ones are on the
+ * connection: a terminal that takes no input holds our keys back, not
+ * our memory. */
+static void read_stdin(struct shell *sh)
 {
-	static char buf[SHELL_STDIN_CHUNK];
-	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+	ssize_t n = read(STDIN_FILENO, sh->in, sizeof(sh->in));
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return 0;
-	if (cove_proc_stdin(sh->cli->client, sh->id, sh->proc, buf, n > 0 ? (size_t)n : 0, n <= 0, err) < 0 &&
-	    err->status != 409)
-		return -1;
-	return n <= 0;
+		return;
+	sh->in_off = 0;
+	sh->in_len = n > 0 ? (size_t)n : 0;
+	sh->stdin_open = n > 0;
 }
 
-/* Until the terminal's exit: its status to exit with. */
-static int shell_loop(struct shell *sh, struct cove_stream *s)
+static void send_stdin(struct shell *sh)
 {
-	struct pollfd pfd[3] = {
-		{ .fd = cove_stream_fd(s), .events = POLLIN },
-		{ .fd = winch_pipe[0], .events = POLLIN },
-		{ .fd = STDIN_FILENO, .events = POLLIN },
-	};
-	struct cove_exec_result res;
+	ssize_t n = send(sh->fd, sh->in + sh->in_off, sh->in_len - sh->in_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	/* An error: coved has closed the connection, which the read side sees;
+	 * our input has nowhere to go any more. */
+	sh->in_off = n < 0 ? sh->in_len : sh->in_off + (size_t)n;
+	if (sh->in_off == sh->in_len)
+		sh->in_off = sh->in_len = 0;
+	if (n < 0)
+		sh->stdin_open = false;
+}
+
+/* The terminal's output to our stdout: 1 once coved has closed the
+ * connection (the terminal has ended), 0, or -1 on an error. */
+static int copy_output(struct shell *sh, struct cove_error *err)
+{
+	static char buf[65536];
+	ssize_t n = read(sh->fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n < 0) {
+		snprintf(err->message, sizeof(err->message), "reading from coved: %s", strerror(errno));
+		return -1;
+	}
+	if (n > 0)
+		(void)io_write_all(STDOUT_FILENO, buf, (size_t)n); /* a closed stdout only loses output */
+	return n == 0;
+}
+
+/* Until the terminal's end: its status to exit with. */
+static int shell_loop(struct shell *sh)
+{
 	struct cove_error err = { 0 };
-	bool stdin_open = true;
+	bool shut = false;
 	int r = 0;
 	while (r == 0) {
-		/* Our stdin waits for the pid that its bytes are addressed to. */
-		nfds_t n = sh->proc[0] && stdin_open ? 3 : 2;
-		int ready = poll(pfd, n, -1);
-		if (ready < 0 && errno == EINTR)
-			continue; /* a SIGWINCH: its pipe is readable now */
-		if (ready < 0) {
+		bool pending = sh->in_len > 0;
+		if (!sh->stdin_open && !pending && !shut) {
+			/* The end of our stdin: coved types the terminal's EOF. */
+			(void)shutdown(sh->fd, SHUT_WR);
+			shut = true;
+		}
+		struct pollfd pfd[3] = {
+			{ .fd = sh->fd, .events = POLLIN | (pending ? POLLOUT : 0) },
+			{ .fd = winch_pipe[0], .events = POLLIN },
+			{ .fd = sh->stdin_open && !pending ? STDIN_FILENO : -1, .events = POLLIN },
+		};
+		if (poll(pfd, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue; /* a SIGWINCH: its pipe is readable now */
 			snprintf(err.message, sizeof(err.message), "poll: %s", strerror(errno));
 			r = -1;
+			break;
 		}
-		if (r == 0 && pfd[0].revents)
-			r = cove_stream_read(s, &res, &err);
+		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
+			r = copy_output(sh, &err);
+		if (r == 0 && (pfd[0].revents & POLLOUT))
+			send_stdin(sh);
 		if (r == 0 && pfd[1].revents)
 			r = send_resize(sh, &err);
-		if (r == 0 && n == 3 && pfd[2].revents) {
-			int ended = forward_stdin(sh, &err);
-			stdin_open = ended == 0;
-			r = ended < 0 ? -1 : 0;
-		}
+		if (r == 0 && pfd[2].revents)
+			read_stdin(sh);
 	}
 	restore_terminal(); /* before any message: a raw terminal shows no line ends */
-	return r > 0 ? cli_exit_status(&res) : cli_exec_error_status(&err);
+	struct cove_exec_result res;
+	if (r < 0 || cove_proc_wait(sh->cli->client, sh->id, sh->proc, &res, &err) < 0)
+		return cli_exec_error_status(&err);
+	return cli_exit_status(&res);
+}
+
+/* The terminal started, and its connection: *ret_status on failure. */
+static int shell_start(struct shell *sh, const char *request_json, int *ret_status)
+{
+	struct cove_error err = { 0 };
+	int pid;
+	if (cove_proc_start(sh->cli->client, sh->id, request_json, &pid, &err) < 0) {
+		*ret_status = cli_exec_error_status(&err);
+		return -1;
+	}
+	snprintf(sh->proc, sizeof(sh->proc), "%d", pid);
+	if (cove_proc_attach_tty(sh->cli->client, sh->id, sh->proc, true, true, &sh->fd, &err) < 0) {
+		struct cove_error ignored = { 0 };
+		/* Without its client the terminal would run on, unseen. */
+		(void)cove_proc_signal(sh->cli->client, sh->id, sh->proc, "KILL", true, &ignored);
+		*ret_status = cli_exec_error_status(&err);
+		return -1;
+	}
+	if (sh->stdin_is_tty && enter_raw_mode() < 0)
+		fprintf(stderr, "cove: cannot put the terminal in raw mode: %s\n", strerror(errno));
+	return 0;
 }
 
 /* The request: cmd (default: the user's login shell, or sh), the local
@@ -463,28 +518,26 @@ int cmd_shell(struct cli *cli, int argc, char **argv)
 		json_decref(req);
 		return 2;
 	}
-	struct shell sh = { .cli = cli, .id = argv[i++], .stdin_is_tty = isatty(STDIN_FILENO) };
+	struct shell sh = {
+		.cli = cli, .id = argv[i++], .stdin_is_tty = isatty(STDIN_FILENO), .fd = -1, .stdin_open = true
+	};
 	sh.winsize_fd = sh.stdin_is_tty ? STDIN_FILENO : isatty(STDOUT_FILENO) ? STDOUT_FILENO : -1;
 	if (i < argc && strcmp(argv[i], "--") == 0)
 		i++;
 	char *body = json_dumps(shell_request(&sh, req, argc - i, argv + i), JSON_COMPACT);
 	json_decref(req);
-	struct cove_exec_events ev = { .on_start = on_shell_start, .on_output = on_output, .arg = &sh };
-	struct cove_error err = { 0 };
-	struct cove_stream *s = NULL;
 	int r;
 	if (install_signals() < 0) {
 		fprintf(stderr, "cove: signals: %s\n", strerror(errno));
 		r = 125;
 	} else if (cli_connect(cli) < 0) {
 		r = 125;
-	} else if (cove_stream_exec(cli->client, sh.id, body, &ev, &s, &err) < 0) {
-		r = cli_exec_error_status(&err);
-	} else {
-		r = shell_loop(&sh, s);
+	} else if (shell_start(&sh, body, &r) == 0) {
+		r = shell_loop(&sh);
 	}
 	restore_terminal();
-	cove_stream_close(s);
+	if (sh.fd >= 0)
+		close(sh.fd);
 	free(body);
 	return r;
 }

@@ -47,16 +47,23 @@ static int set_error(struct cove_error *err, int status, const char *code, const
 	return -1;
 }
 
+/* A new connection to the daemon: its fd, or -1 with err set. */
+static int new_connection(const struct cove *c, struct cove_error *err)
+{
+	int fd = c->host[0] ? http_connect_tcp(c->host) : http_connect_unix(c->socket_path);
+	if (fd < 0)
+		return set_error(err, 0, "unreachable", "cannot reach coved at '%s': %s", daemon_address(c),
+				 strerror(-fd));
+	return fd;
+}
+
 static int connect_daemon(struct cove *c, struct cove_error *err)
 {
 	if (c->fd >= 0)
 		return 0;
-	c->fd = c->host[0] ? http_connect_tcp(c->host) : http_connect_unix(c->socket_path);
+	c->fd = new_connection(c, err);
 	c->requests_on_fd = 0;
-	if (c->fd < 0)
-		return set_error(err, 0, "unreachable", "cannot reach coved at '%s': %s", daemon_address(c),
-				 strerror(-c->fd));
-	return 0;
+	return c->fd < 0 ? -1 : 0;
 }
 
 /* Connect c, a new client, and hand it to *ret; on failure it is freed. */
@@ -630,9 +637,8 @@ static int stream_open(struct cove *c, const char *method, const char *path, con
 	struct cove_stream *s = calloc(1, sizeof(*s));
 	if (!s)
 		return set_error(err, 0, "internal", "out of memory");
-	s->fd = http_connect_unix(c->socket_path);
+	s->fd = new_connection(c, err);
 	if (s->fd < 0) {
-		set_error(err, 0, "unreachable", "cannot reach coved at '%s': %s", c->socket_path, strerror(-s->fd));
 		free(s);
 		return -1;
 	}
@@ -640,8 +646,8 @@ static int stream_open(struct cove *c, const char *method, const char *path, con
 	s->events = (struct exec_stream){ .events = events, .result = &s->result };
 	http_parser_init(&s->parser, on_exec_body, &s->events);
 	struct cove_err e = { 0 };
-	if (http_send_request(s->fd, method, path, NULL, body, body ? strlen(body) : 0, &e) < 0) {
-		set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
+	if (http_send_request(s->fd, method, path, c->auth, body, body ? strlen(body) : 0, &e) < 0) {
+		set_error(err, 0, "unreachable", "coved at '%s': %s", daemon_address(c), e.msg);
 		cove_stream_close(s);
 		return -1;
 	}
@@ -714,6 +720,36 @@ int cove_proc_attach(struct cove *c, const char *id, const char *proc, bool repl
 		;
 	cove_stream_close(s);
 	return r < 0 ? -1 : 0;
+}
+
+int cove_proc_attach_tty(struct cove *c, const char *id, const char *proc, bool replay, bool foreground, int *ret_fd,
+			 struct cove_error *err)
+{
+	char path[192], query[32];
+	snprintf(query, sizeof(query), "/attach?replay=%d&foreground=%d", replay, foreground);
+	if (proc_path(path, sizeof(path), id, proc, query, err) < 0)
+		return -1;
+	int fd = new_connection(c, err);
+	if (fd < 0)
+		return -1;
+	struct http_response res = { 0 };
+	struct cove_err e = { 0 };
+	if (http_request_upgrade(fd, path, "tcp", c->auth, &res, &e) < 0) {
+		close(fd);
+		return set_error(err, 0, "unreachable", "coved at '%s': %s", daemon_address(c), e.msg);
+	}
+	if (res.status != 101) {
+		if (res.status < 300)
+			set_error(err, res.status, "internal", "coved answered %d to an upgrade", res.status);
+		else
+			error_from_body(res.status, res.body, err);
+		free(res.body);
+		close(fd);
+		return -1;
+	}
+	free(res.body);
+	*ret_fd = fd;
+	return 0;
 }
 
 /* ---- the rest of the Files API ---- */

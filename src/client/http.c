@@ -30,6 +30,8 @@
 /* A chunk-size line is a few hex digits; extensions are legal but the daemon
  * sends none, so a long line is garbage, not something to buffer. */
 #define HTTP_CHUNK_LINE_MAX 1024
+/* An upgrade's refusal is a JSON error, a few hundred bytes. */
+#define MAX_UPGRADE_REFUSAL (64 * 1024)
 
 /* Positions inside a chunk-size line ("1a ;ext=v\r\n") and inside trailers. */
 enum { CS_FIRST, CS_DIGITS, CS_WS, CS_EXT, CS_CR };
@@ -226,8 +228,12 @@ static int parse_head(struct http_parser *p)
 static int head_done(struct http_parser *p)
 {
 	if (p->status / 100 == 1) {
-		if (p->status == 101)
+		if (p->status == 101 && !p->upgrade)
 			return parse_fail(p, "unexpected protocol switch");
+		if (p->status == 101) {
+			p->state = HTTP_PARSE_DONE;
+			return 0;
+		}
 		/* Interim response (100 Continue...): the real one follows. */
 		p->head_len = 0;
 		p->content_length = -1;
@@ -753,6 +759,22 @@ static int send_request(int fd, const char *method, const char *target, const ch
 	return 0;
 }
 
+/* A whole response into ret: its collected body NUL-terminated. */
+static int take_response(const struct http_parser *p, struct body_sink *s, const char *method, const char *target,
+			 struct http_response *ret, struct cove_err *err)
+{
+	if (!streamed(s)) {
+		if (!s->buf && !(s->buf = malloc(1)))
+			return err_sys(err, ENOMEM, "%s %s: response body", method, target);
+		s->buf[s->len] = '\0';
+	}
+	ret->status = p->status;
+	ret->body = s->buf;
+	ret->body_len = s->len;
+	memcpy(ret->content_type, p->content_type, sizeof(ret->content_type));
+	return 0;
+}
+
 static int request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
 		   size_t body_len, http_body_cb on_body, void *arg, const char *stream_type, size_t max_body,
 		   struct http_response *ret, struct cove_err *err)
@@ -782,16 +804,7 @@ static int request(int fd, const char *method, const char *target, const char *e
 			return err_sys(err, -sent, "%s %s: send request", method, target);
 		return response_error(&p, &sink, r, method, target, max_body, err);
 	}
-	if (!streamed(&sink)) {
-		if (!sink.buf && !(sink.buf = malloc(1)))
-			return err_sys(err, ENOMEM, "%s %s: response body", method, target);
-		sink.buf[sink.len] = '\0';
-	}
-	ret->status = p.status;
-	ret->body = sink.buf;
-	ret->body_len = sink.len;
-	memcpy(ret->content_type, p.content_type, sizeof(ret->content_type));
-	return 0;
+	return take_response(&p, &sink, method, target, ret, err);
 }
 
 int http_send_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
@@ -815,4 +828,57 @@ int http_request_typed_stream(int fd, const char *method, const char *target, co
 			      void *arg, size_t max_other_body, struct http_response *ret, struct cove_err *err)
 {
 	return request(fd, method, target, NULL, NULL, 0, on_body, arg, type, max_other_body, ret, err);
+}
+
+/* The head of the answer, a byte at a time: 0 once it is in, else as
+ * read_response. */
+static int read_head_bytewise(int fd, struct http_parser *p)
+{
+	while (p->state == HTTP_PARSE_HEAD) {
+		char c;
+		ssize_t n = read(fd, &c, 1);
+		int r = 0;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			r = wait_fd(fd, POLLIN);
+		else if (n < 0 && errno != EINTR)
+			r = -errno;
+		if (r < 0)
+			return r;
+		if (n == 0)
+			return http_parser_eof(p) < 0 ? -ENODATA : 0;
+		if (n == 1 && http_parser_feed(p, &c, 1) < 0)
+			return -EPROTO;
+	}
+	return 0;
+}
+
+int http_request_upgrade(int fd, const char *target, const char *protocol, const char *extra_headers,
+			 struct http_response *ret, struct cove_err *err)
+{
+	struct http_parser p;
+	struct body_sink sink = { .parser = &p, .max = MAX_UPGRADE_REFUSAL };
+	_cleanup_free_ char *headers = NULL;
+	int sent;
+
+	if (!is_token(protocol))
+		return err_set(err, COVE_EINVAL, "bad protocol to upgrade to");
+	if (asprintf(&headers, "Connection: Upgrade\r\nUpgrade: %s\r\n%s", protocol,
+		     extra_headers ? extra_headers : "") < 0) {
+		headers = NULL;
+		return err_sys(err, ENOMEM, "GET %s", target);
+	}
+	if (send_request(fd, "GET", target, headers, NULL, 0, &sent, err) < 0)
+		return -1;
+	if (sent < 0 && sent != -EPIPE && sent != -ECONNRESET)
+		return err_sys(err, -sent, "GET %s: send request", target);
+	http_parser_init(&p, sink_body, &sink);
+	p.upgrade = 1;
+	int r = read_head_bytewise(fd, &p);
+	if (r == 0 && p.state != HTTP_PARSE_DONE)
+		r = read_response(fd, &p); /* a refusal's body */
+	if (r < 0) {
+		free(sink.buf);
+		return response_error(&p, &sink, r, "GET", target, sink.max, err);
+	}
+	return take_response(&p, &sink, "GET", target, ret, err);
 }

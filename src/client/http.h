@@ -37,6 +37,7 @@ struct http_parser {
 	size_t line_len;        /* bytes of the current chunk-size line / of all trailers, bounded */
 	char content_type[128]; /* truncated to fit */
 	int no_body;            /* set by the caller after init for HEAD: no body whatever the headers say */
+	int upgrade;            /* set by the caller after init when it asked for an upgrade: a 101 ends the response */
 	const char *why;        /* static reason once in HTTP_PARSE_ERROR */
 	http_body_cb on_body;
 	void *arg;
@@ -47,7 +48,9 @@ void http_parser_init(struct http_parser *p, http_body_cb on_body, void *arg);
  * ends, leaving the rest), or -1 with state HTTP_PARSE_ERROR on malformed
  * input or when on_body returns non-zero. The result does not depend on how
  * the input is split across calls. on_body is never called with len 0.
- * Interim 1xx responses are skipped; 101 is an error (cove never upgrades). */
+ * Interim 1xx responses are skipped; 101 is an error unless p->upgrade is
+ * set, and then the end of the response (the bytes after its head are the
+ * new protocol's, not consumed). */
 long http_parser_feed(struct http_parser *p, const char *buf, size_t len);
 /* To be called at EOF: a body without length/chunking ends there. 0 if the
  * response is complete, -1 if it was cut short. */
@@ -84,5 +87,13 @@ int http_send_request(int fd, const char *method, const char *target, const char
  * success (status < 300) whose Content-Type starts with type goes to
  * on_body: any other (an error) is collected into ret->body, up to
  * max_other_body bytes. */
+/* Ask to switch fd's connection to protocol (a GET of target with
+ * "Connection: Upgrade" and "Upgrade: protocol"). ret->status 101: from the
+ * byte after the answer's head, which is read a byte at a time so that
+ * none of what follows is taken, fd carries the new protocol. Any other
+ * answer is read whole (its body in ret->body, as http_request's). 0 or -1
+ * with err set. */
+int http_request_upgrade(int fd, const char *target, const char *protocol, const char *extra_headers,
+			 struct http_response *ret, struct cove_err *err);
 int http_request_typed_stream(int fd, const char *method, const char *target, const char *type, http_body_cb on_body,
 			      void *arg, size_t max_other_body, struct http_response *ret, struct cove_err *err);

@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ enum phase {
 enum read_state { READ_LINE, READ_HEADERS, READ_BODY, READ_DONE };
 enum body_kind { BODY_NONE, BODY_LENGTH, BODY_CHUNKED };
 enum chunk_state { CHUNK_SIZE, CHUNK_DATA, CHUNK_CRLF, CHUNK_TRAILERS };
-enum reply_state { REPLY_NONE, REPLY_STREAM, REPLY_DONE };
+enum reply_state { REPLY_NONE, REPLY_STREAM, REPLY_DONE, REPLY_UPGRADED };
 
 struct http_req {
 	struct http_conn *conn;
@@ -85,6 +86,8 @@ struct http_conn {
 	http_conn_cb sent_cb;
 	void *sent_arg;
 	bool tcp;
+	struct http_raw_callbacks raw; /* an upgraded connection's handler */
+	void *raw_arg;
 	int holds;   /* callbacks of this connection on the stack */
 	bool closed; /* freed once holds is 0 */
 };
@@ -878,6 +881,117 @@ static void on_accept(struct evconnlistener *ev, evutil_socket_t fd, struct sock
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	set_phase(c, PHASE_IDLE);
+}
+
+/* ---------------------------------------------------------------- upgrades */
+
+/* Whether the comma-separated list v holds token, in any case. */
+static bool list_has(const char *v, const char *token)
+{
+	size_t n = strlen(token);
+	while (v && *v) {
+		v += strspn(v, " \t,");
+		size_t len = strcspn(v, ",");
+		size_t word = len;
+		while (word > 0 && (v[word - 1] == ' ' || v[word - 1] == '\t'))
+			word--;
+		if (word == n && strncasecmp(v, token, n) == 0)
+			return true;
+		v += len;
+	}
+	return false;
+}
+
+int http_req_upgrade(struct http_req *req, const char **ret_protocol)
+{
+	const char *upgrade = evhttp_find_header(&req->in_headers, "Upgrade");
+	bool listed = list_has(evhttp_find_header(&req->in_headers, "Connection"), "upgrade");
+	/* HTTP/1.0 has no upgrades: its Upgrade header is ignored (RFC 9110 7.8). */
+	if (req->minor == 0 || (!upgrade && !listed))
+		return 0;
+	if (!upgrade || !*upgrade || !listed)
+		return -1;
+	*ret_protocol = upgrade;
+	return 1;
+}
+
+static void raw_on_read(struct bufferevent *bev, void *arg)
+{
+	struct http_conn *c = arg;
+	hold(c);
+	if (c->raw.on_input)
+		c->raw.on_input(c, c->raw_arg);
+	release(c);
+}
+
+static void raw_on_write(struct bufferevent *bev, void *arg)
+{
+	struct http_conn *c = arg;
+	hold(c);
+	if (c->raw.on_drained)
+		c->raw.on_drained(c, c->raw_arg);
+	if (!c->closed)
+		finish_request(c); /* closes it once http_conn_close_when_sent asked for that */
+	release(c);
+}
+
+/* Whether the peer of a socket whose input has ended is gone entirely: on a
+ * unix socket a closed peer shows as a hangup, a peer that only shut down
+ * its sending side does not. Over TCP both are a FIN: a peer gone is seen
+ * at the next write. */
+static bool peer_gone(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR));
+}
+
+static void raw_on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct http_conn *c = arg;
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !peer_gone(bufferevent_getfd(bev))) {
+		/* A half-close: the client has said all it will, and still
+		 * reads. libevent stopped reading; writing goes on. */
+		hold(c);
+		if (c->raw.on_input_end)
+			c->raw.on_input_end(c, c->raw_arg);
+		release(c);
+		return;
+	}
+	http_conn_close(c);
+}
+
+int http_upgrade(struct http_req *req, const char *protocol, const struct http_raw_callbacks *cbs, void *arg)
+{
+	struct http_conn *c = req->conn;
+	if (req->reply != REPLY_NONE || req->state != READ_DONE || c->closed)
+		return -1;
+	evbuffer_add_printf(bufferevent_get_output(c->bev),
+			    "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", protocol);
+	req->reply = REPLY_UPGRADED; /* no answer any more, and no next request */
+	req->keep_alive = false;
+	c->sent_cb = NULL;
+	c->raw = *cbs;
+	c->raw_arg = arg;
+	set_phase(c, PHASE_HANDLING); /* no limit: a terminal may stay open for days */
+	bufferevent_setcb(c->bev, raw_on_read, raw_on_write, raw_on_event, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	/* Bytes the client sent right behind its request are in the input
+	 * already: they are the new protocol's, handed over from the loop. */
+	if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+		bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+	return 0;
+}
+
+void http_conn_close_when_sent(struct http_conn *c)
+{
+	struct http_req *req = c->req;
+	if (c->closed || !req || req->reply != REPLY_UPGRADED)
+		return;
+	req->reply = REPLY_DONE;                   /* state READ_DONE and no keep-alive: finish_request closes */
+	c->raw = (struct http_raw_callbacks){ 0 }; /* the handler is done with it */
+	bufferevent_disable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		event_active(c->finish, 0, 0);
 }
 
 /* ---------------------------------------------------------------- setup */

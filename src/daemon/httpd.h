@@ -108,3 +108,41 @@ bool http_conn_is_tcp(const struct http_conn *conn);
  * reason, before its request is freed. */
 void http_conn_set_closecb(struct http_conn *conn, http_conn_cb cb, void *arg);
 void http_conn_close(struct http_conn *conn);
+
+/* Upgrades (101 Switching Protocols): after the answer, the connection
+ * carries another protocol's bytes both ways and httpd parses no more HTTP
+ * on it. No limit of the server applies any more (a terminal may stay open
+ * for days); it still counts against max_connections, and is closed, with
+ * its close callback, when the client goes, on an error, by
+ * http_conn_close or http_conn_close_when_sent, or at http_shutdown.
+ *
+ * Whether req asks for one: 0 when not (and always on HTTP/1.0), 1 with
+ * *ret_protocol (the Upgrade header, borrowed) when it does, -1 when it has
+ * an Upgrade header without "upgrade" in its Connection header, or the
+ * reverse. */
+int http_req_upgrade(struct http_req *req, const char **ret_protocol);
+struct http_raw_callbacks {
+	/* Bytes came: in http_conn_bev(conn)'s input. What the callback leaves
+	 * there stays, and is given again with the next bytes; while more
+	 * than a few MiB wait, the socket is not read. */
+	http_conn_cb on_input;
+	/* The client shut down its sending side and still reads: no more
+	 * input comes (what waits stays in the input). A client gone entirely
+	 * closes the connection instead, on the unix socket; over TCP the two
+	 * look alike until a write to it fails. */
+	http_conn_cb on_input_end;
+	/* Everything queued on the bufferevent's output has been written. May
+	 * be NULL. */
+	http_conn_cb on_drained;
+};
+/* Answer req with 101 and the Upgrade header protocol, and hand its
+ * connection to cbs (with arg) from now on; the bytes that came right
+ * behind the request are given to on_input from the loop. req stays valid
+ * until the connection closes, and nothing more can be answered on it.
+ * -1 (nothing done) when req cannot be upgraded: it was answered, its
+ * connection closed, or its route streams the body. */
+int http_upgrade(struct http_req *req, const char *protocol, const struct http_raw_callbacks *cbs, void *arg);
+/* Close an upgraded connection once what is queued on it has been written;
+ * no more input is read meanwhile, and no callback of its handler runs
+ * any more (but its close callback). */
+void http_conn_close_when_sent(struct http_conn *conn);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -62,7 +63,9 @@ struct attach {
 	struct http_req *req;
 	struct http_conn *conn;
 	uint64_t pos[NSTREAMS];
-	bool kill_on_close; /* a foreground terminal: the process goes with its client */
+	bool kill_on_close; /* a foreground client: the process goes with it */
+	bool raw;           /* an upgraded connection: the terminal's bytes both ways, no NDJSON */
+	bool eof_pending;   /* raw: its client's half-close, to be typed as ^D */
 };
 
 struct stdin_req {
@@ -166,6 +169,7 @@ static void attach_free(struct attach *a)
 
 static void attach_pump(struct attach *a);
 static void update_flow(struct proc *p);
+static void raw_feed_all(struct proc *p);
 
 static void on_attach_sent(struct http_conn *conn, void *arg)
 {
@@ -195,6 +199,27 @@ static void on_attach_closed(struct http_conn *conn, void *arg)
 	attach_free(a);
 }
 
+/* An upgraded connection's share of the terminal's output: the ring's bytes
+ * as they are, up to ATTACH_HIGH_WATER queued on the connection (the rest
+ * when it has drained). What the ring lost before a slow client read it is
+ * skipped: a raw stream has no way to say so, and a foreground client loses
+ * nothing (its terminal waits for it). Once the process has ended and
+ * everything is out, the connection closes: that is the client's sign to
+ * ask for the exit status. */
+static void raw_pump(struct attach *a)
+{
+	struct proc *p = a->p;
+	struct evbuffer *out = bufferevent_get_output(http_conn_bev(a->conn));
+	size_t queued = evbuffer_get_length(out);
+	if (queued < ATTACH_HIGH_WATER)
+		(void)proc_read_output(p, OUT, &a->pos[OUT], out, ATTACH_HIGH_WATER - queued);
+	if (p->ended && a->pos[OUT] == proc_output_end(p, OUT)) {
+		http_conn_close_when_sent(a->conn);
+		a->req = NULL;
+		attach_free(a);
+	}
+}
+
 /* Send what the ring holds beyond the client's position, as far as the
  * connection takes it; then, once the process has ended and everything is
  * out, the exit event. */
@@ -203,6 +228,10 @@ static void attach_pump(struct attach *a)
 	struct proc *p = a->p;
 	if (!a->req)
 		return;
+	if (a->raw) {
+		raw_pump(a);
+		return;
+	}
 	for (int i = 0; i < NSTREAMS; i++) {
 		uint64_t written = __atomic_load_n(&p->ring->written[i], __ATOMIC_ACQUIRE);
 		while (a->pos[i] < written && exec_unsent_bytes(a->req) < ATTACH_HIGH_WATER) {
@@ -249,8 +278,8 @@ static void pump_all(struct proc *p)
 	}
 }
 
-/* Start an NDJSON stream on req from the ring positions given. */
-static struct attach *attach_start(struct proc *p, struct http_req *req, bool replay, struct cove_err *err)
+/* A client of p on req's connection, which it leaves when it closes. */
+static struct attach *attach_new(struct proc *p, struct http_req *req, struct cove_err *err)
 {
 	struct attach *a = calloc(1, sizeof(*a));
 	if (!a) {
@@ -265,12 +294,21 @@ static struct attach *attach_start(struct proc *p, struct http_req *req, bool re
 		err_set(err, COVE_EINTERNAL, "out of memory");
 		return NULL;
 	}
+	a->next = p->attachers;
+	p->attachers = a;
+	return a;
+}
+
+/* Start an NDJSON stream on req from the ring positions given. */
+static struct attach *attach_start(struct proc *p, struct http_req *req, bool replay, struct cove_err *err)
+{
+	struct attach *a = attach_new(p, req, err);
+	if (!a)
+		return NULL;
 	for (int i = 0; i < NSTREAMS; i++) {
 		uint64_t w = p->ring->written[i];
 		a->pos[i] = replay ? 0 : w; /* what the ring lost is reported as a gap */
 	}
-	a->next = p->attachers;
-	p->attachers = a;
 	evhttp_add_header(http_req_out_headers(req), "Content-Type", "application/x-ndjson");
 	http_reply_start(req, 200, "OK");
 	json_t *start = json_pack("{s:s, s:i}", "type", "start", "pid", p->pid);
@@ -304,17 +342,13 @@ static void release_kept(struct proc *p, int index)
 	(void)sandbox_send(p->sb, &h, sizeof(h), NULL, 0);
 }
 
+/* A pipe's end. (A terminal's end of input is its EOF character, as typed,
+ * queued with the bytes: see queue_stdin.) */
 static void close_stdin(struct proc *p)
 {
 	if (p->in_ev)
 		event_free(p->in_ev);
 	p->in_ev = NULL;
-	if (p->tty) {
-		/* A terminal's end of input is its EOF character, as typed. */
-		if (p->in_fd >= 0)
-			(void)!write(p->in_fd, "\x04", 1);
-		return;
-	}
 	if (p->in_fd >= 0)
 		close(p->in_fd);
 	p->in_fd = -1;
@@ -350,11 +384,13 @@ static void on_stdin_writable(evutil_socket_t fd, short what, void *arg)
 		if (eof) {
 			close_stdin(p);
 			stdin_fail_all(p, "stdin was closed");
-			return;
+			break;
 		}
 	}
 	if (p->in_ev)
 		event_del(p->in_ev);
+	/* Upgraded connections' bytes go after the requests': their turn. */
+	raw_feed_all(p);
 }
 
 static void on_stdin_client_closed(struct http_conn *conn, void *arg)
@@ -362,6 +398,103 @@ static void on_stdin_client_closed(struct http_conn *conn, void *arg)
 	struct stdin_req *s = arg;
 	s->req = NULL; /* the bytes still go in: they were sent */
 	s->conn = NULL;
+}
+
+/* ---- terminals over an upgraded connection ----
+ *
+ * GET .../attach with "Connection: Upgrade" and "Upgrade: tcp" is answered
+ * 101, and from then on the connection is the terminal's, raw: the
+ * client's bytes are typed into it, its output is sent as it is (see
+ * raw_pump), and a half-close of the client is the terminal's EOF
+ * character. Flow control both ways is the sockets': the client's bytes
+ * wait in the connection's input while the terminal takes none, and a
+ * foreground client's terminal waits for it to read (held_back). */
+
+/* Some of what the client typed into the terminal fd: its bytes, then, once
+ * they are all in, the EOF character of its half-close. What write returns;
+ * 0 when nothing waits. */
+static int raw_write_some(struct attach *a, struct evbuffer *in, int fd)
+{
+	if (evbuffer_get_length(in) > 0)
+		return evbuffer_write(in, fd);
+	if (!a->eof_pending)
+		return 0;
+	ssize_t n = write(fd, "\x04", 1);
+	if (n == 1)
+		a->eof_pending = false;
+	return (int)n;
+}
+
+/* The client's input into the terminal, as far as it takes it now (the
+ * rest waits for on_stdin_writable); none while stdin requests are queued,
+ * which came first. A terminal that no longer takes input drops it. */
+static void raw_feed_stdin(struct attach *a)
+{
+	struct proc *p = a->p;
+	struct evbuffer *in = bufferevent_get_input(http_conn_bev(a->conn));
+	if (p->ended || p->in_fd < 0 || !p->in_ev) {
+		evbuffer_drain(in, evbuffer_get_length(in));
+		a->eof_pending = false;
+		return;
+	}
+	int n;
+	while (!p->in_queue && (n = raw_write_some(a, in, p->in_fd)) != 0) {
+		if (n > 0 || errno == EINTR)
+			continue;
+		if (errno == EAGAIN)
+			event_add(p->in_ev, NULL);
+		return; /* else EIO: the terminal's last user is gone; its end comes */
+	}
+}
+
+static void raw_feed_all(struct proc *p)
+{
+	for (struct attach *a = p->attachers; a; a = a->next)
+		if (a->raw && a->req)
+			raw_feed_stdin(a);
+}
+
+static void on_raw_input(struct http_conn *conn, void *arg)
+{
+	raw_feed_stdin(arg);
+}
+
+static void on_raw_input_end(struct http_conn *conn, void *arg)
+{
+	struct attach *a = arg;
+	a->eof_pending = true;
+	raw_feed_stdin(a);
+}
+
+static void on_raw_drained(struct http_conn *conn, void *arg)
+{
+	struct attach *a = arg;
+	struct proc *p = a->p; /* a may be freed by its last pump */
+	attach_pump(a);
+	update_flow(p);
+}
+
+static int raw_attach_start(struct proc *p, struct http_req *req, bool replay, bool foreground, struct cove_err *err)
+{
+	static const struct http_raw_callbacks cbs = { .on_input = on_raw_input,
+						       .on_input_end = on_raw_input_end,
+						       .on_drained = on_raw_drained };
+	struct attach *a = attach_new(p, req, err);
+	if (!a)
+		return -1;
+	a->raw = true;
+	a->kill_on_close = foreground;
+	uint64_t end = proc_output_end(p, OUT);
+	a->pos[OUT] = !replay ? end : end > RING_CAP ? end - RING_CAP : 0;
+	a->pos[ERR] = proc_output_end(p, ERR); /* a terminal writes no stderr */
+	if (http_upgrade(req, "tcp", &cbs, a) < 0) {
+		a->req = NULL;
+		attach_free(a);
+		return err_set(err, COVE_EINTERNAL, "the connection cannot be upgraded");
+	}
+	attach_pump(a);
+	update_flow(p);
+	return 0;
 }
 
 /* ---- waiters ---- */
@@ -418,7 +551,9 @@ static void proc_free(struct proc *p)
 		*pp = p->next;
 	while (p->attachers) {
 		struct attach *a = p->attachers;
-		if (a->req) {
+		if (a->req && a->raw) {
+			http_conn_close_when_sent(a->conn);
+		} else if (a->req) {
 			exec_send_event(a->req,
 					json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
 						  "wrong_state", "message", "the process is gone"),
@@ -621,7 +756,12 @@ static int queue_stdin(struct proc *p, struct http_req *req, const void *data, s
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	}
 	evbuffer_add(s->buf, data, n);
-	s->eof = eof;
+	/* A terminal has no end of input, only the EOF character (^D), which
+	 * ends a read in canonical mode and is a byte like any in raw mode;
+	 * the terminal stays open for what comes next. */
+	if (p->tty && eof)
+		evbuffer_add(s->buf, "\x04", 1);
+	s->eof = eof && !p->tty;
 	s->req = req;
 	if (req) {
 		s->conn = http_req_conn(req);
@@ -1088,13 +1228,28 @@ int procs_attach(struct http_req *req, const char *id, struct cove_err *err)
 	struct proc *p = lookup_proc(req, id, &sb, err);
 	if (!p)
 		return -1;
-	bool replay = true;
-	if (get_flag(query_of(req), "replay", &replay, err) < 0)
+	bool replay = true, foreground = false;
+	const char *protocol = NULL;
+	int upgrade = http_req_upgrade(req, &protocol);
+	if (get_flag(query_of(req), "replay", &replay, err) < 0 ||
+	    get_flag(query_of(req), "foreground", &foreground, err) < 0)
 		return -1;
+	if (upgrade < 0)
+		return err_set(err, COVE_EINVAL, "an upgrade needs both 'Connection: Upgrade' and 'Upgrade: tcp'");
+	if (upgrade > 0 && strcasecmp(protocol, "tcp") != 0)
+		return err_set(err, COVE_EINVAL, "cannot upgrade to '%.64s': only to 'tcp'", protocol);
+	if (upgrade > 0 && !p->tty)
+		return err_set(err, COVE_ESTATE,
+			       "process %d is not a terminal: attach without an upgrade, for its output as NDJSON",
+			       p->pid);
+	if (upgrade > 0)
+		return raw_attach_start(p, req, replay, foreground, err);
 	struct attach *a = attach_start(p, req, replay, err);
 	if (!a)
 		return -1;
+	a->kill_on_close = foreground;
 	attach_pump(a);
+	update_flow(p);
 	return 0;
 }
 

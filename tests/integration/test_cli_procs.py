@@ -126,6 +126,9 @@ def test_cli_shell_without_a_terminal(cv):
     # the end of our stdin is the terminal's EOF (^D)
     r = cv.cli("shell", sid, "--", "sh", "-c", "cat; echo after", input=b"x\n", timeout=30)
     assert r.returncode == 0 and r.stdout.endswith(b"after\r\n"), r
+    # a terminal killed by a signal: 128 + its number, as a shell says it
+    r = cv.cli("shell", sid, "--", "sh", "-c", "kill -TERM $$", input=b"", timeout=30)
+    assert r.returncode == 128 + signal.SIGTERM, r
     r = cv.cli("shell", "--user", "nobody", "--workdir", "/tmp", sid, "--", "sh", "-c", "id -un; pwd",
                input=b"", timeout=30)
     assert r.returncode == 0 and r.stdout.split() == [b"nobody", b"/tmp"], r
@@ -224,6 +227,18 @@ def test_cli_shell_in_tmux(cv):
         time.sleep(0.3)
         t("send-keys", "-t", "t", "clear; stty size", "Enter")
         t.wait_line(new)
+        # a resize reaches a program that runs meanwhile, as SIGWINCH
+        t("send-keys", "-t", "t", "clear; sh -c 'trap \"stty size; exit\" WINCH; while :; do sleep 0.1; done'",
+          "Enter")
+        assert wait_until(lambda: _sleeping(cv, sid), 10), t.lines()
+        t("resize-window", "-t", "t", "-x", "80", "-y", "20")
+        t.wait_line("20 80")
+        # Ctrl-C is a byte like any other: a raw terminal there reads it
+        t("send-keys", "-t", "t", "clear; stty raw -echo; printf byte=; head -c1 | od -An -tx1 | tr -d ' '; stty sane",
+          "Enter")
+        t.wait_line("byte=")  # printed once the terminal there is raw
+        t("send-keys", "-t", "t", "C-c")
+        t.wait_line("byte=03")
         # the exit status comes back, and the terminal is as it was
         t("send-keys", "-t", "t", "exit 3", "Enter")
         assert wait_until(lambda: t.read("stty"), 15), t.lines()

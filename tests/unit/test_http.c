@@ -294,6 +294,56 @@ static void test_parser_misc(void)
 	CHECK(n == len && parser.state == HTTP_PARSE_DONE, "no callback: body is skipped");
 	n = http_parser_feed(&parser, in, strlen(in));
 	CHECK(n == 0, "done: nothing more is consumed");
+
+	const char *up = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: tcp\r\n\r\nraw";
+	http_parser_init(&parser, out_body, &out);
+	parser.upgrade = 1;
+	n = http_parser_feed(&parser, up, strlen(up));
+	CHECK(n == (long)strlen(up) - 3 && parser.state == HTTP_PARSE_DONE && parser.status == 101,
+	      "asked for an upgrade: a 101 ends the response, what follows is not consumed");
+}
+
+/* http_request_upgrade on one end of a socket pair whose other end has the
+ * answer written already: a 101 leaves the bytes behind its head in the
+ * socket, a refusal is read whole. */
+static void test_client_upgrade(void)
+{
+	static const struct {
+		const char *answer;
+		int status;
+		const char *body, *left;
+	} upgrades[] = {
+		{ "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\nraw bytes", 101, "",
+		  "raw bytes" },
+		{ "HTTP/1.1 400 Bad Request\r\nContent-Length: 5\r\n\r\nnope!", 400, "nope!", "" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(upgrades); i++) {
+		int sv[2] = { -1, -1 };
+		char left[64] = "", req[512] = "";
+		struct http_response r = { 0 };
+		struct cove_err err = { 0 };
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
+		CHECK(write(sv[1], upgrades[i].answer, strlen(upgrades[i].answer)) ==
+			      (ssize_t)strlen(upgrades[i].answer),
+		      "answer written");
+		shutdown(sv[1], SHUT_WR);
+		int rc = http_request_upgrade(sv[0], "/x/attach", "tcp", "X-A: b\r\n", &r, &err);
+		CHECK(rc == 0 && r.status == upgrades[i].status && r.body && strcmp(r.body, upgrades[i].body) == 0,
+		      "upgrade answered %d: %s", upgrades[i].status, err.code ? err.msg : "ok");
+		CHECK(read(sv[0], left, sizeof(left) - 1) == (ssize_t)strlen(upgrades[i].left) &&
+			      strcmp(left, upgrades[i].left) == 0,
+		      "after a %d, the socket holds '%s'", upgrades[i].status, upgrades[i].left);
+		CHECK(read(sv[1], req, sizeof(req) - 1) > 0 && strstr(req, "GET /x/attach HTTP/1.1\r\n") == req &&
+			      strstr(req, "\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nX-A: b\r\n"),
+		      "the request asks for the upgrade");
+		free(r.body);
+		close(sv[0]);
+		close(sv[1]);
+	}
+	struct http_response r = { 0 };
+	struct cove_err err = { 0 };
+	CHECK(http_request_upgrade(-1, "/x", "tcp\r\nX: y", NULL, &r, &err) == -1 && err.code == COVE_EINVAL,
+	      "a protocol that is not a token is refused: %s", err.msg);
 }
 
 /* ---- client against a forked server ---- */
@@ -542,6 +592,7 @@ int main(void)
 	test_head_limit();
 	test_chunk_limits();
 	test_parser_misc();
+	test_client_upgrade();
 	test_client();
 	test_client_errors();
 	return tap_done();
