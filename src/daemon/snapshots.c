@@ -251,13 +251,16 @@ static int put_row(struct daemon *d, const struct snapshot *sn, struct cove_err 
 	return store_put_snapshot(d->store, &row, err);
 }
 
-/* A snapshot of sb as it is now, not taken yet: not listed, nothing on
- * disk. NULL when out of memory or random bytes. */
-static struct snapshot *snapshot_new(const struct sandbox *sb, const char *name)
+/* A snapshot of sb as it is now, not taken yet (not listed), and its
+ * directory, made here and named in dir: NULL with err on failure, with
+ * nothing made. */
+static struct snapshot *snapshot_begin(struct daemon *d, const struct sandbox *sb, const char *name, char *dir,
+				       size_t cap, struct cove_err *err)
 {
 	struct snapshot *sn = calloc(1, sizeof(*sn));
 	if (!sn || snapshot_id_new(sn->id) < 0) {
 		free(sn);
+		err_set(err, COVE_EINTERNAL, "out of memory");
 		return NULL;
 	}
 	snprintf(sn->sandbox, sizeof(sn->sandbox), "%s", sb->id);
@@ -266,6 +269,13 @@ static struct snapshot *snapshot_new(const struct sandbox *sb, const char *name)
 	sn->created_at = now_unix_ms();
 	sn->spec = sandbox_spec_to_json(&sb->spec);
 	if (!sn->spec) {
+		snapshot_free(sn);
+		err_set(err, COVE_EINTERNAL, "out of memory");
+		return NULL;
+	}
+	snap_dir(d, sn->id, dir, cap);
+	if (mkdir(dir, 0700) < 0) {
+		err_sys(err, errno, "mkdir '%s'", dir);
 		snapshot_free(sn);
 		return NULL;
 	}
@@ -276,15 +286,10 @@ static struct snapshot *snapshot_new(const struct sandbox *sb, const char *name)
  * durable = 0. Listed from here on. */
 static int take(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
 {
-	struct snapshot *sn = snapshot_new(sb, name);
-	if (!sn)
-		return err_set(err, COVE_EINTERNAL, "out of memory");
 	char dir[600];
-	snap_dir(d, sn->id, dir, sizeof(dir));
-	if (mkdir(dir, 0700) < 0) {
-		snapshot_free(sn);
-		return err_sys(err, errno, "mkdir '%s'", dir);
-	}
+	struct snapshot *sn = snapshot_begin(d, sb, name, dir, sizeof(dir), err);
+	if (!sn)
+		return -1;
 	if (freeze_and_snapshot(d, sb, dir, err) < 0 || put_row(d, sn, err) < 0) {
 		(void)remove_dir(dir);
 		snapshot_free(sn);
@@ -349,19 +354,13 @@ static int manifest_sync(int fd, const char *dir, struct cove_err *err)
 int snapshot_create_with(struct daemon *d, struct sandbox *sb, const char *name, snapshot_rows_fn rows, void *arg,
 			 struct snapshot **ret, struct cove_err *err)
 {
-	struct snapshot *sn = snapshot_new(sb, name);
-	_cleanup_free_ char *text = sn ? manifest_text(sn) : NULL;
-	if (!text) {
-		snapshot_free(sn);
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	}
 	char dir[600];
-	snap_dir(d, sn->id, dir, sizeof(dir));
-	if (mkdir(dir, 0700) < 0) {
-		snapshot_free(sn);
-		return err_sys(err, errno, "mkdir '%s'", dir);
-	}
-	_cleanup_close_ int mfd = manifest_create(dir, text, err);
+	struct snapshot *sn = snapshot_begin(d, sb, name, dir, sizeof(dir), err);
+	if (!sn)
+		return -1;
+	_cleanup_free_ char *text = manifest_text(sn);
+	_cleanup_close_ int mfd =
+		text ? manifest_create(dir, text, err) : err_set(err, COVE_EINTERNAL, "out of memory");
 	if (mfd < 0 || freeze_and_snapshot(d, sb, dir, err) < 0 ||
 	    files_durable(d->pool.driver, d->pool.dir, err) < 0 || manifest_sync(mfd, dir, err) < 0 ||
 	    put_durable_row(d, sn, rows, arg, err) < 0) {
