@@ -155,6 +155,13 @@ json_t *snapshot_to_json(const struct snapshot *sn);
  * snapshot; on return its files, manifest and row are on disk. */
 int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret,
 		    struct cove_err *err);
+/* More rows for a snapshot's durable commit (a checkpoint's): 0, or -1 with
+ * err, which rolls the snapshot back. */
+typedef int (*snapshot_rows_fn)(struct daemon *d, const struct snapshot *sn, void *arg, struct cove_err *err);
+/* snapshot_create, with rows(d, sn, arg) written in the transaction that
+ * commits the snapshot's row: both are on disk on return, or neither. */
+int snapshot_create_with(struct daemon *d, struct sandbox *sb, const char *name, snapshot_rows_fn rows, void *arg,
+			 struct snapshot **ret, struct cove_err *err);
 /* The same, returning right after the subvolume snapshot and its row: the
  * snapshot is listed, durable false, until a worker thread has made it
  * durable (wait_durable false). */

@@ -16,14 +16,15 @@
  * in the original's history only); a branch is count sandboxes, each a line
  * of its own from k, beside the original's, which goes on.
  *
- * Crashes: a checkpoint's snapshot is made whole before its row is
- * committed, so a crash in between leaves a plain snapshot (listed,
- * deletable), never a checkpoint without its files. A rollback's sandbox is
- * created before its history is committed, so a crash in between leaves a
- * sandbox without history, as an unanswered restore leaves a sandbox. A
- * snapshot that a checkpoint names is not deleted (snapshot_delete asks
- * history_check_unused); deleting a history deletes, after its rows, the
- * snapshots that no other history names. */
+ * Crashes: a checkpoint's rows are committed in the one transaction that
+ * commits its snapshot's row, once the snapshot's files and manifest are on
+ * disk (snapshot_create_with), so a crash leaves the checkpoint whole or
+ * nothing of it listed, never a checkpoint without its files. A rollback's
+ * sandbox is created before its history is committed, so a crash in between
+ * leaves a sandbox without history, as an unanswered restore leaves a
+ * sandbox. A snapshot that a checkpoint names is not deleted
+ * (snapshot_delete asks history_check_unused); deleting a history deletes,
+ * after its rows, the snapshots that no other history names. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,15 @@ static int history_find(struct daemon *d, const char *id, bool *ret_stored, stru
 	return 0;
 }
 
+/* The checkpoint's rows, in its snapshot's transaction. */
+static int put_checkpoint(struct daemon *d, const struct snapshot *sn, void *arg, struct cove_err *err)
+{
+	struct store_checkpoint *c = arg;
+	c->snapshot = sn->id;
+	c->created_at = sn->created_at;
+	return store_put_checkpoint(d->store, c, err);
+}
+
 int history_checkpoint(struct daemon *d, struct sandbox *sb, const char *label, json_t **ret, struct cove_err *err)
 {
 	int last;
@@ -72,21 +82,10 @@ int history_checkpoint(struct daemon *d, struct sandbox *sb, const char *label, 
 		return -1;
 	char name[64];
 	snprintf(name, sizeof(name), "checkpoint %d", last + 1);
+	struct store_checkpoint c = { .history = sb->id, .seq = last + 1, .label = label, .sandbox = sb->id };
 	struct snapshot *sn;
-	if (snapshot_create(d, sb, name, &sn, err) < 0)
+	if (snapshot_create_with(d, sb, name, put_checkpoint, &c, &sn, err) < 0)
 		return -1;
-	struct store_checkpoint c = { .history = sb->id,
-				      .seq = last + 1,
-				      .label = label,
-				      .snapshot = sn->id,
-				      .sandbox = sb->id,
-				      .created_at = sn->created_at };
-	if (store_put_checkpoint(d->store, &c, err) < 0) {
-		struct cove_err undo = { 0 };
-		if (snapshot_delete(d, sn, &undo) < 0)
-			log_error("sandbox %s: checkpoint %d failed, its snapshot stays: %s", sb->id, c.seq, undo.msg);
-		return -1;
-	}
 	log_info("sandbox %s: checkpoint %d (snapshot %s)", sb->id, c.seq, c.snapshot);
 	*ret = checkpoint_to_json(&c);
 	return 0;

@@ -7,24 +7,29 @@
  *   <pool>/snapshots/<id>/files          read-only snapshot of the sandbox's subvolume
  *   <pool>/snapshots/<id>/manifest.json  id, sandbox, name, image_dir, created_at, spec
  *
- * and a row in state.db. A snapshot is listed from its row on, made in two
- * steps:
+ * and a row in state.db. A snapshot is listed from its row on.
  *
- *   taken    the subvolume snapshot (atomic: whole or absent), then its
- *            row, durable = 0;
- *   durable  the files on disk (syncfs), the manifest written to a
- *            temporary file, synced, renamed into place and its directory
- *            synced, then the row's durable = 1, committed with a WAL sync.
+ * wait_durable (snapshot_create) lists it once it is on disk whole, with
+ * as few syncs as that takes (each one flushes the pool's disk, which costs
+ * milliseconds here): the manifest written to its place; the subvolume
+ * snapshot (atomic: whole or absent), whose btrfs transaction commit makes
+ * the files, the directory and the manifest's name durable (the overlay
+ * driver's copy gets a syncfs instead); the manifest's data synced; then the
+ * row, durable = 1, with whatever rows go with it (a checkpoint's), in one
+ * transaction committed with a WAL sync. Until that commit nothing of it is
+ * listed, and a crash leaves a directory without a row.
  *
- * wait_durable (snapshot_create) does both before the answer;
- * snapshot_create_nowait answers after the first and has a worker thread do
- * the syncs, the row being marked back on the loop. After a crash, the start
- * finishes what it finds: a directory without a row is the rest of a
- * snapshot never listed and is deleted; a row not durable whose files are
- * there is made durable (or dropped if that fails), one whose files are gone
- * is dropped; a durable row whose files or manifest are gone is dropped. So
- * nothing is ever listed durable that is not, and nothing half made is
- * listed at all. */
+ * snapshot_create_nowait answers right after the subvolume snapshot and
+ * its row (durable = 0) and has a worker thread write the manifest (synced,
+ * renamed into place, its directory synced), the row being marked durable
+ * back on the loop.
+ *
+ * After a crash, the start finishes what it finds: a directory without a
+ * row is the rest of a snapshot never listed and is deleted; a row not
+ * durable whose files are there is made durable (or dropped if that
+ * fails), one whose files are gone is dropped; a durable row whose files or
+ * manifest are gone is dropped. So nothing is ever listed durable that is
+ * not, and nothing half made is listed at all. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -114,23 +119,20 @@ static int remove_dir(const char *dir)
 	return rmdir(dir) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-/* Snapshot sb's subvolume read-only to <dir>/files, with its processes
- * frozen for that instant, so that the copy is what they had written at
- * one point in time (no write half in, no file ahead of another). The
- * sandbox is thawed whatever happens. dir is created here; on failure
- * nothing of it is left. */
+/* Snapshot sb's subvolume read-only to <dir>/files (dir exists), with its
+ * processes frozen for that instant, so that the copy is what they had
+ * written at one point in time (no write half in, no file ahead of
+ * another). The sandbox is thawed whatever happens. On failure there is
+ * no <dir>/files. */
 static int freeze_and_snapshot(struct daemon *d, struct sandbox *sb, const char *dir, struct cove_err *err)
 {
 	char subvol[600], files[700];
 	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
 	snprintf(files, sizeof(files), "%s/files", dir);
-	if (mkdir(dir, 0700) < 0)
-		return err_sys(err, errno, "mkdir '%s'", dir);
 	/* A sandbox whose init is gone has nothing running to freeze. */
 	bool frozen = sb->state == SB_RUNNING;
 	if (frozen && cgroup_freeze(&d->cgroups, sb->id, true, err) < 0) {
 		(void)cgroup_freeze(&d->cgroups, sb->id, false, NULL);
-		(void)rmdir(dir);
 		return -1;
 	}
 	int r = storage_snapshot(d->pool.driver, subvol, files, true);
@@ -138,10 +140,8 @@ static int freeze_and_snapshot(struct daemon *d, struct sandbox *sb, const char 
 	if (frozen && cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0 &&
 	    cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0)
 		log_error("sandbox %s: after a snapshot: %s", sb->id, thaw.msg);
-	if (r < 0) {
-		(void)rmdir(dir);
+	if (r < 0)
 		return err_sys(err, -r, "snapshot '%s' to '%s'", subvol, files);
-	}
 	return 0;
 }
 
@@ -183,11 +183,25 @@ static int64_t now_unix_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Files, then manifest, on disk. It reads nothing but its arguments, so a
- * worker thread may run it. */
-static int persist(const char *pool_dir, const char *dir, const char *manifest, struct cove_err *err)
+/* The files of a snapshot just taken, on disk. On btrfs they are once the
+ * snapshot ioctl has returned: it writes the source subvolume's dirty data
+ * out, then commits the transaction that holds the snapshot, and (since
+ * Linux 5.7 dropped BTRFS_SUBVOL_CREATE_ASYNC) always waits for that commit.
+ * A syncfs would only add the rest of the pool (other sandboxes' dirty
+ * data) and a second commit. The overlay driver's copy is plain writes: a
+ * syncfs of the pool. */
+static int files_durable(enum storage_driver driver, const char *pool_dir, struct cove_err *err)
 {
-	return sync_pool(pool_dir, err) < 0 || write_manifest(dir, manifest, err) < 0 ? -1 : 0;
+	return driver == STORAGE_BTRFS ? 0 : sync_pool(pool_dir, err);
+}
+
+/* Files, then manifest, on disk, for a snapshot taken without its
+ * manifest. It reads nothing but its arguments, so a worker thread may run
+ * it. */
+static int persist(enum storage_driver driver, const char *pool_dir, const char *dir, const char *manifest,
+		   struct cove_err *err)
+{
+	return files_durable(driver, pool_dir, err) < 0 || write_manifest(dir, manifest, err) < 0 ? -1 : 0;
 }
 
 /* What the manifest holds: the snapshot as the API shows it, less the
@@ -218,9 +232,10 @@ static int make_durable(struct daemon *d, struct snapshot *sn, struct cove_err *
 	_cleanup_free_ char *text = manifest_text(sn);
 	if (!text)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
-	return persist(d->pool.dir, dir, text, err) < 0 || mark_durable(d, sn, err) < 0 ? -1 : 0;
+	return persist(d->pool.driver, d->pool.dir, dir, text, err) < 0 || mark_durable(d, sn, err) < 0 ? -1 : 0;
 }
 
+/* Its row, durable as sn->durable says. */
 static int put_row(struct daemon *d, const struct snapshot *sn, struct cove_err *err)
 {
 	_cleanup_free_ char *spec = json_dumps(sn->spec, JSON_COMPACT);
@@ -229,36 +244,53 @@ static int put_row(struct daemon *d, const struct snapshot *sn, struct cove_err 
 				      .name = sn->name,
 				      .image_dir = sn->image_dir,
 				      .created_at = sn->created_at,
-				      .spec = spec };
+				      .spec = spec,
+				      .durable = sn->durable };
 	if (!spec)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	return store_put_snapshot(d->store, &row, err);
 }
 
-/* The step "taken": listed from here on, not durable. */
-static int take(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
+/* A snapshot of sb as it is now, not taken yet (not listed), and its
+ * directory, made here and named in dir: NULL with err on failure, with
+ * nothing made. */
+static struct snapshot *snapshot_begin(struct daemon *d, const struct sandbox *sb, const char *name, char *dir,
+				       size_t cap, struct cove_err *err)
 {
 	struct snapshot *sn = calloc(1, sizeof(*sn));
 	if (!sn || snapshot_id_new(sn->id) < 0) {
 		free(sn);
-		return err_set(err, COVE_EINTERNAL, "out of memory");
+		err_set(err, COVE_EINTERNAL, "out of memory");
+		return NULL;
 	}
 	snprintf(sn->sandbox, sizeof(sn->sandbox), "%s", sb->id);
 	snprintf(sn->name, sizeof(sn->name), "%s", name ? name : "");
 	snprintf(sn->image_dir, sizeof(sn->image_dir), "%s", sb->spec.image_dir);
 	sn->created_at = now_unix_ms();
 	sn->spec = sandbox_spec_to_json(&sb->spec);
-	char dir[600];
-	snap_dir(d, sn->id, dir, sizeof(dir));
 	if (!sn->spec) {
 		snapshot_free(sn);
-		return err_set(err, COVE_EINTERNAL, "out of memory");
+		err_set(err, COVE_EINTERNAL, "out of memory");
+		return NULL;
 	}
-	if (freeze_and_snapshot(d, sb, dir, err) < 0) {
+	snap_dir(d, sn->id, dir, cap);
+	if (mkdir(dir, 0700) < 0) {
+		err_sys(err, errno, "mkdir '%s'", dir);
 		snapshot_free(sn);
-		return -1;
+		return NULL;
 	}
-	if (put_row(d, sn, err) < 0) {
+	return sn;
+}
+
+/* snapshot_create_nowait's first step: the subvolume snapshot and its row,
+ * durable = 0. Listed from here on. */
+static int take(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
+{
+	char dir[600];
+	struct snapshot *sn = snapshot_begin(d, sb, name, dir, sizeof(dir), err);
+	if (!sn)
+		return -1;
+	if (freeze_and_snapshot(d, sb, dir, err) < 0 || put_row(d, sn, err) < 0) {
 		(void)remove_dir(dir);
 		snapshot_free(sn);
 		return -1;
@@ -277,18 +309,74 @@ static void discard(struct daemon *d, struct snapshot *sn)
 		log_error("snapshot %s: %s (the next start deals with it)", sn->id, e.msg);
 }
 
-int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
+/* sn's row, durable, and what rows() adds, in one transaction committed
+ * with a WAL sync: the commit point of a wait_durable snapshot. */
+static int put_durable_row(struct daemon *d, struct snapshot *sn, snapshot_rows_fn rows, void *arg,
+			   struct cove_err *err)
 {
-	struct snapshot *sn;
-	if (take(d, sb, name, &sn, err) < 0)
+	if (store_begin_durable(d->store, err) < 0)
 		return -1;
-	if (make_durable(d, sn, err) < 0) {
-		discard(d, sn);
+	sn->durable = true;
+	if (put_row(d, sn, err) < 0 || (rows && rows(d, sn, arg, err) < 0)) {
+		store_rollback(d->store);
 		return -1;
 	}
+	return store_commit(d->store, err);
+}
+
+/* snapshot_create_with's manifest, written straight to its place before
+ * the files are taken: their commit makes its name durable, and only its
+ * data is left to sync (manifest_sync). A manifest cut short by a crash is
+ * never read: its directory has no row and is swept at start. The open
+ * file, or -1 with err. */
+static int manifest_create(const char *dir, const char *text, struct cove_err *err)
+{
+	char path[700];
+	snprintf(path, sizeof(path), "%s/" MANIFEST, dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int r = fd < 0 ? -errno : io_write_all(fd, text, strlen(text));
+	if (r == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return err_sys(err, -r, "write '%s'", path);
+}
+
+/* After the files: on btrfs the manifest's inode and name were committed
+ * with them, so this fsync only logs its data (a log tree write, where
+ * syncing it before the files, a new file in a new directory, can cost a
+ * whole transaction commit). */
+static int manifest_sync(int fd, const char *dir, struct cove_err *err)
+{
+	return fsync(fd) < 0 ? err_sys(err, errno, "sync '%s/" MANIFEST "'", dir) : 0;
+}
+
+int snapshot_create_with(struct daemon *d, struct sandbox *sb, const char *name, snapshot_rows_fn rows, void *arg,
+			 struct snapshot **ret, struct cove_err *err)
+{
+	char dir[600];
+	struct snapshot *sn = snapshot_begin(d, sb, name, dir, sizeof(dir), err);
+	if (!sn)
+		return -1;
+	_cleanup_free_ char *text = manifest_text(sn);
+	_cleanup_close_ int mfd =
+		text ? manifest_create(dir, text, err) : err_set(err, COVE_EINTERNAL, "out of memory");
+	if (mfd < 0 || freeze_and_snapshot(d, sb, dir, err) < 0 ||
+	    files_durable(d->pool.driver, d->pool.dir, err) < 0 || manifest_sync(mfd, dir, err) < 0 ||
+	    put_durable_row(d, sn, rows, arg, err) < 0) {
+		(void)remove_dir(dir);
+		snapshot_free(sn);
+		return -1;
+	}
+	list_append(d, sn);
 	log_info("sandbox %s: snapshot %s taken", sb->id, sn->id);
 	*ret = sn;
 	return 0;
+}
+
+int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
+{
+	return snapshot_create_with(d, sb, name, NULL, NULL, ret, err);
 }
 
 /* The durable step of snapshot_create_nowait: persist() on a worker
@@ -296,6 +384,7 @@ int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, stru
 struct durable_job {
 	struct snapshot *sn; /* the loop's: the thread never touches it */
 	bool deleted;        /* snapshot_delete ran meanwhile: the directory goes here */
+	enum storage_driver driver;
 	char pool_dir[512];
 	char dir[600];
 	char *manifest;
@@ -306,7 +395,7 @@ struct durable_job {
 static void durable_work(void *arg)
 {
 	struct durable_job *j = arg;
-	j->r = persist(j->pool_dir, j->dir, j->manifest, &j->err);
+	j->r = persist(j->driver, j->pool_dir, j->dir, j->manifest, &j->err);
 }
 
 static void durable_done(void *arg)
@@ -345,6 +434,7 @@ int snapshot_create_nowait(struct daemon *d, struct sandbox *sb, const char *nam
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	}
 	j->sn = sn;
+	j->driver = d->pool.driver;
 	snprintf(j->pool_dir, sizeof(j->pool_dir), "%s", d->pool.dir);
 	snap_dir(d, sn->id, j->dir, sizeof(j->dir));
 	if (worker_start(d->base, durable_work, durable_done, j, err) < 0) {

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,6 +13,7 @@ struct store {
 	sqlite3_stmt *put, *del, *each;
 	sqlite3_stmt *snap_put, *snap_del, *snap_each;
 	sqlite3_stmt *snap_durable;
+	bool synced; /* a store_begin_durable transaction is open: synchronous=FULL until its end */
 };
 
 static const char schema[] = "PRAGMA journal_mode=WAL;"
@@ -127,7 +129,7 @@ int store_open(struct store **ret, const char *path, struct cove_err *err)
 			       -1, &s->each, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 			       "INSERT INTO snapshots (id, sandbox, name, image_dir, created_at, spec, durable)"
-			       " VALUES (?,?,?,?,?,?,0)",
+			       " VALUES (?,?,?,?,?,?,?)",
 			       -1, &s->snap_put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM snapshots WHERE id = ?", -1, &s->snap_del, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(
@@ -206,7 +208,8 @@ int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store
 
 /* A row that is not durable yet may be lost to a power cut with the
  * store's default synchronous=NORMAL: the next start then finds its
- * directory without a row and deletes it. */
+ * directory without a row and deletes it. A durable one is written in a
+ * store_begin_durable transaction. */
 int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct cove_err *err)
 {
 	sqlite3_reset(s->snap_put);
@@ -216,6 +219,7 @@ int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct 
 	sqlite3_bind_text(s->snap_put, 4, sn->image_dir, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s->snap_put, 5, (sqlite3_int64)sn->created_at);
 	sqlite3_bind_text(s->snap_put, 6, sn->spec, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s->snap_put, 7, sn->durable);
 	int r = sqlite3_step(s->snap_put) == SQLITE_DONE ? 0 : db_err(s, err, "save snapshot");
 	sqlite3_reset(s->snap_put);
 	return r;
@@ -301,34 +305,41 @@ static int run(struct store *s, sqlite3_stmt *st, const char *what, struct cove_
 	return r;
 }
 
+/* Back to the store's default once a durable transaction is over. */
+static void end_synced(struct store *s)
+{
+	if (s->synced)
+		(void)sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+	s->synced = false;
+}
+
 /* A write that is answered as done must survive a power failure, as a
- * snapshot's row does: one transaction, committed with a WAL sync. */
+ * snapshot's row does: one transaction, committed with a WAL sync. A BEGIN
+ * that fails leaves whatever transaction is open alone. */
 static int begin_durable(struct store *s, const char *what, struct cove_err *err)
 {
-	if (sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) == SQLITE_OK &&
-	    sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK)
-		return 0;
+	if (sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) == SQLITE_OK) {
+		s->synced = true;
+		if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK)
+			return 0;
+	}
 	int r = db_err(s, err, what);
-	(void)sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+	end_synced(s);
 	return r;
 }
 
 /* Commit when r is 0, else roll back; r, or -1 when the commit failed. */
-static int end_durable(struct store *s, int r, const char *what, struct cove_err *err)
+static int end_durable(struct store *s, int r, struct cove_err *err)
 {
-	if (r == 0 && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		r = db_err(s, err, what);
-	if (r < 0)
-		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-	(void)sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+	if (r == 0)
+		return store_commit(s, err);
+	store_rollback(s);
 	return r;
 }
 
 int store_put_checkpoint(struct store *s, const struct store_checkpoint *c, struct cove_err *err)
 {
 	static const char what[] = "save checkpoint";
-	if (begin_durable(s, what, err) < 0)
-		return -1;
 	int r = run(s,
 		    prepare(s, "INSERT OR IGNORE INTO histories (sandbox, created_at) VALUES (?, ?)", "sI", c->history,
 			    c->created_at),
@@ -340,7 +351,7 @@ int store_put_checkpoint(struct store *s, const struct store_checkpoint *c, stru
 				" VALUES (?, ?, ?, ?, ?, ?)",
 				"sisssI", c->history, c->seq, c->label, c->snapshot, c->sandbox, c->created_at),
 			what, err);
-	return end_durable(s, r, what, err);
+	return r;
 }
 
 int store_last_checkpoint(struct store *s, const char *history, int *ret_seq, struct cove_err *err)
@@ -443,7 +454,7 @@ int store_copy_history(struct store *s, const struct store_history *h, struct co
 				" WHERE history = ? AND seq <= ?",
 				"ssi", h->sandbox, h->origin, h->origin_seq),
 			what, err);
-	return end_durable(s, r, what, err);
+	return end_durable(s, r, err);
 }
 
 int store_delete_history(struct store *s, const char *sandbox, struct cove_err *err)
@@ -454,7 +465,7 @@ int store_delete_history(struct store *s, const char *sandbox, struct cove_err *
 	int r = run(s, prepare(s, "DELETE FROM checkpoints WHERE history = ?", "s", sandbox), what, err);
 	if (r == 0)
 		r = run(s, prepare(s, "DELETE FROM histories WHERE sandbox = ?", "s", sandbox), what, err);
-	return end_durable(s, r, what, err);
+	return end_durable(s, r, err);
 }
 
 int store_snapshot_users(struct store *s, const char *snapshot, char ret_history[16], int *ret_seq,
@@ -479,11 +490,24 @@ int store_begin(struct store *s, struct cove_err *err)
 	return sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : db_err(s, err, "begin");
 }
 
+int store_begin_durable(struct store *s, struct cove_err *err)
+{
+	return begin_durable(s, "begin", err);
+}
+
 int store_commit(struct store *s, struct cove_err *err)
 {
-	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-		return 0;
-	int r = db_err(s, err, "commit");
-	(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	int r = 0;
+	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		r = db_err(s, err, "commit");
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	end_synced(s);
 	return r;
+}
+
+void store_rollback(struct store *s)
+{
+	(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	end_synced(s);
 }

@@ -38,7 +38,9 @@ int store_delete_sandbox(struct store *s, const char *id, struct cove_err *err);
 /* Calls cb for every sandbox, in creation order; cb's strings are borrowed. */
 int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store_sandbox *sb), void *arg,
 		       struct cove_err *err);
-/* Insert a snapshot's row, not durable (sn->durable is not read). */
+/* Insert a snapshot's row, durable as sn->durable says: true only inside
+ * a store_begin_durable transaction, and only once its files and manifest
+ * are on disk. */
 int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct cove_err *err);
 /* Mark it durable, committed durably (a WAL sync, whatever the store's
  * default). */
@@ -67,8 +69,9 @@ struct store_checkpoint {
 	int64_t created_at;  /* unix ms */
 };
 
-/* Append c to c->history, created without origin when it has none yet;
- * committed durably. */
+/* Append c to c->history, created without origin when it has none yet.
+ * Inside the caller's transaction (store_begin_durable), which commits it
+ * with its snapshot's row. */
 int store_put_checkpoint(struct store *s, const struct store_checkpoint *c, struct cove_err *err);
 /* The highest seq of history, 0 when it has none. */
 int store_last_checkpoint(struct store *s, const char *history, int *ret_seq, struct cove_err *err);
@@ -97,4 +100,10 @@ int store_snapshot_users(struct store *s, const char *snapshot, char ret_history
  * commit, or a commit that fails (it then rolls back), leaves none of
  * them. Not nested. */
 int store_begin(struct store *s, struct cove_err *err);
+/* store_begin, for what is answered as done: its commit is a WAL sync
+ * (synchronous=FULL), so it survives a power failure too. */
+int store_begin_durable(struct store *s, struct cove_err *err);
+/* On failure it rolls back (and says why in err). */
 int store_commit(struct store *s, struct cove_err *err);
+/* Drop the open transaction. */
+void store_rollback(struct store *s);

@@ -1,4 +1,5 @@
-"""Crash test of snapshots, restores and forks (issue 4, durability): coved is
+"""Crash test of snapshots, checkpoints, restores and forks (issue 4,
+durability): coved is
 SIGKILLed at a random moment of one of them, started again, and then
 
   - every snapshot listed restores to a tree byte-identical to the one it
@@ -7,7 +8,8 @@ SIGKILLed at a random moment of one of them, started again, and then
   - everything listed works: every sandbox execs, and the copies and
     restores hold that same tree;
   - nothing acknowledged is lost, and nothing half made is listed: a fork is
-    all or nothing, a restore gives one sandbox or none;
+    all or nothing, a restore gives one sandbox or none, a checkpoint is in
+    the history with its snapshot listed or neither is there;
   - no subvolume is leaked: the pool's subvolumes are the images plus what
     the API lists.
 
@@ -22,7 +24,7 @@ import covetest
 from covetest import wait_until
 from test_restart import _fire
 
-TRIALS = 60
+TRIALS = 72
 HTTP_TIMEOUT = 20  # a sandbox left frozen would hang an exec: fail, not wait
 SB_RE = re.compile(r"^sb_[a-z2-7]{12}$")
 SN_RE = re.compile(r"^sn_[a-z2-7]{12}$")
@@ -137,6 +139,14 @@ def _check(cv, reference, source, before_sn, before_sb, op, what, answer, proble
             problems.append("%s: made %s %s" % (what, new_sn, new_sb))
         if acked and answer[1]["id"] not in snaps:
             problems.append("%s: acknowledged snapshot %s is not listed" % (what, answer[1]["id"]))
+    elif op == "checkpoint":
+        st, h = cv.api("GET", "/v1/sandboxes/%s/checkpoints" % source, timeout=HTTP_TIMEOUT)
+        named = {c["snapshot"] for c in h.get("checkpoints", [])} if st == 200 else None
+        if named is None or new_sb or named != new_sn:
+            problems.append("%s: new snapshots %s, checkpoints name %s, new sandboxes %s" % (
+                what, sorted(new_sn), named, sorted(new_sb)))
+        if acked and answer[1]["snapshot"] not in snaps:
+            problems.append("%s: acknowledged checkpoint's snapshot %s is not listed" % (what, answer[1]["snapshot"]))
     elif op == "restore":
         if new_sn or len(new_sb) > 1:
             problems.append("%s: made %s %s" % (what, new_sn, new_sb))
@@ -219,10 +229,12 @@ def test_sigkill_during_snapshot_restore_fork(_cv):
                               lambda j: cv.api("DELETE", "/v1/snapshots/" + j["id"])),
             "restore": _span(cv, "POST", "/v1/snapshots/%s/restore" % base["id"], {},
                              lambda j: cv.api("DELETE", "/v1/sandboxes/" + j["id"])),
+            "checkpoint": _span(cv, "POST", "/v1/sandboxes/%s/checkpoints" % source, {"label": "span"},
+                                lambda j: cv.api("DELETE", "/v1/sandboxes/%s/checkpoints" % source)),
             "fork": _span(cv, "POST", "/v1/sandboxes/%s/fork" % source, {"count": 2},
                           lambda j: [cv.api("DELETE", "/v1/sandboxes/" + c["id"]) for c in j["sandboxes"]]),
         }
-        ops = ["snapshot", "snapshot nowait", "restore", "fork 1", "fork 3"]
+        ops = ["snapshot", "snapshot nowait", "restore", "fork 1", "fork 3", "checkpoint"]
         for trial in range(TRIALS):
             op = ops[trial % len(ops)]
             before_sn, before_sb = _listed(cv, "snapshots"), _listed(cv, "sandboxes")
@@ -232,6 +244,9 @@ def test_sigkill_during_snapshot_restore_fork(_cv):
                     body["wait_durable"] = False
                 req = ("POST", "/v1/sandboxes/%s/snapshots" % source, body)
                 span = spans["snapshot"]
+            elif op == "checkpoint":
+                req = ("POST", "/v1/sandboxes/%s/checkpoints" % source, {"label": "t%d" % trial})
+                span = spans["checkpoint"]
             elif op == "restore":
                 req = ("POST", "/v1/snapshots/%s/restore" % rng.choice(sorted(before_sn)), {})
                 span = spans["restore"]
@@ -265,6 +280,8 @@ def test_sigkill_during_snapshot_restore_fork(_cv):
             # base and the newest two.
             for sid in new_sb:
                 cv.api("DELETE", "/v1/sandboxes/" + sid)
+            if op == "checkpoint":  # its snapshot goes with the history
+                cv.api("DELETE", "/v1/sandboxes/%s/checkpoints" % source)
             snaps = sorted(_listed(cv, "snapshots").values(), key=lambda s: s["created_at"])
             for sn in [s for s in snaps if s["id"] != base["id"]][:-2]:
                 cv.api("DELETE", "/v1/snapshots/" + sn["id"])
