@@ -821,7 +821,7 @@ static const struct route {
 	{ HTTP_POST, "/v1/sandboxes/*/locks/renew", h_lock_renew },
 	{ HTTP_POST, "/v1/sandboxes/*/files/chmod", files_chmod },
 	{ HTTP_GET, "/v1/sandboxes/*/files/tar", files_tar_get },
-	{ HTTP_PUT, "/v1/sandboxes/*/files/tar", files_tar_put },
+	{ HTTP_PUT | STREAMING, "/v1/sandboxes/*/files/tar", files_tar_put },
 	{ HTTP_POST, "/v1/sandboxes/*/checkpoints", h_checkpoint },
 	{ HTTP_GET, "/v1/sandboxes/*/checkpoints", h_history },
 	{ HTTP_DELETE, "/v1/sandboxes/*/checkpoints", h_history_delete },

@@ -19,6 +19,7 @@
  * gone mid-upload leaves the file as far as it was written. */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <fcntl.h>
 #include <event2/bufferevent.h>
 #include "daemon/httpd.h"
 #include <limits.h>
@@ -80,6 +81,7 @@ void op_free(struct file_op *op)
 		conn_clear_hook(op->conn, op);
 	if (op->body_fd >= 0)
 		close(op->body_fd);
+	free(op->spooled);
 	free(op);
 }
 
@@ -375,9 +377,26 @@ static void on_body_data(struct http_req *req, struct evbuffer *buf, void *arg)
 	}
 }
 
+static int op_send(struct file_op *op, const struct file_request *fr, struct cove_err *err);
+
+/* A spooled body is whole: checked (from its start), then init is asked. */
+static void spool_done(struct file_op *op)
+{
+	struct cove_err err = { 0 };
+	_cleanup_free_ struct file_request *fr = TAKE_PTR(op->spooled);
+	if (fr->check_spool(op->body_fd, &err) == 0 && op_send(op, fr, &err) == 0)
+		return;
+	api_send_error(op->req, &err);
+	op_free(op);
+}
+
 static void on_body_end(struct http_req *req, void *arg)
 {
 	struct file_op *op = arg;
+	if (op->spooled) {
+		spool_done(op);
+		return;
+	}
 	op_reply(op, op->created ? 201 : 200,
 		 json_pack("{s:o, s:I}", "path", json_text(op->path), "size", (json_int_t)op->written));
 }
@@ -773,6 +792,31 @@ static int send_request(struct sandbox *sb, struct file_op *op, const struct fil
 	return 0;
 }
 
+/* Ask init, and give it FILES_TIMEOUT_SECONDS to answer. */
+static int op_send(struct file_op *op, const struct file_request *fr, struct cove_err *err)
+{
+	struct timeval tv = { FILES_TIMEOUT_SECONDS, 0 };
+	if (send_request(op->sb, op, fr, err) < 0)
+		return -1;
+	evtimer_add(op->timeout_ev, &tv);
+	return 0;
+}
+
+/* The body first, into an unlinked file that no one else can open and
+ * that goes with its last fd, whatever ends the request (check_spool). */
+static int spool_open(struct file_op *op, const struct file_request *fr, struct cove_err *err)
+{
+	op->spooled = malloc(sizeof(*fr));
+	if (!op->spooled)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	*op->spooled = *fr;
+	op->spooled->path = NULL; /* in op->path already */
+	op->body_fd = open(daemon_ctx->data_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (op->body_fd < 0)
+		return err_sys(err, errno, "a temporary file for the body in '%s'", daemon_ctx->data_dir);
+	return 0;
+}
+
 int files_start(struct http_req *req, const char *id, struct file_request *fr,
 		int (*check)(struct http_req *req, struct cove_err *err), struct cove_err *err)
 {
@@ -794,17 +838,23 @@ int files_start(struct http_req *req, const char *id, struct file_request *fr,
 	op->mode = fr->mode;
 	op->format = fr->format;
 	op->seq = sb->next_seq++ ?: sb->next_seq++;
-	op->conn = http_req_conn(req);
-	if (conn_set_hook(op->conn, on_client_closed, op) < 0)
+	op->timeout_ev = evtimer_new(daemon_ctx->base, on_timeout, op);
+	if (!op->timeout_ev)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
-	if (send_request(sb, op, fr, err) < 0) {
-		conn_clear_hook(op->conn, op);
+	op->conn = http_req_conn(req);
+	if (conn_set_hook(op->conn, on_client_closed, op) < 0) {
+		op->conn = NULL;
+		op_free(TAKE_PTR(op));
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	}
+	if ((fr->check_spool ? spool_open(op, fr, err) : op_send(op, fr, err)) < 0) {
+		op_free(TAKE_PTR(op));
 		return -1;
 	}
-	struct timeval tv = { FILES_TIMEOUT_SECONDS, 0 };
-	op->timeout_ev = evtimer_new(daemon_ctx->base, on_timeout, op);
-	evtimer_add(op->timeout_ev, &tv);
-	op->next = sb->file_ops;
-	sb->file_ops = TAKE_PTR(op);
+	struct file_op *linked = TAKE_PTR(op);
+	linked->next = sb->file_ops;
+	sb->file_ops = linked;
+	if (linked->spooled) /* may be answered at once, and freed: last */
+		http_req_take_body(req, on_body_data, on_body_end, linked);
 	return 0;
 }

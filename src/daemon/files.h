@@ -58,6 +58,9 @@ struct file_op {
 	int body_fd;             /* a write's file, once init opened it; -1 before */
 	uint64_t written;        /* of the body, into body_fd */
 	enum tree_format format; /* FK_TAR's and FK_EXTRACT's */
+	/* A spooled body's request (check_spool; body_fd holds the body):
+	 * what init is asked once the body is whole and checked. */
+	struct file_request *spooled;
 };
 
 void op_free(struct file_op *op);
@@ -95,6 +98,11 @@ struct file_request {
 	const char *path; /* from the body, not the query */
 	char user[64];
 	enum tree_format format;
+	/* When set, the body goes whole, as it comes, into an unlinked
+	 * temporary file under the data root (op->body_fd), which this checks
+	 * from its start; only then is init asked. Bad input changes nothing,
+	 * and coved's memory stays bounded whatever the body's size. */
+	int (*check_spool)(int fd, struct cove_err *err);
 };
 /* Check the sandbox and the query, then send the request to init. When
  * check is not NULL it runs once the query is valid, before anything is

@@ -9,11 +9,13 @@
  * reading the stream, the child blocks on its socket, and coved's memory
  * for a download stays near that bound however large the tree.
  *
- * For an upload, evhttp has buffered the whole body (bounded by the
- * daemon's maximum body size): libarchive reads it in place, twice. The
- * first pass refuses, before anything changes, what is not an uncompressed
- * tar, a member with a ".." component, and a member (or a hard link's
- * target) through a symlink of the same archive. The second pass writes the
+ * For an upload, the body goes as it comes into an unlinked temporary file
+ * under the data root (files.c spools it: check_spool), so a tar of any
+ * size takes disk, not coved's memory; libarchive then reads that file
+ * twice. The first pass, once the body is whole, refuses before anything
+ * changes what is not an uncompressed tar, a member with a ".." component,
+ * and a member (or a hard link's target) through a symlink of the same
+ * archive; it skips the members' data (a seek). The second pass writes the
  * members as an entry stream to init's child, which makes each one beneath
  * DIR as the user, through no symlink at all (openat2 RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS, component by component: also not through one that
@@ -40,17 +42,11 @@
 #define STREAM_HIGH_WATER (1 << 20)   /* unsent to the client: stop reading the stream */
 #define UPLOAD_HIGH_WATER (256 << 10) /* entry stream bytes made ahead of the socket */
 #define TAR_READS_PER_EVENT 16
+#define SPOOL_READ_BLOCK (128 << 10) /* libarchive's reads of the spooled body */
 
 static const char *const format_names[] = { [TREE_TAR] = "tar", [TREE_ZIP] = "zip", [TREE_JSON] = "portable snapshot" };
 
 enum { MEMBER_SKIP = ARCHIVE_EOF + 1 };
-
-/* The request body, read in place by libarchive: one evbuffer segment per
- * call, each valid until the body is freed with the request. */
-struct body_reader {
-	struct evbuffer *body;
-	struct evbuffer_ptr pos;
-};
 
 struct tar_state {
 	struct archive *ar;
@@ -59,7 +55,6 @@ struct tar_state {
 	struct evbuffer *out;         /* tar bytes for the client, or stream bytes for init */
 	bool paused;
 	/* an upload */
-	struct body_reader body;
 	struct event *write_ev;
 	uint64_t data_left; /* of the current member */
 	uint64_t zeros;     /* a sparse member's hole still to send */
@@ -286,26 +281,16 @@ static int start_download(struct file_op *op)
 
 /* ---- upload: the body's members ---- */
 
-static la_ssize_t body_read(struct archive *a, void *arg, const void **ret)
-{
-	struct body_reader *r = arg;
-	struct evbuffer_iovec v;
-	if (evbuffer_peek(r->body, -1, &r->pos, &v, 1) < 1 || v.iov_len == 0)
-		return 0;
-	*ret = v.iov_base;
-	evbuffer_ptr_set(r->body, &r->pos, v.iov_len, EVBUFFER_PTR_ADD);
-	return (la_ssize_t)v.iov_len;
-}
-
-/* libarchive on the body (an uncompressed tar), or NULL with err. */
-static struct archive *open_body(struct evbuffer *body, struct body_reader *r, struct cove_err *err)
+/* libarchive on the spooled body (an uncompressed tar) from its start, or
+ * NULL with err. The fd stays open (libarchive does not close it). */
+static struct archive *open_spool(int fd, struct cove_err *err)
 {
 	struct archive *a = archive_read_new();
-	r->body = body;
-	evbuffer_ptr_set(body, &r->pos, 0, EVBUFFER_PTR_SET);
-	if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK) {
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		err_sys(err, errno, "the temporary file of the body");
+	} else if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK) {
 		err_set(err, COVE_EINTERNAL, "out of memory");
-	} else if (archive_read_open(a, r, NULL, body_read, NULL) != ARCHIVE_OK) {
+	} else if (archive_read_open_fd(a, fd, SPOOL_READ_BLOCK) != ARCHIVE_OK) {
 		err_set(err, COVE_EINVAL, "not an uncompressed tar archive: %s", archive_error_string(a));
 	} else {
 		return a;
@@ -371,13 +356,12 @@ static const char *through_symlink(json_t *symlinks, const char *path)
 
 /* The first pass: the whole body is a tar whose members are all safe to
  * make. Nothing has changed yet, so a refusal changes nothing. */
-static int check_body(struct http_req *req, struct cove_err *err)
+static int check_spool(int fd, struct cove_err *err)
 {
 	static char path[WIRE_ENTRY_MAX_PATH + 1], link[WIRE_ENTRY_MAX_PATH + 1];
-	struct body_reader br;
 	struct archive_entry *ae;
 	uint32_t type;
-	struct archive *a = open_body(http_req_body(req), &br, err);
+	struct archive *a = open_spool(fd, err);
 	json_t *symlinks = json_object();
 	int r = !a ? -1 : symlinks ? 0 : err_set(err, COVE_EINTERNAL, "out of memory");
 	while (r == 0) {
@@ -565,7 +549,7 @@ static int start_upload(struct file_op *op)
 	if (op->format == TREE_JSON) /* the first pass took it: this one does too */
 		(void)portable_parse((const char *)evbuffer_pullup(body, -1), evbuffer_get_length(body), &t->doc, &err);
 	else
-		t->ar = open_body(body, &t->body, &err);
+		t->ar = open_spool(op->body_fd, &err);
 	op->st->ev = event_new(daemon_ctx->base, op->st->sock, EV_READ | EV_PERSIST, upload_readable, op);
 	t->write_ev = event_new(daemon_ctx->base, op->st->sock, EV_WRITE | EV_PERSIST, upload_writable, op);
 	if ((!t->ar && !t->doc) || !op->st->ev || !t->write_ev)
@@ -595,10 +579,12 @@ int files_tar_get(struct http_req *req, const char *id, struct cove_err *err)
 int files_tar_put(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const params[] = { "path", "user", NULL };
-	struct file_request fr = {
-		.kind = FK_EXTRACT, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_EXTRACT
-	};
-	return files_start(req, id, &fr, check_body, err);
+	struct file_request fr = { .kind = FK_EXTRACT,
+				   .params = params,
+				   .type = WIRE_OPEN,
+				   .value = WIRE_OPEN_EXTRACT,
+				   .check_spool = check_spool };
+	return files_start(req, id, &fr, NULL, err);
 }
 
 /* The first pass over a portable snapshot: all of it valid, before
