@@ -830,6 +830,11 @@ static int clamp_extents(struct evbuffer_iovec *v, int nv, size_t limit)
 	return used;
 }
 
+static bool upgraded(const struct http_conn *c);
+static bool peer_gone(int fd);
+static void raw_input(struct http_conn *c);
+static void raw_input_end(struct http_conn *c);
+
 /* libevent 2.1's evbuffer_read, and so a bufferevent, reads at most 4 KiB
  * a call whatever bufferevent_set_max_single_read says (EVBUFFER_MAX_READ,
  * settable only from 2.2): a 1 GiB upload took a quarter million reads and
@@ -859,12 +864,19 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	ssize_t r = readv(fd, (struct iovec *)v, clamp_extents(v, nv, n));
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return; /* what was reserved and not committed is not there */
-	if (r <= 0) {   /* the client's end, or a broken connection */
+	if (r == 0 && upgraded(c) && !peer_gone(fd)) {
+		raw_input_end(c);
+		return;
+	}
+	if (r <= 0) { /* the client's end, or a broken connection */
 		http_conn_close(c);
 		return;
 	}
 	evbuffer_commit_space(c->in, v, clamp_extents(v, nv, (size_t)r));
-	conn_read(c);
+	if (upgraded(c))
+		raw_input(c);
+	else
+		conn_read(c);
 }
 
 static void on_write(struct bufferevent *bev, void *arg)
@@ -990,13 +1002,48 @@ int http_req_upgrade(struct http_req *req, const char **ret_protocol)
 	return 1;
 }
 
-static void raw_on_read(struct bufferevent *bev, void *arg)
+static bool upgraded(const struct http_conn *c)
 {
-	struct http_conn *c = arg;
+	return c->req && c->req->reply == REPLY_UPGRADED;
+}
+
+/* Bytes came, into c->in (on_readable): the handler takes what it can. */
+static void raw_input(struct http_conn *c)
+{
 	hold(c);
 	if (c->raw.on_input)
 		c->raw.on_input(c, c->raw_arg);
+	if (!c->closed)
+		update_reading(c);
 	release(c);
+}
+
+/* From the loop: the bytes that came right behind the upgrade request. */
+static void raw_input_from_loop(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *c = arg;
+	if (!c->closed && upgraded(c))
+		raw_input(c);
+	release(c);
+}
+
+/* A half-close: the client has said all it will, and still reads. No more
+ * reading; writing goes on. */
+static void raw_input_end(struct http_conn *c)
+{
+	set_reading(c, false);
+	hold(c);
+	if (c->raw.on_input_end)
+		c->raw.on_input_end(c, c->raw_arg);
+	release(c);
+}
+
+/* The handler took input: read again once less than INPUT_HIGH_WATER
+ * waits (it may take it later than on_input, as a terminal drains). */
+static void raw_input_taken(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
+{
+	if (info->n_deleted > 0)
+		update_reading(arg);
 }
 
 static void raw_on_write(struct bufferevent *bev, void *arg)
@@ -1020,21 +1067,6 @@ static bool peer_gone(int fd)
 	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR));
 }
 
-static void raw_on_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct http_conn *c = arg;
-	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !peer_gone(bufferevent_getfd(bev))) {
-		/* A half-close: the client has said all it will, and still
-		 * reads. libevent stopped reading; writing goes on. */
-		hold(c);
-		if (c->raw.on_input_end)
-			c->raw.on_input_end(c, c->raw_arg);
-		release(c);
-		return;
-	}
-	http_conn_close(c);
-}
-
 int http_upgrade(struct http_req *req, const char *protocol, const struct http_raw_callbacks *cbs, void *arg)
 {
 	struct http_conn *c = req->conn;
@@ -1048,12 +1080,20 @@ int http_upgrade(struct http_req *req, const char *protocol, const struct http_r
 	c->raw = *cbs;
 	c->raw_arg = arg;
 	set_phase(c, PHASE_HANDLING); /* no limit: a terminal may stay open for days */
-	bufferevent_setcb(c->bev, raw_on_read, raw_on_write, raw_on_event, c);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	bufferevent_setcb(c->bev, NULL, raw_on_write, on_event, c);
+	if (!evbuffer_add_cb(c->in, raw_input_taken, c)) {
+		http_conn_close(c);
+		return 0; /* upgraded, and gone at once */
+	}
+	set_reading(c, true);
 	/* Bytes the client sent right behind its request are in the input
 	 * already: they are the new protocol's, handed over from the loop. */
-	if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
-		bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+	if (evbuffer_get_length(c->in) > 0) {
+		static const struct timeval now = { 0, 0 };
+		hold(c);
+		if (event_base_once(srv.base, -1, EV_TIMEOUT, raw_input_from_loop, c, &now) < 0)
+			release(c);
+	}
 	return 0;
 }
 
@@ -1064,7 +1104,7 @@ void http_conn_close_when_sent(struct http_conn *c)
 		return;
 	req->reply = REPLY_DONE;                   /* state READ_DONE and no keep-alive: finish_request closes */
 	c->raw = (struct http_raw_callbacks){ 0 }; /* the handler is done with it */
-	bufferevent_disable(c->bev, EV_READ);
+	set_reading(c, false);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
 		event_active(c->finish, 0, 0);
 }
@@ -1155,6 +1195,11 @@ struct http_conn *http_req_conn(struct http_req *req)
 struct bufferevent *http_conn_bev(struct http_conn *conn)
 {
 	return conn->bev;
+}
+
+struct evbuffer *http_conn_input(struct http_conn *conn)
+{
+	return conn->in;
 }
 
 bool http_conn_is_tcp(const struct http_conn *conn)

@@ -103,6 +103,9 @@ void http_reply_end(struct http_req *req);
 
 /* The connection */
 struct bufferevent *http_conn_bev(struct http_conn *conn);
+/* What came on an upgraded connection and waits for its handler (httpd
+ * reads the socket itself: the bufferevent only writes). */
+struct evbuffer *http_conn_input(struct http_conn *conn);
 bool http_conn_is_tcp(const struct http_conn *conn);
 /* The one close callback: runs when the connection closes, whatever the
  * reason, before its request is freed. */
@@ -122,7 +125,7 @@ void http_conn_close(struct http_conn *conn);
  * reverse. */
 int http_req_upgrade(struct http_req *req, const char **ret_protocol);
 struct http_raw_callbacks {
-	/* Bytes came: in http_conn_bev(conn)'s input. What the callback leaves
+	/* Bytes came: in http_conn_input(conn). What the callback leaves
 	 * there stays, and is given again with the next bytes; while more
 	 * than a few MiB wait, the socket is not read. */
 	http_conn_cb on_input;

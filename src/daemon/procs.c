@@ -431,7 +431,7 @@ static int raw_write_some(struct attach *a, struct evbuffer *in, int fd)
 static void raw_feed_stdin(struct attach *a)
 {
 	struct proc *p = a->p;
-	struct evbuffer *in = bufferevent_get_input(http_conn_bev(a->conn));
+	struct evbuffer *in = http_conn_input(a->conn);
 	if (p->ended || p->in_fd < 0 || !p->in_ev) {
 		evbuffer_drain(in, evbuffer_get_length(in));
 		a->eof_pending = false;
