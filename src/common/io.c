@@ -1,7 +1,9 @@
 #include "common/io.h"
 
 #include <errno.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 
 int io_write_all(int fd, const void *buf, size_t len)
 {
@@ -16,4 +18,17 @@ int io_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int io_openat2(int dirfd, const char *path, const struct open_how *how)
+{
+	/* Each try fails only if something changed the machine's mounts or
+	 * names during it: a bound keeps a pathological host from spinning. */
+	for (int tries = 1;; tries++) {
+		int fd = (int)syscall(SYS_openat2, dirfd, path, how, sizeof(*how));
+		if (fd >= 0)
+			return fd;
+		if (errno != EAGAIN || tries == 1000)
+			return -errno;
+	}
 }

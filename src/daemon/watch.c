@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "common/wire.h"
 #include "daemon/daemon.h"
@@ -349,8 +350,7 @@ static int open_dir_beneath(int dirfd, const char *path)
 	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 					   RESOLVE_NO_XDEV };
-	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-	return fd < 0 ? -errno : fd;
+	return io_openat2(dirfd, path, &how);
 }
 
 /* Watch the folder open as fd, recorded as name in parent_wd. Returns its

@@ -64,8 +64,7 @@ static int resolve(const char *path, int flags, mode_t mode)
 				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	if (!(flags & O_PATH))
 		how.flags |= O_NOCTTY;
-	int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
-	return fd < 0 ? -errno : fd;
+	return io_openat2(root_fd, path, &how);
 }
 
 static bool on_procfs(int fd)
@@ -689,10 +688,10 @@ static int step_beneath(int dirfd, const char *name, bool make)
 {
 	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	int fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
-	if (fd < 0 && errno == ENOENT && make && (mkdirat(dirfd, name, FILES_DIR_MODE) == 0 || errno == EEXIST))
-		fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
-	return fd < 0 ? -errno : fd;
+	int fd = io_openat2(dirfd, name, &how);
+	if (fd == -ENOENT && make && (mkdirat(dirfd, name, FILES_DIR_MODE) == 0 || errno == EEXIST))
+		fd = io_openat2(dirfd, name, &how);
+	return fd;
 }
 
 /* The directory dir ("" is root itself) beneath root, component by

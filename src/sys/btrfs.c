@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 
 /* The root directory of every subvolume has this inode number. */
 #define BTRFS_SUBVOL_ROOT_INO 256
@@ -163,8 +164,7 @@ static int btrfs_open_beneath(int dirfd, const char *path)
 		.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
-	int fd = (int)syscall(SYS_openat2, dirfd, *path ? path : ".", &how, sizeof(how));
-	return fd < 0 ? -errno : fd;
+	return io_openat2(dirfd, *path ? path : ".", &how);
 }
 
 /* Set or clear the read-only flag of subvolume fd. Returns 1 if the flag
