@@ -293,18 +293,6 @@ static int parse_stdin(json_t *j, struct exec_request *er, unsigned char **store
 	return 0;
 }
 
-bool query_flag(struct http_req *req, const char *name)
-{
-	struct evkeyvalq q;
-	const char *query = http_req_query(req);
-	if (!query || evhttp_parse_query_str(query, &q) < 0)
-		return false;
-	const char *v = evhttp_find_header(&q, name);
-	bool on = v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
-	evhttp_clear_headers(&q);
-	return on;
-}
-
 /* Handlers: id is the {id} segment or NULL. Return 0 when a reply was (or
  * will be) sent, -1 with err set otherwise. */
 typedef int (*handler_fn)(struct http_req *req, const char *id, struct cove_err *err);
@@ -425,11 +413,13 @@ static int h_exec(struct http_req *req, const char *id, struct cove_err *err)
 	json_t *j = sb ? read_body(req, err) : NULL;
 	if (!j)
 		return -1;
-	struct exec_request er = { .max_output = API_DEFAULT_MAX_OUTPUT, .stream = query_flag(req, "stream") };
+	struct exec_request er = { .max_output = API_DEFAULT_MAX_OUTPUT };
 	_cleanup_free_ unsigned char *stdin_store = NULL;
 	double max_output = API_DEFAULT_MAX_OUTPUT;
 	json_t *stream = json_object_get(j, "stream");
-	int r = check_fields(j, fields, err);
+	int r = get_flag(query_of(req), "stream", &er.stream, err);
+	if (r == 0)
+		r = check_fields(j, fields, err);
 	if (r == 0 && stream && !json_is_boolean(stream))
 		r = err_set(err, COVE_EINVAL, "'stream' must be a boolean");
 	if (r == 0 && !json_object_get(j, "cmd"))

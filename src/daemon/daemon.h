@@ -377,7 +377,6 @@ int check_fields(json_t *j, const char *const *allowed, struct cove_err *err);
 int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err);
 int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err);
 int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err);
-bool query_flag(struct http_req *req, const char *name); /* ?name=1 or ?name=true */
 void api_send_error(struct http_req *req, const struct cove_err *err);
 void api_send_json(struct http_req *req, int status, json_t *body);
 

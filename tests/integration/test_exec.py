@@ -107,6 +107,13 @@ def test_stream_ndjson(cv):
     assert events[1]["data"] == "one\n" and events[2]["data"] == "two\n"
     assert events[3]["exit_code"] == 3
     assert stamps[2] - stamps[1] > 0.2  # streamed while produced, not at the end
+    # a flag that is neither on nor off is refused, and nothing runs
+    st, j = cv.api("POST", "/v1/sandboxes/%s/exec?stream=yes" % sid, {"cmd": ["touch", "/tmp/ran"]})
+    assert st == 400 and "'stream'" in j["error"]["message"], (st, j)
+    assert cv.exec(sid, ["test", "-e", "/tmp/ran"])["exit_code"] == 1
+    assert cv.exec(sid, ["true"])["exit_code"] == 0
+    st, j = cv.api("POST", "/v1/sandboxes/%s/exec?stream=0" % sid, {"cmd": ["echo", "whole"]})
+    assert st == 200 and j["stdout"] == "whole\n", (st, j)
 
 
 def test_cli_run_exit_status_and_streams(cv):
