@@ -105,23 +105,34 @@ static void mountf(const char *src, const char *dst, const char *type, unsigned 
 		fail("mount %s on '%s'", type ? type : src ? src : "(remount)", dst);
 }
 
+/* The user namespace helper: it waits for EOF on the pipe (go[0]; its own
+ * copy of the write end closed first), then ends. */
+static int userns_helper(void *arg)
+{
+	const int *go = arg;
+	char c;
+	close(go[1]);
+	(void)!read(go[0], &c, 1);
+	return 0;
+}
+
 /* The user namespace is made by a helper that only exists to own it: the
  * mounts must be idmapped with it before anything enters it, and only a
- * process outside it (host root) may write a map of 65536 ids. */
+ * process outside it (host root) may write a map of 65536 ids.
+ *
+ * The helper shares our memory (CLONE_VM, on a stack of its own): a copy
+ * of coved's address space for a process that only waits would cost more
+ * than everything it does (its own fd table, so its close is its own). We
+ * touch neither its stack nor go until it has been reaped. */
 static int make_userns(uid_t base)
 {
+	static char stack[16384] __attribute__((aligned(16)));
 	int go[2];
 	if (pipe2(go, O_CLOEXEC) < 0)
 		fail("pipe");
-	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+	pid_t pid = clone(userns_helper, stack + sizeof(stack), CLONE_NEWUSER | CLONE_VM | SIGCHLD, go);
 	if (pid < 0)
 		fail("clone user namespace");
-	if (pid == 0) {
-		char c;
-		close(go[1]);
-		(void)!read(go[0], &c, 1);
-		_exit(0);
-	}
 	char path[64], map[64];
 	int n = snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, (unsigned)RUNTIME_UID_COUNT);
 	for (int i = 0; i < 2; i++) {
