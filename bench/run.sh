@@ -204,6 +204,11 @@ for p in $(our_coveds); do
 	kill -TERM "$p" 2>/dev/null || true
 	sleep 1
 done
+# A fresh data root each run: a reused pool carries the earlier runs'
+# deleted subvolumes, which btrfs's cleaner is still freeing (and their
+# writeback) while this run measures.
+if mountpoint -q "$DATA/pool"; then umount "$DATA/pool" || die "cannot unmount $DATA/pool"; fi
+rm -rf "$DATA"
 log "starting coved (data $DATA, socket $SOCK)"
 : >"$B/coved.log"
 setsid "$COVED" --data "$DATA" --socket "$SOCK" </dev/null >>"$B/coved.log" 2>&1 &
