@@ -246,6 +246,9 @@ python3 "$ROOT/bench/snapbench.py" --socket "$SOCK" --pool "$DATA/pool" --scratc
 	--runs "$SNAP_N" --cp-runs "$CP_RUNS" --out "$RES/snap.txt"
 
 # --- 3. CLI against crun and bwrap, with hyperfine -----------------------------------
+# what the runs above deleted, cleaned by btrfs and written out first
+btrfs subvolume sync "$DATA/pool" >/dev/null
+sync
 cd /tmp
 # smoke SHELL-FREE-COMMAND: run once outside hyperfine so a failure is shown, not timed
 smoke() {

@@ -185,6 +185,14 @@ def main():
         api.call("DELETE", f"/v1/snapshots/{snid}", ok=(200, 204, 404))
         made_sn.discard(snid)
 
+    def settle():
+        """Before each timed series: what the last one deleted (coved removes
+        a sandbox's subvolume just after its init dies) cleaned by btrfs,
+        and written out, so that no series pays for the one before it."""
+        time.sleep(0.3)
+        subprocess.run(["btrfs", "subvolume", "sync", a.pool], check=True, stdout=subprocess.DEVNULL)
+        os.sync()
+
     def rm_history(sid):  # its checkpoints' snapshots go with it
         api.call("DELETE", f"/v1/sandboxes/{sid}/checkpoints", ok=(200, 404))
         made_hist.discard(sid)
@@ -214,6 +222,7 @@ def main():
             made_sn.add(sn["id"])
             rm_sn(sn["id"])
 
+            settle()
             xs = []
             for _ in range(N):
                 ms, sn = api.timed("POST", f"/v1/sandboxes/{sid}/snapshots", {})
@@ -224,6 +233,7 @@ def main():
 
             _, base = api.timed("POST", f"/v1/sandboxes/{sid}/snapshots", {"name": f"snapbench-{size}"})
             made_sn.add(base["id"])
+            settle()
             xs = []
             for _ in range(N):
                 ms, nsb = api.timed("POST", f"/v1/snapshots/{base['id']}/restore", {})
@@ -234,6 +244,7 @@ def main():
             rm_sn(base["id"])
 
             for count in (1, 10):
+                settle()
                 xs = []
                 for _ in range(N):
                     ms, j = api.timed("POST", f"/v1/sandboxes/{sid}/fork", {"count": count})
@@ -247,6 +258,7 @@ def main():
                 record(f"{size}.fork{count}", xs)
 
             if size == "large":
+                settle()
                 xs = []
                 made_hist.add(sid)
                 for i in range(N):
