@@ -186,10 +186,11 @@ def main():
         made_sn.discard(snid)
 
     def settle():
-        """Before each timed series: what the last one deleted (coved removes
-        a sandbox's subvolume just after its init dies) cleaned by btrfs,
-        and written out, so that no series pays for the one before it."""
-        time.sleep(0.3)
+        """Before each timed request: what the run before deleted (coved
+        removes a sandbox's subvolume just after its init dies) cleaned by
+        btrfs, and written out, so that no request pays for the cleanup of
+        the one before it (which is not timed either)."""
+        time.sleep(0.05)
         subprocess.run(["btrfs", "subvolume", "sync", a.pool], check=True, stdout=subprocess.DEVNULL)
         os.sync()
 
@@ -222,9 +223,9 @@ def main():
             made_sn.add(sn["id"])
             rm_sn(sn["id"])
 
-            settle()
             xs = []
             for _ in range(N):
+                settle()
                 ms, sn = api.timed("POST", f"/v1/sandboxes/{sid}/snapshots", {})
                 made_sn.add(sn["id"])
                 xs.append(ms)
@@ -233,9 +234,9 @@ def main():
 
             _, base = api.timed("POST", f"/v1/sandboxes/{sid}/snapshots", {"name": f"snapbench-{size}"})
             made_sn.add(base["id"])
-            settle()
             xs = []
             for _ in range(N):
+                settle()
                 ms, nsb = api.timed("POST", f"/v1/snapshots/{base['id']}/restore", {})
                 made_sb.add(nsb["id"])
                 xs.append(ms)
@@ -244,9 +245,9 @@ def main():
             rm_sn(base["id"])
 
             for count in (1, 10):
-                settle()
                 xs = []
                 for _ in range(N):
+                    settle()
                     ms, j = api.timed("POST", f"/v1/sandboxes/{sid}/fork", {"count": count})
                     ids = [s["id"] for s in j["sandboxes"]]
                     made_sb.update(ids)
@@ -258,10 +259,10 @@ def main():
                 record(f"{size}.fork{count}", xs)
 
             if size == "large":
-                settle()
                 xs = []
                 made_hist.add(sid)
                 for i in range(N):
+                    settle()
                     api.exec(sid, ["sh", "-c", f"echo step {i} >/srv/bench/d7/f7"])
                     ms, cp = api.timed("POST", f"/v1/sandboxes/{sid}/checkpoints", {"label": f"step {i}"})
                     if cp["seq"] != i + 1:
