@@ -141,6 +141,8 @@ def log(msg):
     print(f"[snapbench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+IOC_SYNC = 0x9408  # BTRFS_IOC_SYNC, _IO(0x94, 8)
+
 # --- raw btrfs: BTRFS_IOC_SNAP_CREATE_V2, _IOW(0x94, 23, struct btrfs_ioctl_vol_args_v2) (4096 bytes)
 IOC_SNAP_CREATE_V2 = (1 << 30) | (4096 << 16) | (0x94 << 8) | 23
 
@@ -189,10 +191,23 @@ def main():
         """Before each timed request: what the run before deleted (coved
         removes a sandbox's subvolume just after its init dies) cleaned by
         btrfs, and written out, so that no request pays for the cleanup of
-        the one before it (which is not timed either)."""
-        time.sleep(0.05)
-        subprocess.run(["btrfs", "subvolume", "sync", a.pool], check=True, stdout=subprocess.DEVNULL)
-        os.sync()
+        the one before it (which is not timed either). BTRFS_IOC_SYNC
+        commits and pokes btrfs's cleaner (`btrfs subvolume sync` alone
+        waits for the 30 s periodic commit to do that); then the deleted
+        subvolumes are polled until gone, for at most 5 s."""
+        time.sleep(0.02)
+        deadline = time.monotonic() + 5
+        fd = os.open(a.pool, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            while True:
+                fcntl.ioctl(fd, IOC_SYNC)
+                left = subprocess.run(["btrfs", "subvolume", "list", "-d", a.pool], check=True,
+                                      capture_output=True, text=True).stdout.strip()
+                if not left or time.monotonic() > deadline:
+                    return
+                time.sleep(0.02)
+        finally:
+            os.close(fd)
 
     def rm_history(sid):  # its checkpoints' snapshots go with it
         api.call("DELETE", f"/v1/sandboxes/{sid}/checkpoints", ok=(200, 404))
