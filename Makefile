@@ -25,7 +25,7 @@ INIT_SRC   := $(wildcard src/init/*.c)
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 # cove-init is static and links only libc: it is built from its own objects
 # (compiled without PIE) plus the pure helpers it shares.
-INIT_COMMON := src/common/wire.c src/common/passwd.c src/common/io.c src/common/fdpass.c
+INIT_COMMON := src/common/array.c src/common/wire.c src/common/passwd.c src/common/io.c src/common/fdpass.c
 iobj = $(patsubst %.c,$(BUILD)/init-obj/%.o,$(1))
 
 CORE_OBJ   := $(call obj,$(COMMON_SRC) $(SYS_SRC) $(SANDBOX_SRC))

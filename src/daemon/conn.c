@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/log.h"
 #include "daemon/daemon.h"
 
@@ -131,16 +132,12 @@ int conn_add_ephemeral(struct http_conn *conn, const char *id)
 	struct conn_entry *e = get(conn);
 	if (!e)
 		return -ENOMEM;
-	if (e->n_ids == e->cap_ids) {
-		size_t cap = e->cap_ids ? e->cap_ids * 2 : 4;
-		char(*ids)[16] = realloc(e->ids, cap * sizeof(*ids));
-		if (!ids) {
-			drop_if_empty(e);
-			return -ENOMEM;
-		}
-		e->ids = ids;
-		e->cap_ids = cap;
+	char(*ids)[16] = array_room_for_one(e->ids, e->n_ids, &e->cap_ids, sizeof(*ids), 4);
+	if (!ids) {
+		drop_if_empty(e);
+		return -ENOMEM;
 	}
+	e->ids = ids;
 	snprintf(e->ids[e->n_ids++], sizeof(e->ids[0]), "%s", id);
 	return 0;
 }

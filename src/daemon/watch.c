@@ -54,6 +54,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "common/log.h"
@@ -162,14 +163,10 @@ static int dir_insert(struct watch *w, int wd, int parent_wd, const char *name)
 {
 	bool found;
 	size_t i = dir_slot(w, wd, &found);
-	if (w->n_dirs == w->cap_dirs) {
-		size_t cap = w->cap_dirs ? w->cap_dirs * 2 : 16;
-		struct watched_dir *d = realloc(w->dirs, cap * sizeof(*d));
-		if (!d)
-			return -ENOMEM;
-		w->dirs = d;
-		w->cap_dirs = cap;
-	}
+	struct watched_dir *dirs = array_room_for_one(w->dirs, w->n_dirs, &w->cap_dirs, sizeof(*dirs), 16);
+	if (!dirs)
+		return -ENOMEM;
+	w->dirs = dirs;
 	char *copy = strdup(name);
 	if (!copy)
 		return -ENOMEM;

@@ -39,6 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/io.h"
 #include "init/init.h"
 
@@ -802,14 +803,10 @@ static int receive_file(struct extract *x, int fd)
 
 static int remember_mode(struct extract *x)
 {
-	if (x->n_late == x->cap_late) {
-		size_t cap = x->cap_late ? x->cap_late * 2 : 16;
-		struct late_mode *l = realloc(x->late, cap * sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		x->late = l;
-		x->cap_late = cap;
-	}
+	struct late_mode *late = array_room_for_one(x->late, x->n_late, &x->cap_late, sizeof(*late), 16);
+	if (!late)
+		return -ENOMEM;
+	x->late = late;
 	if (!(x->late[x->n_late].path = strdup(x->path)))
 		return -ENOMEM;
 	x->late[x->n_late++].mode = x->e.mode;
