@@ -17,7 +17,8 @@ LIBS_CLIENT := -ljansson -larchive -lacl
 COMMON_SRC := $(wildcard src/common/*.c)
 SYS_SRC    := $(wildcard src/sys/*.c)
 SANDBOX_SRC:= $(wildcard src/sandbox/*.c) $(wildcard src/image/*.c)
-DAEMON_SRC := $(wildcard src/daemon/*.c)
+DAEMON_SRC := $(wildcard src/daemon/*.c src/daemon/*/*.c)
+ENGINE_SRC := $(wildcard src/engine/*.c src/store/*.c)
 CLIENT_SRC := $(wildcard src/client/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
 INIT_SRC   := $(wildcard src/init/*.c)
@@ -30,6 +31,7 @@ iobj = $(patsubst %.c,$(BUILD)/init-obj/%.o,$(1))
 
 CORE_OBJ   := $(call obj,$(COMMON_SRC) $(SYS_SRC) $(SANDBOX_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
+ENGINE_OBJ := $(call obj,$(ENGINE_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC) $(COMMON_SRC))
 CLI_OBJ    := $(call obj,$(CLI_SRC))
 
@@ -61,7 +63,7 @@ $(BUILD)/libcove.a: $(CLIENT_OBJ)
 COVED_LIBS := -Wl,-Bstatic -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lacl -lnettle \
               -lzstd -llz4 -lbz2 -Wl,-Bdynamic -lxml2 -llzma -lz -lm -lpthread
 
-$(BUILD)/coved: $(DAEMON_OBJ) $(CORE_OBJ)
+$(BUILD)/coved: $(DAEMON_OBJ) $(ENGINE_OBJ) $(CORE_OBJ)
 	$(CC) $(PIE_LDFLAGS) -o $@ $^ $(COVED_LIBS)
 
 # The CLI is linked statically (static-pie keeps ASLR): loading shared

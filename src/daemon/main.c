@@ -4,7 +4,7 @@
  * their own processes, and the next coved picks them up. */
 #include <errno.h>
 #include <event2/bufferevent.h>
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -23,13 +23,17 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "daemon/api/api.h"
 #include "daemon/daemon.h"
-#include "daemon/store.h"
+#include "daemon/http/access.h"
+#include "engine/engine.h"
+#include "store/store.h"
 #include "image/host_image.h"
 #include "sys/seccomp.h"
 
 #define POOL_SIZE (256ull << 30) /* sparse: only what is written takes space */
 
+struct engine *engine_ctx;
 struct daemon *daemon_ctx;
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -114,7 +118,7 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 	log_info("signal %d: stopping (sandboxes keep running)", (int)sig);
 	/* Deletions under way get a few seconds to finish; what is left then
 	 * is finished by the next start. */
-	daemon_ctx->stopping = true;
+	engine_ctx->stopping = true;
 	/* No new requests: the socket goes at once (a new coved may take it). */
 	if (daemon_ctx->api_handle) {
 		http_listener_free(daemon_ctx->api_handle);
@@ -123,8 +127,8 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 	}
 	access_stop(daemon_ctx);
 	struct timeval grace = { 5, 0 };
-	event_base_loopexit(daemon_ctx->base, &grace);
-	sandboxes_stop_if_idle(daemon_ctx);
+	event_base_loopexit(engine_ctx->base, &grace);
+	sandboxes_stop_if_idle(engine_ctx);
 }
 
 static void usage(FILE *f)
@@ -147,7 +151,7 @@ static void usage(FILE *f)
 		   "                          after its first byte (default 60)\n");
 }
 
-static int parse_args(int argc, char **argv, struct daemon *d, char *init_path, size_t cap)
+static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path, size_t cap)
 {
 	/* 'A': an option of access.c, which finds it by name. */
 	static const struct option opts[] = {
@@ -171,10 +175,10 @@ static int parse_args(int argc, char **argv, struct daemon *d, char *init_path, 
 	while ((c = getopt_long(argc, argv, "", opts, &longindex)) != -1) {
 		switch (c) {
 		case 'd':
-			snprintf(d->data_dir, sizeof(d->data_dir), "%s", optarg);
+			snprintf(fe->engine->data_dir, sizeof(fe->engine->data_dir), "%s", optarg);
 			break;
 		case 's':
-			snprintf(d->socket_path, sizeof(d->socket_path), "%s", optarg);
+			snprintf(fe->socket_path, sizeof(fe->socket_path), "%s", optarg);
 			break;
 		case 'i':
 			snprintf(init_path, cap, "%s", optarg);
@@ -183,13 +187,13 @@ static int parse_args(int argc, char **argv, struct daemon *d, char *init_path, 
 			log_set_level(LOG_DEBUG);
 			break;
 		case 'A':
-			if (access_parse_option(&d->access, opts[longindex].name, optarg, &err) < 0) {
+			if (access_parse_option(&fe->access, opts[longindex].name, optarg, &err) < 0) {
 				fprintf(stderr, "coved: %s\n", err.msg);
 				return -1;
 			}
 			break;
 		case 'S':
-			if (storage_driver_parse(optarg, &d->storage) < 0) {
+			if (storage_driver_parse(optarg, &fe->engine->storage) < 0) {
 				fprintf(stderr, "coved: --storage: unknown driver '%s' (btrfs, overlay or auto)\n",
 					optarg);
 				return -1;
@@ -230,8 +234,9 @@ static int lock_data_root(const char *data_dir, struct cove_err *err)
 	return 0;
 }
 
-static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
+static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 {
+	struct engine *d = fe->engine;
 	char path[1024];
 	if (mkdir_p(d->data_dir, 0700) < 0)
 		return err_sys(err, errno, "create data root '%s'", d->data_dir);
@@ -239,7 +244,7 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 		return -1;
 	/* The token and the TCP port, before anything is built: a bad token
 	 * file or a port in use stops coved with nothing changed. */
-	if (access_setup(d, err) < 0)
+	if (access_setup(fe, err) < 0)
 		return -1;
 	if (pool_open(&d->pool, d->data_dir, d->storage, POOL_SIZE, err) < 0)
 		return -1;
@@ -268,26 +273,27 @@ static int setup(struct daemon *d, const char *init_path, struct cove_err *err)
 	/* Bound before the sandboxes are re-attached: a second coved on the
 	 * same socket must fail before it touches anything. Requests wait in
 	 * the backlog until the loop runs. */
-	if ((d->api_fd = listen_api(d->socket_path, err)) < 0)
+	if ((fe->api_fd = listen_api(fe->socket_path, err)) < 0)
 		return -1;
 	if (sandboxes_load(d, err) < 0)
 		return -1;
 	return 0;
 }
 
-static int serve(struct daemon *d, struct cove_err *err)
+static int serve(struct daemon *fe, struct cove_err *err)
 {
-	int fd = d->api_fd;
+	const struct engine *d = fe->engine;
+	int fd = fe->api_fd;
 	/* Limits first: they apply from the first connection on. */
-	if (access_serve(d, err) < 0) {
+	if (access_serve(fe, err) < 0) {
 		close(fd);
 		return -1;
 	}
-	if (!(d->api_handle = http_listen(fd, false))) {
+	if (!(fe->api_handle = http_listen(fd, false))) {
 		close(fd);
 		return err_set(err, COVE_EINTERNAL, "listen on the API socket: out of memory");
 	}
-	log_info("coved: serving %s (data %s, %s pool %s%s, cgroup %s, %d sandboxes)", d->socket_path, d->data_dir,
+	log_info("coved: serving %s (data %s, %s pool %s%s, cgroup %s, %d sandboxes)", fe->socket_path, d->data_dir,
 		 storage_driver_name(d->pool.driver), d->pool.dir, d->pool.loop_backed ? " on a loop device" : "",
 		 d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", d->count);
 	return 0;
@@ -295,14 +301,16 @@ static int serve(struct daemon *d, struct cove_err *err)
 
 int main(int argc, char **argv)
 {
-	static struct daemon d = { .data_dir = "/var/lib/cove", .socket_path = "/run/cove/cove.sock" };
+	static struct engine d = { .data_dir = "/var/lib/cove" };
+	static struct daemon fe = { .engine = &d, .socket_path = "/run/cove/cove.sock" };
 	char init_path[1024], self[1024];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = '\0';
 	snprintf(init_path, sizeof(init_path), "%s/cove-init", dirname(self));
-	if (parse_args(argc, argv, &d, init_path, sizeof(init_path)) < 0)
+	if (parse_args(argc, argv, &fe, init_path, sizeof(init_path)) < 0)
 		return 2;
-	daemon_ctx = &d;
+	engine_ctx = &d;
+	daemon_ctx = &fe;
 	signal(SIGPIPE, SIG_IGN);
 	umask(022);
 	/* Sandboxes' inits are re-parented to coved when their setup process
@@ -316,13 +324,13 @@ int main(int argc, char **argv)
 	event_add(term, NULL);
 	event_add(intr, NULL);
 	struct cove_err err = { 0 };
-	if (setup(&d, init_path, &err) < 0 || serve(&d, &err) < 0) {
+	if (setup(&fe, init_path, &err) < 0 || serve(&fe, &err) < 0) {
 		log_error("coved: %s", err.msg);
 		return 1;
 	}
 	event_base_dispatch(d.base);
-	if (d.api_handle)
-		(void)unlink(d.socket_path);
+	if (fe.api_handle)
+		(void)unlink(fe.socket_path);
 	http_shutdown();
 	access_cleanup();
 	event_free(chld);

@@ -1,5 +1,5 @@
 """The API contract: docs/openapi.json against the code and the live daemon.
-The routes in src/daemon/api.c's routes[] table and the paths of the
+The routes in src/daemon/api/api.c's routes[] table and the paths of the
 document must be the same set; the document must be well-formed OpenAPI 3.0
 with every $ref resolving; and the parameterless GET routes of the running
 coved must answer what the document says they answer."""
@@ -9,7 +9,7 @@ import re
 
 import covetest
 
-API_C = os.path.join(covetest.ROOT, "src", "daemon", "api.c")
+API_C = os.path.join(covetest.ROOT, "src", "daemon", "api", "api.c")
 OPENAPI = os.path.join(covetest.ROOT, "docs", "openapi.json")
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
@@ -80,7 +80,7 @@ def test_routes_match_the_document(cv):
     missing = sorted(code - doc)
     extra = sorted(doc - code)
     assert not missing and not extra, (
-        "docs/openapi.json is out of step with src/daemon/api.c routes[]:\n"
+        "docs/openapi.json is out of step with src/daemon/api/api.c routes[]:\n"
         "  in the code, not in the document: %s\n  in the document, not in the code: %s"
         % (["%s %s" % r for r in missing] or "none", ["%s %s" % r for r in extra] or "none"))
 

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/files.h"
+#include "engine/files.h"
 
 /* DIR from the query, or the default, into fr. */
 static int tree_path(struct http_req *req, struct sandbox *sb, char path[PATH_MAX], struct file_request *fr,
@@ -41,7 +41,7 @@ static int start_tree(struct http_req *req, const char *id, struct file_request 
 		      int (*check)(struct http_req *req, struct cove_err *err), struct cove_err *err)
 {
 	char path[PATH_MAX];
-	struct sandbox *sb = sandbox_find(daemon_ctx, id);
+	struct sandbox *sb = sandbox_find(engine_ctx, id);
 	if (!sb)
 		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	if (tree_path(req, sb, path, fr, err) < 0)
@@ -55,7 +55,7 @@ int export_get(struct http_req *req, const char *id, struct cove_err *err)
 	static const char *const params[] = { "format", "path", NULL };
 	struct file_request fr = { .kind = FK_TAR, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_TAR };
 	char format[8] = "tar";
-	if (!sandbox_find(daemon_ctx, id))
+	if (!sandbox_find(engine_ctx, id))
 		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	if (query_param(query_of(req), "format", format, sizeof(format), err) < 0 ||
 	    (strcmp(format, "tar") != 0 && strcmp(format, "zip") != 0))

@@ -1,4 +1,4 @@
-#include "daemon/store.h"
+#include "store/store.h"
 
 #include <sqlite3.h>
 #include <stdarg.h>

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <event2/keyvalq_struct.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -49,7 +49,11 @@
 #include "common/log.h"
 #include "common/netaddr.h"
 #include "common/parse.h"
+#include "daemon/api/api.h"
 #include "daemon/daemon.h"
+#include "daemon/http/access.h"
+#include "daemon/http/conn.h"
+#include "engine/engine.h"
 
 #define TOKEN_MIN 32   /* bytes: 256 bits of hex, or a 32-character passphrase */
 #define TOKEN_MAX 4096 /* it travels in a header, under --max-header-bytes */
@@ -251,7 +255,7 @@ static void refuse(struct http_req *req, int status, const char *code, const cha
 	evhttp_add_header(h, "Connection", "close");
 	if (status == 401)
 		evhttp_add_header(h, "WWW-Authenticate", "Bearer");
-	api_send_json(req, status, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", message));
+	reply_json(req, status, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", message));
 }
 
 bool access_request_begin(struct http_req *req)
@@ -309,7 +313,7 @@ int access_setup(struct daemon *d, struct cove_err *err)
 	if (cfg->token_file[0]) {
 		snprintf(path, sizeof(path), "%s", cfg->token_file);
 	} else {
-		snprintf(path, sizeof(path), "%s/token", d->data_dir);
+		snprintf(path, sizeof(path), "%s/token", d->engine->data_dir);
 		if (make_token_file(path, err) < 0)
 			return -1;
 	}
@@ -335,7 +339,7 @@ int access_serve(struct daemon *d, struct cove_err *err)
 		.request_timeout = cfg->request_timeout,
 	};
 	const struct http_callbacks cbs = { .streams = api_streams, .handle = api_handle, .keep_idle = keep_idle };
-	http_setup(d->base, &limits, &cbs);
+	http_setup(d->engine->base, &limits, &cbs);
 	if (gate.tcp_fd < 0)
 		return 0;
 	if (!(gate.tcp_handle = http_listen(gate.tcp_fd, true))) {

@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,7 +33,7 @@
 #include "common/encoding.h"
 #include "common/log.h"
 #include "common/wire.h"
-#include "daemon/daemon.h"
+#include "engine/engine.h"
 
 #define RING_CAP (1u << 20)
 #define RING_HDR 4096u
@@ -324,11 +324,11 @@ static void stdin_answer(struct stdin_req *s, int status, const char *code, cons
 {
 	if (s->req) {
 		if (status == 200) {
-			api_send_json(s->req, 200, json_object());
+			reply_json(s->req, 200, json_object());
 		} else {
 			struct cove_err err = { 0 };
 			err_set(&err, COVE_ESTATE, "%s", msg);
-			api_send_error(s->req, &err);
+			reply_error(s->req, &err);
 		}
 		conn_clear_hook(s->conn, s);
 	}
@@ -507,7 +507,7 @@ static void waiter_free(struct waiter *w, bool answer)
 	if (*pp)
 		*pp = w->next;
 	if (answer && w->req)
-		api_send_json(w->req, 200, proc_to_json(w->p));
+		reply_json(w->req, 200, proc_to_json(w->p));
 	if (w->conn)
 		conn_clear_hook(w->conn, w);
 	if (w->timer)
@@ -715,12 +715,12 @@ static void watch_fds(struct proc *p)
 	for (int i = 0; i < NSTREAMS; i++)
 		if (p->out_fd[i] >= 0) {
 			evutil_make_socket_nonblocking(p->out_fd[i]);
-			p->out_ev[i] = event_new(daemon_ctx->base, p->out_fd[i], EV_READ | EV_PERSIST, on_output, p);
+			p->out_ev[i] = event_new(engine_ctx->base, p->out_fd[i], EV_READ | EV_PERSIST, on_output, p);
 			event_add(p->out_ev[i], NULL);
 		}
 	if (p->in_fd >= 0) {
 		evutil_make_socket_nonblocking(p->in_fd);
-		p->in_ev = event_new(daemon_ctx->base, p->in_fd, EV_WRITE | EV_PERSIST, on_stdin_writable, p);
+		p->in_ev = event_new(engine_ctx->base, p->in_fd, EV_WRITE | EV_PERSIST, on_stdin_writable, p);
 	}
 }
 
@@ -874,7 +874,7 @@ static int spawn(struct sandbox *sb, struct http_req *req, const struct exec_req
 	p->start_req = req;
 	if (er->timeout > 0) {
 		struct timeval tv = { (time_t)er->timeout, (suseconds_t)((er->timeout - (time_t)er->timeout) * 1e6) };
-		p->timeout_ev = evtimer_new(daemon_ctx->base, on_timeout, p);
+		p->timeout_ev = evtimer_new(engine_ctx->base, on_timeout, p);
 		evtimer_add(p->timeout_ev, &tv);
 	}
 	if (ret)
@@ -1010,14 +1010,14 @@ bool procs_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid, int fd)
 		if (a)
 			a->kill_on_close = placeholder->kill_on_close;
 		else
-			api_send_error(req, &err);
+			reply_error(req, &err);
 	} else if (req && p->session) {
 		sessions_on_started(p->session, req);
 	} else if (req) {
 		json_t *j = json_pack("{s:i}", "pid", pid);
 		if (proc_tag(p))
 			json_object_set_new(j, "tag", json_string(proc_tag(p)));
-		api_send_json(req, 200, j);
+		reply_json(req, 200, j);
 	}
 	free(placeholder);
 	return true;
@@ -1034,7 +1034,7 @@ bool procs_on_spawn_failed(struct sandbox *sb, uint32_t seq, int stage, int errn
 				   ? COVE_EINVAL
 				   : COVE_EINTERNAL;
 		err_set(&err, code, "%s: %s", wire_stage_name(stage), strerror(errnum));
-		api_send_error(p->start_req, &err);
+		reply_error(p->start_req, &err);
 	}
 	free(p->start_attach);
 	p->start_attach = NULL;
@@ -1122,7 +1122,7 @@ void procs_abort_all(struct sandbox *sb)
 		if (p->start_req) {
 			struct cove_err err = { 0 };
 			err_set(&err, COVE_ESTATE, "sandbox %s stopped", sb->id);
-			api_send_error(p->start_req, &err);
+			reply_error(p->start_req, &err);
 			p->start_req = NULL;
 		}
 		free(p->start_attach);
@@ -1137,7 +1137,7 @@ void procs_abort_all(struct sandbox *sb)
 /* The {pid or tag} segment after /processes/ in the request's path. */
 static struct proc *lookup_proc(struct http_req *req, const char *id, struct sandbox **sbp, struct cove_err *err)
 {
-	struct sandbox *sb = sandbox_find(daemon_ctx, id);
+	struct sandbox *sb = sandbox_find(engine_ctx, id);
 	if (!sb) {
 		err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 		return NULL;
@@ -1164,14 +1164,14 @@ static struct proc *lookup_proc(struct http_req *req, const char *id, struct san
 
 int procs_list(struct http_req *req, const char *id, struct cove_err *err)
 {
-	struct sandbox *sb = sandbox_find(daemon_ctx, id);
+	struct sandbox *sb = sandbox_find(engine_ctx, id);
 	if (!sb)
 		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	json_t *a = json_array();
 	for (struct proc *p = sb->procs; p; p = p->next)
 		if (p->pid)
 			json_array_insert_new(a, 0, proc_to_json(p)); /* oldest first */
-	api_send_json(req, 200, json_pack("{s:o}", "processes", a));
+	reply_json(req, 200, json_pack("{s:o}", "processes", a));
 	return 0;
 }
 
@@ -1199,7 +1199,7 @@ int procs_get(struct http_req *req, const char *id, struct cove_err *err)
 	if (get_seconds(query_of(req), "wait", &wait, err) < 0)
 		return -1;
 	if (p->ended || wait == 0) {
-		api_send_json(req, 200, proc_to_json(p));
+		reply_json(req, 200, proc_to_json(p));
 		return 0;
 	}
 	struct waiter *w = calloc(1, sizeof(*w));
@@ -1208,7 +1208,7 @@ int procs_get(struct http_req *req, const char *id, struct cove_err *err)
 	w->p = p;
 	w->req = req;
 	w->conn = http_req_conn(req);
-	w->timer = evtimer_new(daemon_ctx->base, on_wait_timer, w);
+	w->timer = evtimer_new(engine_ctx->base, on_wait_timer, w);
 	if (!w->timer || conn_set_hook(w->conn, on_waiter_closed, w) < 0) {
 		if (w->timer)
 			event_free(w->timer);
@@ -1325,7 +1325,7 @@ int procs_signal(struct http_req *req, const char *id, struct cove_err *err)
 		r = err_set(err, COVE_ESTATE, "process %d has ended", p->pid);
 	if (r == 0) {
 		signal_proc(p, sig, tree ? WIRE_FLAG_TREE : 0);
-		api_send_json(req, 200, json_object());
+		reply_json(req, 200, json_object());
 	}
 	json_decref(j);
 	return r;
@@ -1352,7 +1352,7 @@ int procs_resize(struct http_req *req, const char *id, struct cove_err *err)
 	if (r == 0 && ioctl(p->in_fd, TIOCSWINSZ, &ws) < 0)
 		r = err_sys(err, errno, "resize");
 	if (r == 0)
-		api_send_json(req, 200, json_object());
+		reply_json(req, 200, json_object());
 	json_decref(j);
 	return r;
 }

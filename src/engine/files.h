@@ -1,14 +1,14 @@
 /* The Files API's requests in flight, shared by files.c (files, listings,
  * the operations) and files_tar.c (folders as tar streams). */
 #pragma once
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "common/wire.h"
-#include "daemon/daemon.h"
+#include "engine/engine.h"
 
 enum file_kind { FK_READ, FK_STAT, FK_WRITE, FK_REMOVE, FK_MKDIR, FK_MOVE, FK_CHMOD, FK_TAR, FK_EXTRACT };
 

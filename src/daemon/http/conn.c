@@ -18,7 +18,8 @@
 
 #include "common/array.h"
 #include "common/log.h"
-#include "daemon/daemon.h"
+#include "daemon/http/conn.h"
+#include "engine/engine.h"
 
 struct conn_entry {
 	struct conn_entry *next;
@@ -79,12 +80,12 @@ static void on_close(struct http_conn *conn, void *arg)
 	if (e->hook)
 		e->hook(conn, e->hook_arg);
 	for (size_t i = 0; i < e->n_ids; i++) {
-		struct sandbox *sb = sandbox_find(daemon_ctx, e->ids[i]);
+		struct sandbox *sb = sandbox_find(engine_ctx, e->ids[i]);
 		struct cove_err err = { 0 };
 		if (!sb)
 			continue;
 		log_info("sandbox %s: deleting: the connection that created it (ephemeral) closed", sb->id);
-		if (sandbox_delete(daemon_ctx, sb, &err) < 0)
+		if (sandbox_delete(engine_ctx, sb, &err) < 0)
 			log_error("sandbox %s: delete: %s", sb->id, err.msg);
 	}
 	if (e->watch)

@@ -28,7 +28,7 @@
 #include <event2/buffer.h>
 #include <locale.h>
 #include <event2/bufferevent.h>
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +36,8 @@
 
 #include "common/encoding.h"
 #include "common/log.h"
-#include "daemon/files.h"
-#include "daemon/portable.h"
+#include "engine/files.h"
+#include "engine/portable.h"
 
 #define STREAM_HIGH_WATER (1 << 20)   /* unsent to the client: stop reading the stream */
 #define UPLOAD_HIGH_WATER (256 << 10) /* entry stream bytes made ahead of the socket */
@@ -266,7 +266,7 @@ static int start_download(struct file_op *op)
 	op->st->data = true;
 	if (op->format == TREE_JSON ? !(t->json = portable_writer_new(t->out)) : open_archive(t, op->format) < 0)
 		return -1;
-	op->st->ev = event_new(daemon_ctx->base, op->st->sock, EV_READ | EV_PERSIST, download_readable, op);
+	op->st->ev = event_new(engine_ctx->base, op->st->sock, EV_READ | EV_PERSIST, download_readable, op);
 	if (!op->st->ev)
 		return -1;
 	/* The client sets the pace from here: no backstop timeout. */
@@ -550,8 +550,8 @@ static int start_upload(struct file_op *op)
 		(void)portable_parse((const char *)evbuffer_pullup(body, -1), evbuffer_get_length(body), &t->doc, &err);
 	else
 		t->ar = open_spool(op->body_fd, &err);
-	op->st->ev = event_new(daemon_ctx->base, op->st->sock, EV_READ | EV_PERSIST, upload_readable, op);
-	t->write_ev = event_new(daemon_ctx->base, op->st->sock, EV_WRITE | EV_PERSIST, upload_writable, op);
+	op->st->ev = event_new(engine_ctx->base, op->st->sock, EV_READ | EV_PERSIST, upload_readable, op);
+	t->write_ev = event_new(engine_ctx->base, op->st->sock, EV_WRITE | EV_PERSIST, upload_writable, op);
 	if ((!t->ar && !t->doc) || !op->st->ev || !t->write_ev)
 		return -1;
 	event_add(op->st->ev, NULL);

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,7 +26,7 @@
 #include "common/encoding.h"
 #include "common/log.h"
 #include "common/wire.h"
-#include "daemon/daemon.h"
+#include "engine/engine.h"
 
 extern char **environ;
 
@@ -197,7 +197,7 @@ static void finish(struct exec *e)
 			json_object_set_new(j, "pid", json_integer(e->pid));
 			for (int i = 0; i < NSTREAMS; i++)
 				exec_collected_json(j, stream_names[i], e->s[i].buf, e->s[i].truncated);
-			api_send_json(e->req, 200, j);
+			reply_json(e->req, 200, j);
 		}
 	}
 	exec_free(e);
@@ -364,7 +364,7 @@ static void watch_hangup(struct exec *e)
 	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
 	if (fd < 0)
 		return;
-	e->hangup_ev = event_new(daemon_ctx->base, fd, EV_CLOSED, on_hangup, e);
+	e->hangup_ev = event_new(engine_ctx->base, fd, EV_CLOSED, on_hangup, e);
 	if (e->hangup_ev)
 		event_add(e->hangup_ev, NULL);
 }
@@ -422,7 +422,7 @@ void exec_on_spawn_failed(struct sandbox *sb, uint32_t seq, int stage, int errnu
 				   ? COVE_EINVAL
 				   : COVE_EINTERNAL;
 		err_set(&err, code, "%s: %s", wire_stage_name(stage), strerror(errnum));
-		api_send_error(e->req, &err);
+		reply_error(e->req, &err);
 	}
 	exec_free(e);
 }
@@ -453,7 +453,7 @@ void exec_abort_all(struct sandbox *sb, const char *why)
 			} else {
 				struct cove_err err = { 0 };
 				err_set(&err, COVE_ESTATE, "%s", why);
-				api_send_error(e->req, &err);
+				reply_error(e->req, &err);
 			}
 		}
 		e->req = NULL;
@@ -544,7 +544,7 @@ static int setup_stdin(struct exec *e, const struct exec_request *er, int *child
 	evutil_make_socket_nonblocking(e->stdin_fd);
 	e->stdin_buf = evbuffer_new();
 	evbuffer_add(e->stdin_buf, er->stdin_data, er->stdin_len);
-	e->stdin_ev = event_new(daemon_ctx->base, e->stdin_fd, EV_WRITE | EV_PERSIST, on_stdin_writable, e);
+	e->stdin_ev = event_new(engine_ctx->base, e->stdin_fd, EV_WRITE | EV_PERSIST, on_stdin_writable, e);
 	event_add(e->stdin_ev, NULL);
 	return 0;
 }
@@ -584,7 +584,7 @@ int exec_start(struct sandbox *sb, struct http_req *req, const struct exec_reque
 		evutil_make_socket_nonblocking(p[0]);
 		e->s[i].buf = evbuffer_new();
 		/* Read only once spawned: the reply must start before any output. */
-		e->s[i].ev = event_new(daemon_ctx->base, p[0], EV_READ | EV_PERSIST, on_readable, e);
+		e->s[i].ev = event_new(engine_ctx->base, p[0], EV_READ | EV_PERSIST, on_readable, e);
 	}
 	struct wire_hdr h = { .seq = e->seq, .flags = er->has_stdin ? WIRE_FLAG_STDIN : 0 };
 	int r = exec_send_spawn(sb, &h, er, child, nfds, err);
@@ -595,7 +595,7 @@ int exec_start(struct sandbox *sb, struct http_req *req, const struct exec_reque
 		goto fail;
 	if (er->timeout > 0) {
 		struct timeval tv = { (time_t)er->timeout, (suseconds_t)((er->timeout - (time_t)er->timeout) * 1e6) };
-		e->timeout_ev = evtimer_new(daemon_ctx->base, on_timeout, e);
+		e->timeout_ev = evtimer_new(engine_ctx->base, on_timeout, e);
 		evtimer_add(e->timeout_ev, &tv);
 	}
 	if (!e->stream)

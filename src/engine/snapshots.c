@@ -45,23 +45,23 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/parse.h"
-#include "daemon/daemon.h"
-#include "daemon/store.h"
+#include "engine/engine.h"
+#include "store/store.h"
 #include "sys/storage.h"
 
 #define MANIFEST "manifest.json"
 
-static void snap_dir(const struct daemon *d, const char *id, char *buf, size_t cap)
+static void snap_dir(const struct engine *d, const char *id, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s/snapshots/%s", d->pool.dir, id);
 }
 
-static void snap_files(const struct daemon *d, const char *id, char *buf, size_t cap)
+static void snap_files(const struct engine *d, const char *id, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s/snapshots/%s/files", d->pool.dir, id);
 }
 
-struct snapshot *snapshot_find(struct daemon *d, const char *id)
+struct snapshot *snapshot_find(struct engine *d, const char *id)
 {
 	if (!snapshot_id_valid(id))
 		return NULL;
@@ -79,7 +79,7 @@ static void snapshot_free(struct snapshot *sn)
 	free(sn);
 }
 
-static void list_append(struct daemon *d, struct snapshot *sn)
+static void list_append(struct engine *d, struct snapshot *sn)
 {
 	struct snapshot **p = &d->snapshots;
 	while (*p)
@@ -87,7 +87,7 @@ static void list_append(struct daemon *d, struct snapshot *sn)
 	*p = sn;
 }
 
-static void list_remove(struct daemon *d, struct snapshot *sn)
+static void list_remove(struct engine *d, struct snapshot *sn)
 {
 	for (struct snapshot **p = &d->snapshots; *p; p = &(*p)->next)
 		if (*p == sn) {
@@ -109,7 +109,7 @@ static int remove_dir(const char *dir)
 {
 	char p[700];
 	snprintf(p, sizeof(p), "%s/files", dir);
-	int r = storage_delete(daemon_ctx->pool.driver, p);
+	int r = storage_delete(engine_ctx->pool.driver, p);
 	if (r < 0 && r != -ENOENT && !(r == -EINVAL && rmdir(p) == 0))
 		return r;
 	snprintf(p, sizeof(p), "%s/" MANIFEST, dir);
@@ -124,7 +124,7 @@ static int remove_dir(const char *dir)
  * written at one point in time (no write half in, no file ahead of
  * another). The sandbox is thawed whatever happens. On failure there is
  * no <dir>/files. */
-static int freeze_and_snapshot(struct daemon *d, struct sandbox *sb, const char *dir, struct cove_err *err)
+static int freeze_and_snapshot(struct engine *d, struct sandbox *sb, const char *dir, struct cove_err *err)
 {
 	char subvol[600], files[700];
 	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
@@ -216,7 +216,7 @@ static char *manifest_text(const struct snapshot *sn)
 }
 
 /* The commit point: the row says durable. */
-static int mark_durable(struct daemon *d, struct snapshot *sn, struct cove_err *err)
+static int mark_durable(struct engine *d, struct snapshot *sn, struct cove_err *err)
 {
 	if (store_set_snapshot_durable(d->store, sn->id, err) < 0)
 		return -1;
@@ -225,7 +225,7 @@ static int mark_durable(struct daemon *d, struct snapshot *sn, struct cove_err *
 }
 
 /* The durable step, on the loop. */
-static int make_durable(struct daemon *d, struct snapshot *sn, struct cove_err *err)
+static int make_durable(struct engine *d, struct snapshot *sn, struct cove_err *err)
 {
 	char dir[600];
 	snap_dir(d, sn->id, dir, sizeof(dir));
@@ -236,7 +236,7 @@ static int make_durable(struct daemon *d, struct snapshot *sn, struct cove_err *
 }
 
 /* Its row, durable as sn->durable says. */
-static int put_row(struct daemon *d, const struct snapshot *sn, struct cove_err *err)
+static int put_row(struct engine *d, const struct snapshot *sn, struct cove_err *err)
 {
 	_cleanup_free_ char *spec = json_dumps(sn->spec, JSON_COMPACT);
 	struct store_snapshot row = { .id = sn->id,
@@ -254,7 +254,7 @@ static int put_row(struct daemon *d, const struct snapshot *sn, struct cove_err 
 /* A snapshot of sb as it is now, not taken yet (not listed), and its
  * directory, made here and named in dir: NULL with err on failure, with
  * nothing made. */
-static struct snapshot *snapshot_begin(struct daemon *d, const struct sandbox *sb, const char *name, char *dir,
+static struct snapshot *snapshot_begin(struct engine *d, const struct sandbox *sb, const char *name, char *dir,
 				       size_t cap, struct cove_err *err)
 {
 	struct snapshot *sn = calloc(1, sizeof(*sn));
@@ -284,7 +284,7 @@ static struct snapshot *snapshot_begin(struct daemon *d, const struct sandbox *s
 
 /* snapshot_create_nowait's first step: the subvolume snapshot and its row,
  * durable = 0. Listed from here on. */
-static int take(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
+static int take(struct engine *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
 {
 	char dir[600];
 	struct snapshot *sn = snapshot_begin(d, sb, name, dir, sizeof(dir), err);
@@ -302,7 +302,7 @@ static int take(struct daemon *d, struct sandbox *sb, const char *name, struct s
 
 /* A snapshot that could not be made durable, when its caller is told so:
  * nothing of it stays. */
-static void discard(struct daemon *d, struct snapshot *sn)
+static void discard(struct engine *d, struct snapshot *sn)
 {
 	struct cove_err e = { 0 };
 	if (snapshot_delete(d, sn, &e) < 0)
@@ -311,7 +311,7 @@ static void discard(struct daemon *d, struct snapshot *sn)
 
 /* sn's row, durable, and what rows() adds, in one transaction committed
  * with a WAL sync: the commit point of a wait_durable snapshot. */
-static int put_durable_row(struct daemon *d, struct snapshot *sn, snapshot_rows_fn rows, void *arg,
+static int put_durable_row(struct engine *d, struct snapshot *sn, snapshot_rows_fn rows, void *arg,
 			   struct cove_err *err)
 {
 	if (store_begin_durable(d->store, err) < 0)
@@ -351,7 +351,7 @@ static int manifest_sync(int fd, const char *dir, struct cove_err *err)
 	return fsync(fd) < 0 ? err_sys(err, errno, "sync '%s/" MANIFEST "'", dir) : 0;
 }
 
-int snapshot_create_with(struct daemon *d, struct sandbox *sb, const char *name, snapshot_rows_fn rows, void *arg,
+int snapshot_create_with(struct engine *d, struct sandbox *sb, const char *name, snapshot_rows_fn rows, void *arg,
 			 struct snapshot **ret, struct cove_err *err)
 {
 	char dir[600];
@@ -374,7 +374,7 @@ int snapshot_create_with(struct daemon *d, struct sandbox *sb, const char *name,
 	return 0;
 }
 
-int snapshot_create(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
+int snapshot_create(struct engine *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
 {
 	return snapshot_create_with(d, sb, name, NULL, NULL, ret, err);
 }
@@ -401,7 +401,7 @@ static void durable_work(void *arg)
 static void durable_done(void *arg)
 {
 	struct durable_job *j = arg;
-	struct daemon *d = daemon_ctx;
+	struct engine *d = engine_ctx;
 	struct snapshot *sn = j->sn;
 	sn->job = NULL;
 	if (j->deleted) {
@@ -421,7 +421,7 @@ static void durable_done(void *arg)
 	sandboxes_stop_if_idle(d);
 }
 
-int snapshot_create_nowait(struct daemon *d, struct sandbox *sb, const char *name, struct snapshot **ret,
+int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *name, struct snapshot **ret,
 			   struct cove_err *err)
 {
 	struct snapshot *sn;
@@ -451,7 +451,7 @@ int snapshot_create_nowait(struct daemon *d, struct sandbox *sb, const char *nam
 
 /* The row goes first: from then on the snapshot is gone from the API and
  * from the next start's view, which deletes whatever files are left. */
-int snapshot_delete(struct daemon *d, struct snapshot *sn, struct cove_err *err)
+int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err)
 {
 	char dir[600];
 	snap_dir(d, sn->id, dir, sizeof(dir));
@@ -472,7 +472,7 @@ int snapshot_delete(struct daemon *d, struct snapshot *sn, struct cove_err *err)
 	return 0;
 }
 
-int snapshot_restore(struct daemon *d, const struct snapshot *sn, const struct sandbox_spec *overrides,
+int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct sandbox_spec *overrides,
 		     struct sandbox **ret, struct cove_err *err)
 {
 	struct sandbox_spec spec = { 0 };
@@ -497,7 +497,7 @@ int snapshot_restore(struct daemon *d, const struct snapshot *sn, const struct s
 }
 
 /* Delete the roots ids[from..to), taken for a fork's copies. */
-static void delete_roots(struct daemon *d, char (*ids)[16], int from, int to)
+static void delete_roots(struct engine *d, char (*ids)[16], int from, int to)
 {
 	char path[600];
 	for (int i = from; i < to; i++) {
@@ -543,7 +543,7 @@ static void *take_root_work(void *arg)
  * in one frozen instant, into ids' roots. Snapshots of the live subvolume,
  * not of a read-only snapshot of it, which would cost one commit more. On
  * failure none is left. */
-static int take_roots(struct daemon *d, struct sandbox *sb, char (*ids)[16], int count, struct cove_err *err)
+static int take_roots(struct engine *d, struct sandbox *sb, char (*ids)[16], int count, struct cove_err *err)
 {
 	char subvol[600];
 	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
@@ -608,7 +608,7 @@ static double mono_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox **ret, struct cove_err *err)
+int sandbox_fork(struct engine *d, struct sandbox *sb, int count, struct sandbox **ret, struct cove_err *err)
 {
 	char subvol[600];
 	double t0 = mono_ms();
@@ -641,7 +641,7 @@ int sandbox_fork(struct daemon *d, struct sandbox *sb, int count, struct sandbox
 	return ok ? 0 : -1;
 }
 
-static bool files_on_disk(struct daemon *d, const char *id)
+static bool files_on_disk(struct engine *d, const char *id)
 {
 	char path[700];
 	snap_files(d, id, path, sizeof(path));
@@ -649,7 +649,7 @@ static bool files_on_disk(struct daemon *d, const char *id)
 }
 
 /* A durable row is kept only when its files and manifest are there. */
-static bool complete_on_disk(struct daemon *d, const char *id)
+static bool complete_on_disk(struct engine *d, const char *id)
 {
 	char path[700];
 	struct stat st;
@@ -659,7 +659,7 @@ static bool complete_on_disk(struct daemon *d, const char *id)
 }
 
 struct load_ctx {
-	struct daemon *d;
+	struct engine *d;
 	int bad;          /* rows that could not be read */
 	char (*drop)[16]; /* rows whose snapshot is not whole on disk */
 	size_t ndrop;
@@ -668,7 +668,7 @@ struct load_ctx {
 static void load_one(void *arg, const struct store_snapshot *row)
 {
 	struct load_ctx *ctx = arg;
-	struct daemon *d = ctx->d;
+	struct engine *d = ctx->d;
 	struct snapshot *sn = calloc(1, sizeof(*sn));
 	if (!sn || !snapshot_id_valid(row->id) || !row->sandbox || !row->name || !row->image_dir || !row->spec ||
 	    !(sn->spec = json_loads(row->spec, 0, NULL))) {
@@ -698,7 +698,7 @@ static void load_one(void *arg, const struct store_snapshot *row)
 
 /* Directories that no loaded snapshot names: a snapshot or fork
  * interrupted before its row, a delete interrupted after it. */
-static void sweep(struct daemon *d, const char *dir)
+static void sweep(struct engine *d, const char *dir)
 {
 	DIR *dh = opendir(dir);
 	struct dirent *e;
@@ -717,7 +717,7 @@ static void sweep(struct daemon *d, const char *dir)
 		closedir(dh);
 }
 
-int snapshots_load(struct daemon *d, struct cove_err *err)
+int snapshots_load(struct engine *d, struct cove_err *err)
 {
 	char dir[600];
 	snprintf(dir, sizeof(dir), "%s/snapshots", d->pool.dir);

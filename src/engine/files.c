@@ -21,7 +21,7 @@
 #include <event2/buffer.h>
 #include <fcntl.h>
 #include <event2/bufferevent.h>
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +34,8 @@
 #include "common/encoding.h"
 #include "common/log.h"
 #include "common/wire.h"
-#include "daemon/daemon.h"
-#include "daemon/files.h"
+#include "engine/engine.h"
+#include "engine/files.h"
 
 #define FILES_TIMEOUT_SECONDS 300 /* init's child answers or dies; this is a backstop */
 #define FILES_MAX_ENTRIES 100000  /* a listing stops here, "truncated": true */
@@ -151,7 +151,7 @@ void op_fail_entry(struct file_op *op, int errnum, const char *entry)
 		return;
 	}
 	if (op->req)
-		api_send_error(op->req, &err);
+		reply_error(op->req, &err);
 	op_free(op);
 }
 
@@ -162,7 +162,7 @@ void op_reply(struct file_op *op, int status, json_t *body)
 		return;
 	}
 	if (op->req)
-		api_send_json(op->req, status, body);
+		reply_json(op->req, status, body);
 	else
 		json_decref(body);
 	op_free(op);
@@ -340,7 +340,7 @@ static void start_stream(struct file_op *op, int fd)
 		return;
 	}
 	op->entries = json_array();
-	op->st->ev = event_new(daemon_ctx->base, fd, EV_READ | EV_PERSIST, on_listing_readable, op);
+	op->st->ev = event_new(engine_ctx->base, fd, EV_READ | EV_PERSIST, on_listing_readable, op);
 	if (!op->entries || !op->st->ev) {
 		op_fail(op, ENOMEM);
 		return;
@@ -386,7 +386,7 @@ static void spool_done(struct file_op *op)
 	_cleanup_free_ struct file_request *fr = TAKE_PTR(op->spooled);
 	if (fr->check_spool(op->body_fd, &err) == 0 && op_send(op, fr, &err) == 0)
 		return;
-	api_send_error(op->req, &err);
+	reply_error(op->req, &err);
 	op_free(op);
 }
 
@@ -494,7 +494,7 @@ void files_abort_all(struct sandbox *sb, const char *why)
 			continue;
 		}
 		if (op->req)
-			api_send_error(op->req, &err);
+			reply_error(op->req, &err);
 		op_free(op);
 	}
 }
@@ -506,7 +506,7 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	log_warn("sandbox %s: %s '%s': cove-init did not answer", op->sb->id, verb_of(op->kind), op->path);
 	err_set(&err, COVE_EINTERNAL, "%s '%s': no answer from the sandbox", verb_of(op->kind), op->path);
 	if (op->req)
-		api_send_error(op->req, &err);
+		reply_error(op->req, &err);
 	op_free(op);
 }
 
@@ -522,87 +522,6 @@ static void on_client_closed(struct http_conn *conn, void *arg)
 }
 
 /* ---- requests ---- */
-
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-		return (c | 0x20) - 'a' + 10;
-	return -1;
-}
-
-/* One query parameter, percent-decoded ('+' is a space, as in forms).
- * Returns 1 when present, 0 when absent, -1 (err set) when malformed or
- * holding a NUL byte. */
-int query_param(const char *query, const char *name, char *out, size_t cap, struct cove_err *err)
-{
-	size_t nlen = strlen(name);
-	for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
-		if (strncmp(p, name, nlen) != 0 || (p[nlen] != '=' && p[nlen] != '&' && p[nlen]))
-			continue;
-		const char *v = p[nlen] == '=' ? p + nlen + 1 : p + nlen;
-		size_t n = 0;
-		for (; *v && *v != '&'; v++) {
-			int c = (unsigned char)*v;
-			if (c == '+') {
-				c = ' ';
-			} else if (c == '%') {
-				int hi = hex_digit(v[1]), lo = hi < 0 ? -1 : hex_digit(v[2]);
-				if (lo < 0)
-					return err_set(err, COVE_EINVAL, "'%s': bad percent-encoding", name);
-				c = hi * 16 + lo;
-				v += 2;
-			}
-			if (c == 0)
-				return err_set(err, COVE_EINVAL, "'%s' holds a NUL byte", name);
-			if (n + 1 >= cap)
-				return err_set(err, COVE_EINVAL, "'%s' is too long", name);
-			out[n++] = (char)c;
-		}
-		out[n] = '\0';
-		return 1;
-	}
-	return 0;
-}
-
-/* Every parameter's name must be in allowed (NULL-terminated). */
-int check_params(const char *query, const char *const *allowed, struct cove_err *err)
-{
-	for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
-		size_t n = strcspn(p, "=&");
-		bool ok = n == 0;
-		for (int i = 0; allowed[i] && !ok; i++)
-			ok = strlen(allowed[i]) == n && strncmp(p, allowed[i], n) == 0;
-		if (!ok)
-			return err_set(err, COVE_EINVAL, "unknown parameter '%.*s'", (int)(n > 64 ? 64 : n), p);
-	}
-	return 0;
-}
-
-int get_path(const char *query, const char *name, char out[PATH_MAX], struct cove_err *err)
-{
-	int r = query_param(query, name, out, PATH_MAX, err);
-	if (r < 0)
-		return -1;
-	if (r == 0 || !out[0])
-		return err_set(err, COVE_EINVAL, "'%s' is required", name);
-	if (out[0] != '/')
-		return err_set(err, COVE_EINVAL, "'%s' must be an absolute path", name);
-	return 0;
-}
-
-int get_flag(const char *query, const char *name, bool *ret, struct cove_err *err)
-{
-	char v[8];
-	int r = query_param(query, name, v, sizeof(v), err);
-	if (r <= 0)
-		return r;
-	if (strcmp(v, "1") != 0 && strcmp(v, "true") != 0 && strcmp(v, "0") != 0 && strcmp(v, "false") != 0)
-		return err_set(err, COVE_EINVAL, "'%s' must be 1, true, 0 or false", name);
-	*ret = v[0] == '1' || v[0] == 't';
-	return 0;
-}
 
 /* "0644" or "644": permission bits, octal. */
 static int get_mode(const char *query, uint32_t *ret, bool *given, struct cove_err *err)
@@ -631,12 +550,6 @@ static int get_depth(const char *query, int *ret, struct cove_err *err)
 		return err_set(err, COVE_EINVAL, "'depth' must be an integer from 1 to %d", FILES_MAX_DEPTH);
 	*ret = (int)d;
 	return 0;
-}
-
-const char *query_of(struct http_req *req)
-{
-	const char *q = http_req_query(req);
-	return q ? q : "";
 }
 
 int files_get(struct http_req *req, const char *id, struct cove_err *err)
@@ -748,7 +661,7 @@ int files_chmod(struct http_req *req, const char *id, struct cove_err *err)
 	static const char *const params[] = { NULL };
 	char path[PATH_MAX];
 	struct file_request fr = { .kind = FK_CHMOD, .params = params, .type = WIRE_FSOP, .value = WIRE_FS_CHMOD };
-	if (!sandbox_find(daemon_ctx, id))
+	if (!sandbox_find(engine_ctx, id))
 		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	if (parse_chmod(req, path, &fr, err) < 0)
 		return -1;
@@ -811,16 +724,16 @@ static int spool_open(struct file_op *op, const struct file_request *fr, struct 
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	*op->spooled = *fr;
 	op->spooled->path = NULL; /* in op->path already */
-	op->body_fd = open(daemon_ctx->data_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	op->body_fd = open(engine_ctx->data_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (op->body_fd < 0)
-		return err_sys(err, errno, "a temporary file for the body in '%s'", daemon_ctx->data_dir);
+		return err_sys(err, errno, "a temporary file for the body in '%s'", engine_ctx->data_dir);
 	return 0;
 }
 
 int files_start(struct http_req *req, const char *id, struct file_request *fr,
 		int (*check)(struct http_req *req, struct cove_err *err), struct cove_err *err)
 {
-	struct sandbox *sb = sandbox_find(daemon_ctx, id);
+	struct sandbox *sb = sandbox_find(engine_ctx, id);
 	if (!sb)
 		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
@@ -838,7 +751,7 @@ int files_start(struct http_req *req, const char *id, struct file_request *fr,
 	op->mode = fr->mode;
 	op->format = fr->format;
 	op->seq = sb->next_seq++ ?: sb->next_seq++;
-	op->timeout_ev = evtimer_new(daemon_ctx->base, on_timeout, op);
+	op->timeout_ev = evtimer_new(engine_ctx->base, on_timeout, op);
 	if (!op->timeout_ev)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	op->conn = http_req_conn(req);

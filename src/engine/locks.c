@@ -14,7 +14,7 @@
  * or lost its connection, keeps the others out. */
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@
 
 #include "common/log.h"
 #include "common/parse.h"
-#include "daemon/daemon.h"
+#include "engine/engine.h"
 
 #define LOCK_TOKEN_BYTES 16
 #define LOCKS_MAX_PER_SANDBOX 1024 /* held or waited for */
@@ -104,7 +104,7 @@ static struct lock *lock_new(struct sandbox *sb, const char *name, struct cove_e
 	}
 	struct lock *l = calloc(1, sizeof(*l));
 	if (l)
-		l->lease_ev = evtimer_new(daemon_ctx->base, on_lease_end, l);
+		l->lease_ev = evtimer_new(engine_ctx->base, on_lease_end, l);
 	if (!l || !l->lease_ev) {
 		free(l);
 		err_set(err, COVE_EINTERNAL, "out of memory");
@@ -183,7 +183,7 @@ static void waiter_fail(struct lock_waiter *w, const struct cove_err *err)
 	struct http_req *req = w->req;
 	waiter_free(w); /* before the answer: its hangup event watches the fd */
 	if (req)
-		api_send_error(req, err);
+		reply_error(req, err);
 }
 
 /* Whether the client has hung up, for a waiter whose hangup event has not
@@ -218,7 +218,7 @@ static void pass_on(struct lock *l)
 		}
 		struct http_req *req = w->req;
 		waiter_free(w);
-		api_send_json(req, 200, grant_json(l));
+		reply_json(req, 200, grant_json(l));
 		return;
 	}
 	lock_free_if_unused(l);
@@ -271,8 +271,8 @@ static int waiter_add(struct lock *l, struct http_req *req, double lease, double
 	w->lock = l;
 	w->req = req;
 	w->lease = lease;
-	w->wait_ev = evtimer_new(daemon_ctx->base, on_wait_end, w);
-	w->hangup_ev = fd >= 0 ? event_new(daemon_ctx->base, fd, EV_CLOSED, on_hangup, w) : NULL;
+	w->wait_ev = evtimer_new(engine_ctx->base, on_wait_end, w);
+	w->hangup_ev = fd >= 0 ? event_new(engine_ctx->base, fd, EV_CLOSED, on_hangup, w) : NULL;
 	if (!w->wait_ev || !w->hangup_ev || conn_set_hook(conn, on_client_closed, w) < 0) {
 		waiter_free(w);
 		return err_set(err, COVE_EINTERNAL, "out of memory");
@@ -302,7 +302,7 @@ int lock_acquire(struct sandbox *sb, struct http_req *req, const char *name, dou
 			lock_free_if_unused(l);
 			return -1;
 		}
-		api_send_json(req, 200, grant_json(l));
+		reply_json(req, 200, grant_json(l));
 		return 0;
 	}
 	if (wait <= 0)

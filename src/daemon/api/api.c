@@ -2,7 +2,7 @@
  * Bad input is refused before anything is changed: every field is checked,
  * unknown fields included, and only then does a handler act. */
 #include <event2/buffer.h>
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <event2/keyvalq_struct.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -12,108 +12,16 @@
 #include "common/cleanup.h"
 #include "common/encoding.h"
 #include "common/parse.h"
+#include "daemon/api/api.h"
 #include "daemon/daemon.h"
+#include "daemon/api/reply.h"
+#include "daemon/api/request.h"
+#include "daemon/http/access.h"
+#include "engine/engine.h"
 
 #define API_DEFAULT_MAX_OUTPUT (16u << 20)
 #define API_MAX_STDIN (64u << 20)
 
-static int status_of(int code)
-{
-	switch (code) {
-	case COVE_EINVAL:
-		return 400;
-	case COVE_ENOTFOUND:
-		return 404;
-	case COVE_ESTATE:
-		return 409;
-	case COVE_ETOOBIG:
-		return 413;
-	case COVE_EFULL:
-		return 429;
-	case COVE_EPERM:
-		return 403;
-	case COVE_EBUSY:
-		return 409;
-	default:
-		return 500;
-	}
-}
-
-void api_send_json(struct http_req *req, int status, json_t *body)
-{
-	struct evbuffer *b = evbuffer_new();
-	char *s = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	evbuffer_add(b, s, strlen(s));
-	evbuffer_add(b, "\n", 1);
-	free(s);
-	evhttp_add_header(http_req_out_headers(req), "Content-Type", "application/json");
-	http_send_reply(req, status, status < 300 ? "OK" : "Error", b);
-	evbuffer_free(b);
-}
-
-void api_send_error(struct http_req *req, const struct cove_err *err)
-{
-	int status = status_of(err->code);
-	/* A message may quote a path that is not UTF-8, or be cut inside a
-	 * character: JSON takes neither. */
-	char msg[3 * sizeof(err->msg)];
-	utf8_sanitize(err->msg, strlen(err->msg), msg, sizeof(msg));
-	api_send_json(req, status,
-		      json_pack("{s:{s:s, s:s}}", "error", "code",
-				err_code_name(status == 500 ? COVE_EINTERNAL : err->code), "message",
-				msg[0] ? msg : "internal error"));
-}
-
-/* The request body as JSON (an empty body is an empty object). */
-json_t *read_body(struct http_req *req, struct cove_err *err)
-{
-	struct evbuffer *b = http_req_body(req);
-	size_t n = evbuffer_get_length(b);
-	if (n == 0)
-		return json_object();
-	json_error_t je;
-	json_t *j = json_loadb((const char *)evbuffer_pullup(b, -1), n, JSON_REJECT_DUPLICATES, &je);
-	if (!j) {
-		err_set(err, COVE_EINVAL, "malformed JSON body: %s (at byte %d)", je.text, je.position);
-		return NULL;
-	}
-	if (!json_is_object(j)) {
-		json_decref(j);
-		err_set(err, COVE_EINVAL, "the body must be a JSON object");
-		return NULL;
-	}
-	return j;
-}
-
-/* Every key of j must be in allowed (NULL-terminated). */
-int check_fields(json_t *j, const char *const *allowed, struct cove_err *err)
-{
-	const char *k;
-	json_t *v;
-	json_object_foreach(j, k, v)
-	{
-		bool ok = false;
-		for (int i = 0; allowed[i] && !ok; i++)
-			ok = strcmp(k, allowed[i]) == 0;
-		if (!ok)
-			return err_set(err, COVE_EINVAL, "unknown field '%s'", k);
-	}
-	return 0;
-}
-
-int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err)
-{
-	json_t *v = json_object_get(j, key);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return err_set(err, COVE_EINVAL, "'%s' must be a string", key);
-	if (json_string_length(v) > max || strlen(json_string_value(v)) != json_string_length(v))
-		return err_set(err, COVE_EINVAL, "'%s' is too long or holds a NUL byte", key);
-	*ret = json_string_value(v);
-	return 0;
-}
 
 static int check_env(json_t *env, struct cove_err *err)
 {
@@ -148,17 +56,6 @@ static int get_size(json_t *j, const char *key, uint64_t *ret, struct cove_err *
 	return err_set(err, COVE_EINVAL, "'%s' must be a positive size (bytes, or like \"512M\")", key);
 }
 
-int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err)
-{
-	json_t *v = json_object_get(j, key);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_number(v) || json_number_value(v) < min || json_number_value(v) > max)
-		return err_set(err, COVE_EINVAL, "'%s' must be a number from %g to %g", key, min, max);
-	*ret = json_number_value(v);
-	return 0;
-}
-
 #define API_MAX_TIMEOUT (30 * 86400) /* seconds */
 
 /* "timeout": seconds from now, > 0 and at most 30 days, as a deadline in
@@ -173,17 +70,6 @@ static int get_deadline(json_t *j, int64_t *ret, struct cove_err *err)
 			       API_MAX_TIMEOUT);
 	int64_t ms = (int64_t)(json_number_value(v) * 1000 + 0.5);
 	*ret = sandbox_now_ms() + (ms > 0 ? ms : 1);
-	return 0;
-}
-
-int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err)
-{
-	json_t *v = json_object_get(j, key);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v))
-		return err_set(err, COVE_EINVAL, "'%s' must be a boolean", key);
-	*ret = json_is_true(v);
 	return 0;
 }
 
@@ -299,7 +185,7 @@ typedef int (*handler_fn)(struct http_req *req, const char *id, struct cove_err 
 
 static int h_health(struct http_req *req, const char *id, struct cove_err *err)
 {
-	api_send_json(req, 200, json_pack("{s:s, s:i}", "status", "ok", "sandboxes", daemon_ctx->count));
+	reply_json(req, 200, json_pack("{s:s, s:i}", "status", "ok", "sandboxes", engine_ctx->count));
 	return 0;
 }
 
@@ -313,7 +199,7 @@ static json_t *backend_json(const char *isolation, bool os_boundary)
 
 static int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 {
-	struct daemon *d = daemon_ctx;
+	struct engine *d = engine_ctx;
 	const char *storage = storage_driver_name(d->pool.driver);
 	json_t *j =
 		json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage", storage,
@@ -322,7 +208,7 @@ static int h_capabilities(struct http_req *req, const char *id, struct cove_err 
 	json_object_set_new(j, "backends",
 			    json_pack("{s:o, s:o}", "isolated", backend_json("isolated", true), "host",
 				      backend_json("external", false)));
-	api_send_json(req, 200, j);
+	reply_json(req, 200, j);
 	return 0;
 }
 
@@ -334,17 +220,17 @@ static int h_create(struct http_req *req, const char *id, struct cove_err *err)
 	int r = j ? parse_spec(j, &spec, err) : -1;
 	json_decref(j);
 	if (r == 0)
-		r = sandbox_create(daemon_ctx, &spec, NULL, &sb, err);
+		r = sandbox_create(engine_ctx, &spec, NULL, &sb, err);
 	sandbox_spec_free(&spec);
 	if (r < 0)
 		return -1;
 	/* Tied to the connection before the answer: a client gone by now
 	 * takes the sandbox with it. */
 	if (sb->spec.ephemeral && conn_add_ephemeral(http_req_conn(req), sb->id) < 0) {
-		(void)sandbox_delete(daemon_ctx, sb, NULL);
+		(void)sandbox_delete(engine_ctx, sb, NULL);
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	}
-	api_send_json(req, 201, sandbox_to_json(sb));
+	reply_json(req, 201, sandbox_to_json(sb));
 	return 0;
 }
 
@@ -352,18 +238,15 @@ static int h_list(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *a = json_array();
 	for (int i = 0; i < MAX_SANDBOXES; i++)
-		if (daemon_ctx->sandboxes[i] && daemon_ctx->sandboxes[i]->state != SB_DELETING)
-			json_array_append_new(a, sandbox_to_json(daemon_ctx->sandboxes[i]));
-	api_send_json(req, 200, json_pack("{s:o}", "sandboxes", a));
+		if (engine_ctx->sandboxes[i] && engine_ctx->sandboxes[i]->state != SB_DELETING)
+			json_array_append_new(a, sandbox_to_json(engine_ctx->sandboxes[i]));
+	reply_json(req, 200, json_pack("{s:o}", "sandboxes", a));
 	return 0;
 }
 
 static struct sandbox *lookup(const char *id, struct cove_err *err)
 {
-	struct sandbox *sb = sandbox_find(daemon_ctx, id);
-	if (!sb)
-		err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
-	return sb;
+	return sandbox_lookup(engine_ctx, id, err);
 }
 
 static int h_get(struct http_req *req, const char *id, struct cove_err *err)
@@ -371,16 +254,16 @@ static int h_get(struct http_req *req, const char *id, struct cove_err *err)
 	struct sandbox *sb = lookup(id, err);
 	if (!sb)
 		return -1;
-	api_send_json(req, 200, sandbox_to_json(sb));
+	reply_json(req, 200, sandbox_to_json(sb));
 	return 0;
 }
 
 static int h_delete(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct sandbox *sb = lookup(id, err);
-	if (!sb || sandbox_delete(daemon_ctx, sb, err) < 0)
+	if (!sb || sandbox_delete(engine_ctx, sb, err) < 0)
 		return -1;
-	api_send_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+	reply_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
 	return 0;
 }
 
@@ -397,10 +280,10 @@ static int h_timeout(struct http_req *req, const char *id, struct cove_err *err)
 	if (r == 0 && !deadline)
 		r = err_set(err, COVE_EINVAL, "'timeout' is required");
 	if (r == 0)
-		r = sandbox_set_expiry(daemon_ctx, sb, deadline, err);
+		r = sandbox_set_expiry(engine_ctx, sb, deadline, err);
 	if (r < 0)
 		return -1;
-	api_send_json(req, 200, sandbox_to_json(sb));
+	reply_json(req, 200, sandbox_to_json(sb));
 	return 0;
 }
 
@@ -485,18 +368,18 @@ static int h_snapshot(struct http_req *req, const char *id, struct cove_err *err
 	if (r == 0 && json_is_true(memory))
 		r = err_set(err, COVE_EINVAL, "memory snapshots are not supported on this host");
 	if (r == 0)
-		r = json_is_false(wait) ? snapshot_create_nowait(daemon_ctx, sb, name, &sn, err)
-					: snapshot_create(daemon_ctx, sb, name, &sn, err);
+		r = json_is_false(wait) ? snapshot_create_nowait(engine_ctx, sb, name, &sn, err)
+					: snapshot_create(engine_ctx, sb, name, &sn, err);
 	json_decref(j);
 	if (r < 0)
 		return -1;
-	api_send_json(req, 201, snapshot_to_json(sn));
+	reply_json(req, 201, snapshot_to_json(sn));
 	return 0;
 }
 
 static struct snapshot *lookup_snapshot(const char *id, struct cove_err *err)
 {
-	struct snapshot *sn = snapshot_find(daemon_ctx, id);
+	struct snapshot *sn = snapshot_find(engine_ctx, id);
 	if (!sn)
 		err_set(err, COVE_ENOTFOUND, "no snapshot '%s'", id ? id : "");
 	return sn;
@@ -505,9 +388,9 @@ static struct snapshot *lookup_snapshot(const char *id, struct cove_err *err)
 static int h_snapshot_list(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *a = json_array();
-	for (const struct snapshot *sn = daemon_ctx->snapshots; sn; sn = sn->next)
+	for (const struct snapshot *sn = engine_ctx->snapshots; sn; sn = sn->next)
 		json_array_append_new(a, snapshot_to_json(sn));
-	api_send_json(req, 200, json_pack("{s:o}", "snapshots", a));
+	reply_json(req, 200, json_pack("{s:o}", "snapshots", a));
 	return 0;
 }
 
@@ -516,16 +399,16 @@ static int h_snapshot_get(struct http_req *req, const char *id, struct cove_err 
 	struct snapshot *sn = lookup_snapshot(id, err);
 	if (!sn)
 		return -1;
-	api_send_json(req, 200, snapshot_to_json(sn));
+	reply_json(req, 200, snapshot_to_json(sn));
 	return 0;
 }
 
 static int h_snapshot_delete(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct snapshot *sn = lookup_snapshot(id, err);
-	if (!sn || snapshot_delete(daemon_ctx, sn, err) < 0)
+	if (!sn || snapshot_delete(engine_ctx, sn, err) < 0)
 		return -1;
-	api_send_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+	reply_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
 	return 0;
 }
 
@@ -559,10 +442,10 @@ static int h_restore(struct http_req *req, const char *id, struct cove_err *err)
 	int r = parse_overrides(j, &o, err);
 	json_decref(j);
 	if (r == 0)
-		r = snapshot_restore(daemon_ctx, sn, &o, &sb, err);
+		r = snapshot_restore(engine_ctx, sn, &o, &sb, err);
 	if (r < 0)
 		return -1;
-	api_send_json(req, 201, sandbox_to_json(sb));
+	reply_json(req, 201, sandbox_to_json(sb));
 	return 0;
 }
 
@@ -583,13 +466,13 @@ static int h_fork(struct http_req *req, const char *id, struct cove_err *err)
 		r = err_set(err, COVE_EINVAL, "'count' must be an integer from 1 to %d", API_MAX_FORK);
 	struct sandbox *copies[API_MAX_FORK];
 	if (r == 0)
-		r = sandbox_fork(daemon_ctx, sb, (int)n, copies, err);
+		r = sandbox_fork(engine_ctx, sb, (int)n, copies, err);
 	if (r < 0)
 		return -1;
 	json_t *a = json_array();
 	for (int i = 0; i < n; i++)
 		json_array_append_new(a, sandbox_to_json(copies[i]));
-	api_send_json(req, 201, json_pack("{s:o}", "sandboxes", a));
+	reply_json(req, 201, json_pack("{s:o}", "sandboxes", a));
 	return 0;
 }
 
@@ -642,7 +525,7 @@ static int h_lock_release(struct http_req *req, const char *id, struct cove_err 
 	if (r == 0)
 		r = lock_release(sb, name, token, err);
 	if (r == 0)
-		api_send_json(req, 200, json_pack("{s:s, s:b}", "name", name, "released", 1));
+		reply_json(req, 200, json_pack("{s:s, s:b}", "name", name, "released", 1));
 	json_decref(j);
 	return r;
 }
@@ -661,7 +544,7 @@ static int h_lock_renew(struct http_req *req, const char *id, struct cove_err *e
 	if (r == 0)
 		r = lock_renew(sb, name, token, lease, &expires_at, err);
 	if (r == 0)
-		api_send_json(req, 200, json_pack("{s:s, s:I}", "name", name, "expires_at", (json_int_t)expires_at));
+		reply_json(req, 200, json_pack("{s:s, s:I}", "name", name, "expires_at", (json_int_t)expires_at));
 	json_decref(j);
 	return r;
 }
@@ -671,7 +554,7 @@ static int h_lock_list(struct http_req *req, const char *id, struct cove_err *er
 	struct sandbox *sb = lookup(id, err);
 	if (!sb)
 		return -1;
-	api_send_json(req, 200, json_pack("{s:o}", "locks", locks_to_json(sb)));
+	reply_json(req, 200, json_pack("{s:o}", "locks", locks_to_json(sb)));
 	return 0;
 }
 
@@ -690,29 +573,29 @@ static int h_checkpoint(struct http_req *req, const char *id, struct cove_err *e
 	json_t *checkpoint = NULL;
 	int r = check_fields(j, fields, err) < 0 || get_string(j, "label", &label, API_MAX_LABEL, err) < 0 ? -1 : 0;
 	if (r == 0)
-		r = history_checkpoint(daemon_ctx, sb, label, &checkpoint, err);
+		r = history_checkpoint(engine_ctx, sb, label, &checkpoint, err);
 	json_decref(j);
 	if (r < 0)
 		return -1;
-	api_send_json(req, 201, checkpoint);
+	reply_json(req, 201, checkpoint);
 	return 0;
 }
 
 static int h_history(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *h;
-	if (history_get(daemon_ctx, id, &h, err) < 0)
+	if (history_get(engine_ctx, id, &h, err) < 0)
 		return -1;
-	api_send_json(req, 200, h);
+	reply_json(req, 200, h);
 	return 0;
 }
 
 static int h_history_delete(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *answer;
-	if (history_delete(daemon_ctx, id, &answer, err) < 0)
+	if (history_delete(engine_ctx, id, &answer, err) < 0)
 		return -1;
-	api_send_json(req, 200, answer);
+	reply_json(req, 200, answer);
 	return 0;
 }
 
@@ -744,9 +627,9 @@ static int h_rollback(struct http_req *req, const char *id, struct cove_err *err
 	struct sandbox *sb;
 	int r = j ? parse_history_point(j, &seq, NULL, err) : -1;
 	json_decref(j);
-	if (r < 0 || history_restore(daemon_ctx, id, seq, "rollback", 1, &sb, err) < 0)
+	if (r < 0 || history_restore(engine_ctx, id, seq, "rollback", 1, &sb, err) < 0)
 		return -1;
-	api_send_json(req, 201, sandbox_to_json(sb));
+	reply_json(req, 201, sandbox_to_json(sb));
 	return 0;
 }
 
@@ -757,12 +640,12 @@ static int h_branch(struct http_req *req, const char *id, struct cove_err *err)
 	struct sandbox *made[API_MAX_FORK];
 	int r = j ? parse_history_point(j, &seq, &count, err) : -1;
 	json_decref(j);
-	if (r < 0 || history_restore(daemon_ctx, id, seq, "branch", count, made, err) < 0)
+	if (r < 0 || history_restore(engine_ctx, id, seq, "branch", count, made, err) < 0)
 		return -1;
 	json_t *a = json_array();
 	for (int i = 0; i < count; i++)
 		json_array_append_new(a, sandbox_to_json(made[i]));
-	api_send_json(req, 201, json_pack("{s:o}", "sandboxes", a));
+	reply_json(req, 201, json_pack("{s:o}", "sandboxes", a));
 	return 0;
 }
 
@@ -860,12 +743,12 @@ void api_handle(struct http_req *req)
 		if (star)
 			sscanf(path + (star - routes[i].pattern), "%63[^/]", id);
 		if (routes[i].fn(req, id[0] ? id : NULL, &err) < 0)
-			api_send_error(req, &err);
+			reply_error(req, &err);
 		return;
 	}
 	if (path_known)
 		err_set(&err, COVE_EINVAL, "method not allowed on '%s'", path);
 	else
 		err_set(&err, COVE_ENOTFOUND, "no route '%s'", path ? path : "");
-	api_send_error(req, &err);
+	reply_error(req, &err);
 }

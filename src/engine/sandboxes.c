@@ -28,24 +28,24 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/wire.h"
-#include "daemon/daemon.h"
-#include "daemon/store.h"
+#include "engine/engine.h"
+#include "store/store.h"
 #include "image/host_image.h"
 #include "sandbox/runtime.h"
 #include "sys/storage.h"
 
 /* The sandbox's subvolume; an external sandbox's workspace. */
-static void subvol_path(const struct daemon *d, const char *id, char *buf, size_t cap)
+static void subvol_path(const struct engine *d, const char *id, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s/sandboxes/%s", d->pool.dir, id);
 }
 
-static void socket_path(const struct daemon *d, const char *id, char *buf, size_t cap)
+static void socket_path(const struct engine *d, const char *id, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s/%s.sock", d->run_dir, id);
 }
 
-struct sandbox *sandbox_find(struct daemon *d, const char *id)
+struct sandbox *sandbox_find(struct engine *d, const char *id)
 {
 	if (!sandbox_id_valid(id))
 		return NULL;
@@ -53,6 +53,14 @@ struct sandbox *sandbox_find(struct daemon *d, const char *id)
 		if (d->sandboxes[i] && d->sandboxes[i]->state != SB_DELETING && strcmp(d->sandboxes[i]->id, id) == 0)
 			return d->sandboxes[i];
 	return NULL;
+}
+
+struct sandbox *sandbox_lookup(struct engine *d, const char *id, struct cove_err *err)
+{
+	struct sandbox *sb = sandbox_find(d, id);
+	if (!sb)
+		err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
+	return sb;
 }
 
 void sandbox_spec_free(struct sandbox_spec *spec)
@@ -123,7 +131,7 @@ json_t *sandbox_to_json(const struct sandbox *sb)
 	json_object_set_new(j, "state", json_string(state_name(sb->state)));
 	json_object_set_new(j, "init_pid", json_integer(sb->init_pid));
 	char workspace[600];
-	subvol_path(daemon_ctx, sb->id, workspace, sizeof(workspace));
+	subvol_path(engine_ctx, sb->id, workspace, sizeof(workspace));
 	/* An external sandbox's root is the host's: its uids are the host's. */
 	json_object_set_new(j, "uid_base",
 			    json_integer(sb->spec.external ? 0 : UID_BASE + (uint64_t)sb->slot * RUNTIME_UID_COUNT));
@@ -131,7 +139,7 @@ json_t *sandbox_to_json(const struct sandbox *sb)
 	return j;
 }
 
-static int save(struct daemon *d, struct sandbox *sb, struct cove_err *err)
+static int save(struct engine *d, struct sandbox *sb, struct cove_err *err)
 {
 	json_t *j = sandbox_spec_to_json(&sb->spec);
 	_cleanup_free_ char *spec = json_dumps(j, JSON_COMPACT);
@@ -188,7 +196,7 @@ static void detach(struct sandbox *sb)
 }
 
 /* Connect to a running cove-init and watch it. */
-static int attach(struct daemon *d, struct sandbox *sb, struct cove_err *err)
+static int attach(struct engine *d, struct sandbox *sb, struct cove_err *err)
 {
 	char path[700];
 	socket_path(d, sb->id, path, sizeof(path));
@@ -215,7 +223,7 @@ static int attach(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 /* Start cove-init on the sandbox's existing subvolume, in two halves (see
  * runtime_begin): several sandboxes may be between them at once. On
  * failure, either half leaves no cgroup behind. */
-static int boot_begin(struct daemon *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
+static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
 	char subvol[600], sock[700], image[600];
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
@@ -239,7 +247,7 @@ static int boot_begin(struct daemon *d, struct sandbox *sb, struct runtime_pendi
 	return 0;
 }
 
-static int boot_finish(struct daemon *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
+static int boot_finish(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
 	if (runtime_finish(p, &sb->init_pid, err) < 0) {
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
@@ -254,7 +262,7 @@ static int boot_finish(struct daemon *d, struct sandbox *sb, struct runtime_pend
 	return 0;
 }
 
-static int boot(struct daemon *d, struct sandbox *sb, struct cove_err *err)
+static int boot(struct engine *d, struct sandbox *sb, struct cove_err *err)
 {
 	struct runtime_pending p;
 	double t0 = now_ms();
@@ -263,7 +271,7 @@ static int boot(struct daemon *d, struct sandbox *sb, struct cove_err *err)
 	return r;
 }
 
-static int alloc_slot(struct daemon *d)
+static int alloc_slot(struct engine *d)
 {
 	for (int i = 0; i < MAX_SANDBOXES; i++)
 		if (!d->sandboxes[i])
@@ -304,7 +312,7 @@ static void expire(struct sandbox *sb, const char *why)
 {
 	struct cove_err err = { 0 };
 	log_info("sandbox %s: deleting: %s", sb->id, why);
-	if (sandbox_delete(daemon_ctx, sb, &err) < 0)
+	if (sandbox_delete(engine_ctx, sb, &err) < 0)
 		log_error("sandbox %s: delete: %s", sb->id, err.msg);
 }
 
@@ -320,7 +328,7 @@ static void on_orphaned(evutil_socket_t fd, short what, void *arg)
 
 /* Have fn delete sb at unix ms at (0: never); a time already past fires on the
  * next turn of the loop, not here, so callers may go on using sb. */
-static void arm_expiry(struct daemon *d, struct sandbox *sb, int64_t at, event_callback_fn fn)
+static void arm_expiry(struct engine *d, struct sandbox *sb, int64_t at, event_callback_fn fn)
 {
 	if (sb->expire_ev)
 		event_free(sb->expire_ev);
@@ -340,7 +348,7 @@ static void arm_expiry(struct daemon *d, struct sandbox *sb, int64_t at, event_c
 		log_error("sandbox %s: cannot arm its timeout: out of memory", sb->id);
 }
 
-int sandbox_set_expiry(struct daemon *d, struct sandbox *sb, int64_t expires_at, struct cove_err *err)
+int sandbox_set_expiry(struct engine *d, struct sandbox *sb, int64_t expires_at, struct cove_err *err)
 {
 	int64_t was = sb->spec.expires_at;
 	sb->spec.expires_at = expires_at;
@@ -401,7 +409,7 @@ static int write_identity(const char *subvol, const char *image, const char *id,
  * or NULL to take one here), its row, its slot (reserved: *ret is in
  * d->sandboxes, not counted nor started yet). On failure nothing is left
  * of it, its taken root included. */
-static int create_begin(struct daemon *d, struct sandbox_spec *spec, const char *from, const char *taken,
+static int create_begin(struct engine *d, struct sandbox_spec *spec, const char *from, const char *taken,
 			struct sandbox **ret, struct runtime_pending *p, struct cove_err *err)
 {
 	char subvol[600];
@@ -474,7 +482,7 @@ fail:
 
 /* The second half: the runtime's report, the row saved running. On
  * failure nothing is left of the sandbox, its slot freed. */
-static int create_finish(struct daemon *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
+static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
 	double t0 = now_ms();
 	bool ok = boot_finish(d, sb, p, err) == 0 && save(d, sb, err) == 0;
@@ -497,7 +505,7 @@ static int create_finish(struct daemon *d, struct sandbox *sb, struct runtime_pe
 	return 0;
 }
 
-int sandbox_create(struct daemon *d, struct sandbox_spec *spec, const char *from, struct sandbox **ret,
+int sandbox_create(struct engine *d, struct sandbox_spec *spec, const char *from, struct sandbox **ret,
 		   struct cove_err *err)
 {
 	struct runtime_pending p;
@@ -515,7 +523,7 @@ static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 	return to->env ? 0 : -1;
 }
 
-int sandboxes_create_taken(struct daemon *d, const struct sandbox_spec *spec, const char *from, char (*ids)[16],
+int sandboxes_create_taken(struct engine *d, const struct sandbox_spec *spec, const char *from, char (*ids)[16],
 			   int count, struct sandbox **ret, struct cove_err *err)
 {
 	struct runtime_pending *p = calloc((size_t)count, sizeof(*p));
@@ -555,7 +563,7 @@ int sandboxes_create_taken(struct daemon *d, const struct sandbox_spec *spec, co
 /* The second step of a deletion, once nothing runs in the sandbox any
  * more: cgroups, socket, subvolume, row, slot. A failure is logged and the
  * row stays "deleting", so that the next start tries again. */
-static void finish_delete(struct daemon *d, struct sandbox *sb)
+static void finish_delete(struct engine *d, struct sandbox *sb)
 {
 	struct cove_err err = { 0 };
 	char subvol[600], sock[700];
@@ -584,7 +592,7 @@ static void finish_delete(struct daemon *d, struct sandbox *sb)
 	sandboxes_stop_if_idle(d);
 }
 
-void sandboxes_stop_if_idle(struct daemon *d)
+void sandboxes_stop_if_idle(struct engine *d)
 {
 	if (!d->stopping || worker_busy())
 		return;
@@ -596,14 +604,14 @@ void sandboxes_stop_if_idle(struct daemon *d)
 
 static void on_deleted_init_exit(evutil_socket_t fd, short what, void *arg)
 {
-	finish_delete(daemon_ctx, arg);
+	finish_delete(engine_ctx, arg);
 }
 
 /* Kill pid 1 (the kernel then kills the whole pid namespace); when its
  * pidfd says it is gone, finish. Without a live init, finish now. An
  * external init has no pid namespace: what it started outlives it until
  * finish_delete kills the cgroups' processes. */
-static void begin_delete(struct daemon *d, struct sandbox *sb)
+static void begin_delete(struct engine *d, struct sandbox *sb)
 {
 	if (sb->conn_ev)
 		event_free(sb->conn_ev);
@@ -620,7 +628,7 @@ static void begin_delete(struct daemon *d, struct sandbox *sb)
 	finish_delete(d, sb);
 }
 
-int sandbox_delete(struct daemon *d, struct sandbox *sb, struct cove_err *err)
+int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err)
 {
 	enum sandbox_state was = sb->state;
 	sb->state = SB_DELETING;
@@ -672,7 +680,7 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 	watch_abort_all(sb, why);
 	detach(sb);
 	sb->state = SB_STOPPED;
-	(void)save(daemon_ctx, sb, NULL);
+	(void)save(engine_ctx, sb, NULL);
 }
 
 static void on_init_exit(evutil_socket_t fd, short what, void *arg)
@@ -747,7 +755,7 @@ static void on_init_message(evutil_socket_t fd, short what, void *arg)
 }
 
 struct load_ctx {
-	struct daemon *d;
+	struct engine *d;
 	int failed;
 };
 
@@ -756,7 +764,7 @@ struct load_ctx {
 static void load_one(void *arg, const struct store_sandbox *row)
 {
 	struct load_ctx *ctx = arg;
-	struct daemon *d = ctx->d;
+	struct engine *d = ctx->d;
 	struct cove_err err = { 0 };
 	struct sandbox *sb = sandbox_new(row->slot);
 	if (!sb || row->slot < 0 || row->slot >= MAX_SANDBOXES || d->sandboxes[row->slot] ||
@@ -806,7 +814,7 @@ static void load_one(void *arg, const struct store_sandbox *row)
  * were committed, leaves a subvolume that no row names: nothing was
  * acknowledged for it, so it goes, and first what may run on it (a fork's
  * copies were started). */
-static void remove_unrecorded_roots(struct daemon *d)
+static void remove_unrecorded_roots(struct engine *d)
 {
 	char dir[600], path[700];
 	snprintf(dir, sizeof(dir), "%s/sandboxes", d->pool.dir);
@@ -840,7 +848,7 @@ static void remove_unrecorded_roots(struct daemon *d)
 
 static bool image_in_use(void *arg, const char *name)
 {
-	struct daemon *d = arg;
+	struct engine *d = arg;
 	if (strcmp(name, d->host_image) == 0)
 		return true;
 	for (int i = 0; i < MAX_SANDBOXES; i++)
@@ -853,7 +861,7 @@ static bool image_in_use(void *arg, const char *name)
 }
 
 /* Snapshots are loaded first: the images they need are kept too. */
-int sandboxes_load(struct daemon *d, struct cove_err *err)
+int sandboxes_load(struct engine *d, struct cove_err *err)
 {
 	struct load_ctx ctx = { .d = d };
 	int bad_snapshots = snapshots_load(d, err);

@@ -31,8 +31,8 @@
 
 #include "common/log.h"
 #include "common/parse.h"
-#include "daemon/daemon.h"
-#include "daemon/store.h"
+#include "engine/engine.h"
+#include "store/store.h"
 
 static json_t *checkpoint_to_json(const struct store_checkpoint *c)
 {
@@ -53,7 +53,7 @@ static void ignore_history(void *arg, const struct store_history *h)
 
 /* 0 when id is a live sandbox or has a history (*ret_stored then says
  * whether it has one), else -1 with a 404. */
-static int history_find(struct daemon *d, const char *id, bool *ret_stored, struct cove_err *err)
+static int history_find(struct engine *d, const char *id, bool *ret_stored, struct cove_err *err)
 {
 	if (!sandbox_id_valid(id))
 		return err_set(err, COVE_ENOTFOUND, "no sandbox or history '%s'", id ? id : "");
@@ -67,7 +67,7 @@ static int history_find(struct daemon *d, const char *id, bool *ret_stored, stru
 }
 
 /* The checkpoint's rows, in its snapshot's transaction. */
-static int put_checkpoint(struct daemon *d, const struct snapshot *sn, void *arg, struct cove_err *err)
+static int put_checkpoint(struct engine *d, const struct snapshot *sn, void *arg, struct cove_err *err)
 {
 	struct store_checkpoint *c = arg;
 	c->snapshot = sn->id;
@@ -75,7 +75,7 @@ static int put_checkpoint(struct daemon *d, const struct snapshot *sn, void *arg
 	return store_put_checkpoint(d->store, c, err);
 }
 
-int history_checkpoint(struct daemon *d, struct sandbox *sb, const char *label, json_t **ret, struct cove_err *err)
+int history_checkpoint(struct engine *d, struct sandbox *sb, const char *label, json_t **ret, struct cove_err *err)
 {
 	int last;
 	if (store_last_checkpoint(d->store, sb->id, &last, err) < 0)
@@ -108,7 +108,7 @@ static void add_derived(void *arg, const struct store_history *h)
 					     h->origin_kind ? h->origin_kind : ""));
 }
 
-int history_get(struct daemon *d, const char *id, json_t **ret, struct cove_err *err)
+int history_get(struct engine *d, const char *id, json_t **ret, struct cove_err *err)
 {
 	bool stored;
 	if (history_find(d, id, &stored, err) < 0)
@@ -141,7 +141,7 @@ static void find_checkpoint(void *arg, const struct store_checkpoint *c)
 }
 
 /* The snapshot of checkpoint seq of id's history, or NULL with err. */
-static struct snapshot *checkpoint_snapshot(struct daemon *d, const char *id, int seq, struct cove_err *err)
+static struct snapshot *checkpoint_snapshot(struct engine *d, const char *id, int seq, struct cove_err *err)
 {
 	bool stored;
 	struct find_ctx f = { .seq = seq };
@@ -163,7 +163,7 @@ static struct snapshot *checkpoint_snapshot(struct daemon *d, const char *id, in
 }
 
 /* Undo the first n sandboxes of a rollback or branch, histories and all. */
-static void undo_restores(struct daemon *d, struct sandbox **made, int n)
+static void undo_restores(struct engine *d, struct sandbox **made, int n)
 {
 	for (int i = 0; i < n; i++) {
 		(void)store_delete_history(d->store, made[i]->id, NULL);
@@ -171,7 +171,7 @@ static void undo_restores(struct daemon *d, struct sandbox **made, int n)
 	}
 }
 
-int history_restore(struct daemon *d, const char *id, int seq, const char *kind, int count, struct sandbox **ret,
+int history_restore(struct engine *d, const char *id, int seq, const char *kind, int count, struct sandbox **ret,
 		    struct cove_err *err)
 {
 	struct snapshot *sn = checkpoint_snapshot(d, id, seq, err);
@@ -217,7 +217,7 @@ static void collect_snapshot(void *arg, const struct store_checkpoint *c)
 /* The rows go first, in one transaction: from then on the history is gone.
  * Its snapshots are deleted after, each once nothing names it: a crash in
  * between leaves them as plain snapshots. */
-int history_delete(struct daemon *d, const char *id, json_t **ret, struct cove_err *err)
+int history_delete(struct engine *d, const char *id, json_t **ret, struct cove_err *err)
 {
 	struct snapshot_list l = { 0 };
 	int r = sandbox_id_valid(id) ? store_get_history(d->store, id, ignore_history, NULL, err) : 0;
@@ -249,7 +249,7 @@ int history_delete(struct daemon *d, const char *id, json_t **ret, struct cove_e
 	return 0;
 }
 
-int history_check_unused(struct daemon *d, const char *snapshot, struct cove_err *err)
+int history_check_unused(struct engine *d, const char *snapshot, struct cove_err *err)
 {
 	char history[16];
 	int seq;

@@ -14,7 +14,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "daemon/daemon.h"
+#include "engine/engine.h"
 
 struct worker_job {
 	worker_fn work;

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 
 #define MAX_CHUNK_LINE 1024         /* a chunk's size line, extensions included */
 #define INPUT_HIGH_WATER (4u << 20) /* bytes read ahead of the parser */

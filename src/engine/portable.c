@@ -13,7 +13,7 @@
 
 #include "common/cleanup.h"
 #include "common/encoding.h"
-#include "daemon/portable.h"
+#include "engine/portable.h"
 
 struct portable_writer {
 	struct evbuffer *out;     /* borrowed: the client's bytes */

@@ -43,7 +43,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -59,7 +59,7 @@
 #include "common/io.h"
 #include "common/log.h"
 #include "common/wire.h"
-#include "daemon/daemon.h"
+#include "engine/engine.h"
 
 #define WATCH_MAX_STREAMS 64
 #define WATCH_MAX_DIRS 8192
@@ -300,7 +300,7 @@ static void end_with_error(struct watch *w, int code, const char *fmt, ...)
 		send_chunk(w);
 		http_reply_end(w->req);
 	} else if (w->req) {
-		api_send_error(w->req, &err);
+		reply_error(w->req, &err);
 	}
 	watch_free(w);
 }
@@ -642,7 +642,7 @@ static void begin(struct watch *w, int fd)
 			end_with_error(w, COVE_EINTERNAL, "watch '%s': inotify: %s", w->path, strerror(-r));
 		return;
 	}
-	w->ino_ev = event_new(daemon_ctx->base, w->ino_fd, EV_READ | EV_PERSIST, on_readable, w);
+	w->ino_ev = event_new(engine_ctx->base, w->ino_fd, EV_READ | EV_PERSIST, on_readable, w);
 	if (!w->ino_ev) {
 		end_with_error(w, COVE_EINTERNAL, "out of memory");
 		return;
@@ -727,7 +727,7 @@ static int send_open(struct watch *w, const char *user, struct cove_err *err)
 int watch_start(struct http_req *req, const char *id, struct cove_err *err)
 {
 	char user[WATCH_MAX_USER + 1];
-	struct sandbox *sb = sandbox_find(daemon_ctx, id);
+	struct sandbox *sb = sandbox_find(engine_ctx, id);
 	if (!sb)
 		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
@@ -746,7 +746,7 @@ int watch_start(struct http_req *req, const char *id, struct cove_err *err)
 	watches = w;
 	n_watches++;
 	w->out = evbuffer_new();
-	w->tick = event_new(daemon_ctx->base, -1, EV_PERSIST, on_tick, w);
+	w->tick = event_new(engine_ctx->base, -1, EV_PERSIST, on_tick, w);
 	struct http_conn *conn = http_req_conn(req);
 	int r = !w->out || !w->tick || conn_set_hook(conn, on_client_closed, w) < 0
 			? err_set(err, COVE_EINTERNAL, "out of memory")

@@ -22,7 +22,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include "daemon/httpd.h"
+#include "daemon/http/httpd.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +36,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/wire.h"
-#include "daemon/daemon.h"
+#include "engine/engine.h"
 
 #define SESSIONS_MAX 32 /* per sandbox */
 #define SESSION_QUEUE_MAX 64
@@ -149,7 +149,7 @@ static void cmd_finish(struct session_cmd *c, const char *error)
 	if (c->req && error && (!c->stream || !c->started)) {
 		struct cove_err err = { 0 };
 		err_set(&err, COVE_ESTATE, "%s", error);
-		api_send_error(c->req, &err);
+		reply_error(c->req, &err);
 	} else if (c->req && c->stream) {
 		if (error)
 			exec_send_event(c->req,
@@ -164,7 +164,7 @@ static void cmd_finish(struct session_cmd *c, const char *error)
 		http_reply_end(c->req);
 	} else if (c->req) {
 		json_t *j = exec_exit_fields(json_object(), c->status, c->timed_out, elapsed_ms(&c->began));
-		api_send_json(c->req, 200, collected(c, j));
+		reply_json(c->req, 200, collected(c, j));
 	}
 	c->req = NULL;
 	if (s && s->queue == c) {
@@ -191,7 +191,7 @@ static void interrupt(struct session_cmd *c)
 	proc_signal(c->s->p, SIGKILL, WIRE_FLAG_CHILDREN);
 	struct timeval tv = { SESSION_GRACE_S, 0 };
 	if (!c->grace)
-		c->grace = evtimer_new(daemon_ctx->base, on_grace_over, c);
+		c->grace = evtimer_new(engine_ctx->base, on_grace_over, c);
 	if (c->grace)
 		evtimer_add(c->grace, &tv);
 }
@@ -271,7 +271,7 @@ static void start_next(struct session *s)
 	}
 	if (c->timeout > 0) {
 		struct timeval tv = { (time_t)c->timeout, (suseconds_t)((c->timeout - (time_t)c->timeout) * 1e6) };
-		c->timer = evtimer_new(daemon_ctx->base, on_cmd_timeout, c);
+		c->timer = evtimer_new(engine_ctx->base, on_cmd_timeout, c);
 		if (c->timer)
 			evtimer_add(c->timer, &tv);
 	}
@@ -494,7 +494,7 @@ static json_t *session_to_json(const struct session *s)
 int sessions_create(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "cwd", "env", "user", NULL };
-	struct sandbox *sb = sandbox_find(daemon_ctx, id);
+	struct sandbox *sb = sandbox_find(engine_ctx, id);
 	if (!sb)
 		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	json_t *j = read_body(req, err);
@@ -561,24 +561,24 @@ int sessions_create(struct http_req *req, const char *id, struct cove_err *err)
 
 void sessions_on_started(struct session *s, struct http_req *req)
 {
-	api_send_json(req, 201, session_to_json(s));
+	reply_json(req, 201, session_to_json(s));
 }
 
 int sessions_list(struct http_req *req, const char *id, struct cove_err *err)
 {
-	struct sandbox *sb = sandbox_find(daemon_ctx, id);
+	struct sandbox *sb = sandbox_find(engine_ctx, id);
 	if (!sb)
 		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	json_t *a = json_array();
 	for (struct session *s = sb->sessions; s; s = s->next)
 		json_array_insert_new(a, 0, session_to_json(s));
-	api_send_json(req, 200, json_pack("{s:o}", "sessions", a));
+	reply_json(req, 200, json_pack("{s:o}", "sessions", a));
 	return 0;
 }
 
 static struct session *lookup_session(struct http_req *req, const char *id, struct cove_err *err)
 {
-	struct sandbox *sb = sandbox_find(daemon_ctx, id);
+	struct sandbox *sb = sandbox_find(engine_ctx, id);
 	if (!sb) {
 		err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 		return NULL;
@@ -601,7 +601,7 @@ int sessions_delete(struct http_req *req, const char *id, struct cove_err *err)
 		return -1;
 	proc_signal(s->p, SIGKILL, WIRE_FLAG_TREE);
 	sessions_on_gone(s);
-	api_send_json(req, 200, json_object());
+	reply_json(req, 200, json_object());
 	return 0;
 }
 

@@ -1,0 +1,33 @@
+/* Reading cove's REST requests. Each helper checks one field and sets err
+ * (COVE_EINVAL, with a message naming the field) and returns -1 (or NULL)
+ * on bad input; a missing or null field leaves *ret alone. Bad input is
+ * refused before anything changes: a handler parses everything into the
+ * engine's typed request first, and only then calls the engine. */
+#pragma once
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/error.h"
+#include "daemon/http/httpd.h"
+
+/* JSON bodies */
+json_t *read_body(struct http_req *req, struct cove_err *err); /* an object; empty body = {} */
+/* Every key of j must be in allowed (NULL-terminated). */
+int check_fields(json_t *j, const char *const *allowed, struct cove_err *err);
+int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err);
+int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err);
+int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err);
+
+/* Query strings */
+const char *query_of(struct http_req *req); /* "" when there is none */
+/* One parameter, percent-decoded: 1 when present, 0 when absent, -1 (err
+ * set) when malformed or holding a NUL byte. */
+int query_param(const char *query, const char *name, char *out, size_t cap, struct cove_err *err);
+/* Every parameter's name must be in allowed (NULL-terminated). */
+int check_params(const char *query, const char *const *allowed, struct cove_err *err);
+/* A required absolute path. */
+int get_path(const char *query, const char *name, char out[PATH_MAX], struct cove_err *err);
+/* 1, true, 0 or false; *ret untouched when absent. */
+int get_flag(const char *query, const char *name, bool *ret, struct cove_err *err);

@@ -1,0 +1,37 @@
+/* The API's listeners, its token and its limits (access.c). */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "daemon/http/httpd.h"
+
+struct daemon;
+
+/* access.c: the API's listeners and their limits, from coved's flags; 0 or
+ * "" is the default. */
+struct access_config {
+	char listen[128];          /* "ADDR:PORT" of a TCP listener, or "" for none */
+	char token_file[512];      /* "" = <data>/token, made if missing */
+	uint64_t max_header_bytes; /* a request's line and headers */
+	uint64_t max_body_bytes;   /* a request's body */
+	int max_connections;       /* per listener */
+	double idle_timeout;       /* seconds a connection may wait between requests */
+	double request_timeout;    /* seconds for a whole request to come, from its first byte */
+};
+
+/* access.c: see there. */
+/* A coved flag --name VALUE of struct access_config. */
+int access_parse_option(struct access_config *cfg, const char *name, const char *value, struct cove_err *err);
+/* Before serving: defaults, the token, the TCP listener (if --listen). */
+int access_setup(struct daemon *d, struct cove_err *err);
+/* The HTTP server's limits, and the TCP listener. */
+int access_serve(struct daemon *d, struct cove_err *err);
+/* SIGTERM: no new TCP connections. */
+void access_stop(struct daemon *d);
+/* After http_shutdown. */
+void access_cleanup(void);
+/* First thing for every request: false when it has been answered already
+ * (401 without the token on TCP, 503 over the connection limit). */
+bool access_request_begin(struct http_req *req);
+
