@@ -290,22 +290,8 @@ void files_on_done(struct sandbox *sb, uint32_t seq, int errnum, bool changed);
 /* The sandbox is going away: fail and free all its file requests. */
 void files_abort_all(struct sandbox *sb, const char *why);
 
-/* locks.c: named locks of a sandbox, in memory (see there). Leases and
- * waits are in seconds, > 0 and >= 0; names are checked here. */
-#define LOCK_MAX_NAME 255
-/* Grant the lock at once (200 with its token), queue req until it comes
- * free or wait runs out (then 409 lock_held), or fail; 0 when an answer was
- * or will be sent. */
-int lock_acquire(struct sandbox *sb, struct http_req *req, const char *name, double lease, double wait,
-		 struct cove_err *err);
-/* Both need the holder's token (else 409, nothing changes). */
-int lock_release(struct sandbox *sb, const char *name, const char *token, struct cove_err *err);
-int lock_renew(struct sandbox *sb, const char *name, const char *token, double lease, int64_t *ret_expires_at,
-	       struct cove_err *err);
-/* [{name, expires_at, waiters}], never a token. */
-json_t *locks_to_json(const struct sandbox *sb);
-/* The sandbox is going away: fail the waiters, forget the locks. */
-void locks_drop_all(struct sandbox *sb, const char *why);
+#include "engine/locks.h"
+
 /* history.c: a sandbox's ordered checkpoints, kept in state.db after the
  * sandbox is deleted (see there). id may name a deleted sandbox wherever
  * it is a const char *. */

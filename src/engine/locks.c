@@ -12,10 +12,7 @@
  * Nothing is written to disk: a restarted coved knows no locks and refuses
  * the old tokens. The lease is what bounds how long a holder that crashed,
  * or lost its connection, keeps the others out. */
-#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include "daemon/http/httpd.h"
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +20,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "engine/engine.h"
+#include "engine/locks.h"
 
 #define LOCK_TOKEN_BYTES 16
 #define LOCKS_MAX_PER_SANDBOX 1024 /* held or waited for */
@@ -31,11 +29,9 @@
 struct lock_waiter {
 	struct lock_waiter *next;
 	struct lock *lock;
-	struct http_req *req;    /* NULL once the client is gone */
-	struct http_conn *conn;  /* whose close callback points here, or NULL */
-	struct event *wait_ev;   /* the wait runs out */
-	struct event *hangup_ev; /* the client hangs up */
-	double lease;            /* seconds, once granted */
+	struct output *out;    /* where the grant or the failure goes */
+	struct event *wait_ev; /* the wait runs out */
+	double lease;          /* seconds, once granted */
 };
 
 struct lock {
@@ -148,10 +144,13 @@ static int lock_grant(struct lock *l, double lease, struct cove_err *err)
 	return 0;
 }
 
-static json_t *grant_json(const struct lock *l)
+/* The lock's new holder learns its token, and the output is done. */
+static void send_grant(const struct lock *l, struct output *out)
 {
-	return json_pack("{s:s, s:s, s:I}", "name", l->name, "token", l->token, "expires_at",
-			 (json_int_t)l->expires_at);
+	const struct lock_grant g = { .name = l->name, .token = l->token, .expires_at = l->expires_at };
+	const struct out_event ev = { .type = OUT_EVENT, .event = &g };
+	output_write(out, &ev);
+	output_close(out, NULL);
 }
 
 static void waiter_unlink(struct lock_waiter *w)
@@ -164,41 +163,26 @@ static void waiter_unlink(struct lock_waiter *w)
 		}
 }
 
-/* Out of the queue, its events and connection hook gone. The lock itself
- * stays: it is held (the invariant), or being passed on by the caller. */
+/* Out of the queue, its event gone. The lock itself stays: it is held
+ * (the invariant), or being passed on by the caller. */
 static void waiter_free(struct lock_waiter *w)
 {
 	waiter_unlink(w);
 	if (w->wait_ev)
 		event_free(w->wait_ev);
-	if (w->hangup_ev)
-		event_free(w->hangup_ev);
-	if (w->conn)
-		conn_clear_hook(w->conn, w);
 	free(w);
 }
 
 static void waiter_fail(struct lock_waiter *w, const struct cove_err *err)
 {
-	struct http_req *req = w->req;
-	waiter_free(w); /* before the answer: its hangup event watches the fd */
-	if (req)
-		reply_error(req, err);
-}
-
-/* Whether the client has hung up, for a waiter whose hangup event has not
- * run yet: the lock must not pass to a client that is gone. */
-static bool client_gone(const struct lock_waiter *w)
-{
-	struct bufferevent *bev = w->conn ? http_conn_bev(w->conn) : NULL;
-	struct pollfd p = { bev ? bufferevent_getfd(bev) : -1, POLLRDHUP, 0 };
-	if (!w->req || p.fd < 0)
-		return true;
-	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+	struct output *out = w->out;
+	waiter_free(w);
+	output_close(out, err);
 }
 
 /* The holder is done (released, or its lease ran out): the lock goes to the
- * first waiter still there, or is forgotten. */
+ * first waiter still there, or is forgotten. A waiter whose client has hung
+ * up but whose front end has not noticed yet must not get it. */
 static void pass_on(struct lock *l)
 {
 	l->token[0] = '\0';
@@ -206,8 +190,7 @@ static void pass_on(struct lock *l)
 	while (l->waiters) {
 		struct lock_waiter *w = l->waiters;
 		struct cove_err err = { 0 };
-		if (client_gone(w)) {
-			/* Answered into the void, so that libevent notices. */
+		if (!output_alive(w->out)) {
 			err_set(&err, COVE_ESTATE, "the client hung up");
 			waiter_fail(w, &err);
 			continue;
@@ -216,9 +199,9 @@ static void pass_on(struct lock *l)
 			waiter_fail(w, &err);
 			continue;
 		}
-		struct http_req *req = w->req;
+		struct output *out = w->out;
 		waiter_free(w);
-		reply_json(req, 200, grant_json(l));
+		send_grant(l, out);
 		return;
 	}
 	lock_free_if_unused(l);
@@ -239,76 +222,59 @@ static void on_wait_end(evutil_socket_t fd, short what, void *arg)
 	waiter_fail(w, &err);
 }
 
-/* libevent notices a client's hangup only once a reply has started, so a
- * waiter watches its socket itself; the answer it then gets goes into the
- * void and lets libevent free the connection. */
-static void on_hangup(evutil_socket_t fd, short what, void *arg)
+/* The consumer is gone: the waiter leaves the queue, answered by nobody. */
+static void on_consumer_gone(void *arg)
 {
-	struct cove_err err = { 0 };
-	err_set(&err, COVE_ESTATE, "the client hung up");
-	waiter_fail(arg, &err);
+	waiter_free(arg);
 }
 
-/* libevent is freeing the connection, and the request with it. */
-static void on_client_closed(struct http_conn *conn, void *arg)
-{
-	struct lock_waiter *w = arg;
-	w->req = NULL;
-	w->conn = NULL;
-	waiter_free(w);
-}
+static const struct output_producer waiter_producer = { .cancel = on_consumer_gone };
 
-static int waiter_add(struct lock *l, struct http_req *req, double lease, double wait, struct cove_err *err)
+static int waiter_add(struct lock *l, struct output *out, double lease, double wait, struct cove_err *err)
 {
 	if (l->n_waiters >= LOCK_MAX_WAITERS)
 		return err_set(err, COVE_EFULL, "lock '%s' has %d waiters, the most it may", l->name, LOCK_MAX_WAITERS);
 	struct lock_waiter *w = calloc(1, sizeof(*w));
 	if (!w)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
-	struct http_conn *conn = http_req_conn(req);
-	struct bufferevent *bev = http_conn_bev(conn);
-	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
 	w->lock = l;
-	w->req = req;
+	w->out = out;
 	w->lease = lease;
 	w->wait_ev = evtimer_new(engine_ctx->base, on_wait_end, w);
-	w->hangup_ev = fd >= 0 ? event_new(engine_ctx->base, fd, EV_CLOSED, on_hangup, w) : NULL;
-	if (!w->wait_ev || !w->hangup_ev || conn_set_hook(conn, on_client_closed, w) < 0) {
-		waiter_free(w);
+	if (!w->wait_ev) {
+		free(w);
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	}
-	w->conn = conn;
 	struct timeval tv = seconds_tv(wait);
 	evtimer_add(w->wait_ev, &tv);
-	event_add(w->hangup_ev, NULL);
 	struct lock_waiter **pp = &l->waiters;
 	while (*pp)
 		pp = &(*pp)->next;
 	*pp = w;
 	l->n_waiters++;
+	output_attach(out, &waiter_producer, w);
 	return 0;
 }
 
-int lock_acquire(struct sandbox *sb, struct http_req *req, const char *name, double lease, double wait,
-		 struct cove_err *err)
+int lock_acquire(struct sandbox *sb, const struct lock_request *lr, struct output *out, struct cove_err *err)
 {
-	if (check_name(name, err) < 0)
+	if (check_name(lr->name, err) < 0)
 		return -1;
-	struct lock *l = lock_find(sb, name);
-	if (!l && !(l = lock_new(sb, name, err)))
+	struct lock *l = lock_find(sb, lr->name);
+	if (!l && !(l = lock_new(sb, lr->name, err)))
 		return -1;
 	if (!l->token[0]) { /* new: a known lock is held (it passes on when freed) */
-		if (lock_grant(l, lease, err) < 0) {
+		if (lock_grant(l, lr->lease, err) < 0) {
 			lock_free_if_unused(l);
 			return -1;
 		}
-		reply_json(req, 200, grant_json(l));
+		send_grant(l, out);
 		return 0;
 	}
-	if (wait <= 0)
-		return err_set(err, COVE_EBUSY, "lock '%s' is held (its lease runs out in %.1f s at most)", name,
+	if (lr->wait <= 0)
+		return err_set(err, COVE_EBUSY, "lock '%s' is held (its lease runs out in %.1f s at most)", lr->name,
 			       (double)(l->expires_at - sandbox_now_ms()) / 1000);
-	return waiter_add(l, req, lease, wait, err);
+	return waiter_add(l, out, lr->lease, lr->wait, err);
 }
 
 /* The lock name, held under token; else NULL with err (409). */

@@ -76,6 +76,10 @@ struct out_event {
 struct output_ops {
 	void (*write)(struct output *o, const struct out_event *ev);
 	void (*close)(struct output *o, const struct cove_err *err);
+	/* Optional: whether the consumer is still there, for a producer about
+	 * to hand it something that must not be lost on a consumer already
+	 * gone (a lock's grant) before the front end noticed. */
+	bool (*alive)(struct output *o);
 };
 
 struct output_producer {
@@ -107,6 +111,11 @@ static inline void output_close(struct output *o, const struct cove_err *err)
 	const struct output_ops *ops = o->ops;
 	o->producer = NULL;
 	ops->close(o, err);
+}
+
+static inline bool output_alive(struct output *o)
+{
+	return !o->ops->alive || o->ops->alive(o);
 }
 
 static inline void output_pause(struct output *o)

@@ -2,8 +2,46 @@
 #pragma once
 #include <stdbool.h>
 
+#include "common/error.h"
 #include "daemon/http/httpd.h"
+
+struct sandbox;
 
 void api_handle(struct http_req *req);
 /* Whether req's route takes its body as it comes (httpd.h). */
 bool api_streams(struct http_req *req);
+
+/* A route's handler: id is the {id} segment or NULL. 0 when an answer was
+ * (or will be) sent, -1 with err set otherwise (api_handle answers it). */
+typedef int (*handler_fn)(struct http_req *req, const char *id, struct cove_err *err);
+
+/* The sandbox id, or NULL with a 404 in err. */
+struct sandbox *api_lookup(const char *id, struct cove_err *err);
+
+/* sandboxes.c */
+int h_health(struct http_req *req, const char *id, struct cove_err *err);
+int h_capabilities(struct http_req *req, const char *id, struct cove_err *err);
+int h_create(struct http_req *req, const char *id, struct cove_err *err);
+int h_list(struct http_req *req, const char *id, struct cove_err *err);
+int h_get(struct http_req *req, const char *id, struct cove_err *err);
+int h_delete(struct http_req *req, const char *id, struct cove_err *err);
+int h_timeout(struct http_req *req, const char *id, struct cove_err *err);
+
+/* snapshots.c */
+int h_snapshot(struct http_req *req, const char *id, struct cove_err *err);
+int h_fork(struct http_req *req, const char *id, struct cove_err *err);
+int h_snapshot_list(struct http_req *req, const char *id, struct cove_err *err);
+int h_snapshot_get(struct http_req *req, const char *id, struct cove_err *err);
+int h_snapshot_delete(struct http_req *req, const char *id, struct cove_err *err);
+int h_restore(struct http_req *req, const char *id, struct cove_err *err);
+int h_checkpoint(struct http_req *req, const char *id, struct cove_err *err);
+int h_history(struct http_req *req, const char *id, struct cove_err *err);
+int h_history_delete(struct http_req *req, const char *id, struct cove_err *err);
+int h_rollback(struct http_req *req, const char *id, struct cove_err *err);
+int h_branch(struct http_req *req, const char *id, struct cove_err *err);
+
+/* locks.c */
+int h_lock_acquire(struct http_req *req, const char *id, struct cove_err *err);
+int h_lock_list(struct http_req *req, const char *id, struct cove_err *err);
+int h_lock_release(struct http_req *req, const char *id, struct cove_err *err);
+int h_lock_renew(struct http_req *req, const char *id, struct cove_err *err);

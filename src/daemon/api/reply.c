@@ -2,6 +2,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,9 +135,21 @@ static void output_http_close(struct output *o, const struct cove_err *err)
 	release(ho);
 }
 
+/* A hang-up whose event has not run yet shows in a poll. */
+static bool output_http_alive(struct output *o)
+{
+	struct http_output *ho = (struct http_output *)o;
+	struct bufferevent *bev = ho->conn ? http_conn_bev(ho->conn) : NULL;
+	struct pollfd p = { bev ? bufferevent_getfd(bev) : -1, POLLRDHUP, 0 };
+	if (!ho->req || p.fd < 0)
+		return false;
+	return !(poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)));
+}
+
 static const struct output_ops http_output_ops = {
 	.write = output_http_write,
 	.close = output_http_close,
+	.alive = output_http_alive,
 };
 
 int http_output_init(struct http_output *ho, struct http_req *req, const struct http_output_route *route, void *arg,

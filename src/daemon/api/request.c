@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "daemon/api/request.h"
 
 /* The request body as JSON (an empty body is an empty object). */
@@ -164,5 +165,40 @@ int get_flag(const char *query, const char *name, bool *ret, struct cove_err *er
 		return err_set(err, COVE_EINVAL, "'%s' must be 1, true, 0 or false", name);
 	*ret = v[0] == '1' || v[0] == 't';
 	return 0;
+}
+
+
+int check_env(json_t *env, struct cove_err *err)
+{
+	if (!env || json_is_null(env))
+		return 0;
+	if (!json_is_object(env))
+		return err_set(err, COVE_EINVAL, "'env' must be an object of strings");
+	const char *k;
+	json_t *v;
+	json_object_foreach(env, k, v)
+	{
+		if (!env_name_valid(k))
+			return err_set(err, COVE_EINVAL, "bad environment variable name '%s'", k);
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return err_set(err, COVE_EINVAL, "environment variable '%s' must be a string", k);
+	}
+	return 0;
+}
+
+
+/* "memory": bytes as a number or a string like "512M". */
+int get_size(json_t *j, const char *key, uint64_t *ret, struct cove_err *err)
+{
+	json_t *v = json_object_get(j, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_integer(v) && json_integer_value(v) > 0) {
+		*ret = (uint64_t)json_integer_value(v);
+		return 0;
+	}
+	if (json_is_string(v) && parse_size(json_string_value(v), ret) == 0 && *ret > 0)
+		return 0;
+	return err_set(err, COVE_EINVAL, "'%s' must be a positive size (bytes, or like \"512M\")", key);
 }
 

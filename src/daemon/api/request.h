@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 #include "daemon/http/httpd.h"
@@ -19,6 +20,10 @@ int check_fields(json_t *j, const char *const *allowed, struct cove_err *err);
 int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err);
 int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err);
 int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err);
+/* An object of environment variables: valid names, string values. */
+int check_env(json_t *env, struct cove_err *err);
+/* Bytes as a positive number or a string like "512M". */
+int get_size(json_t *j, const char *key, uint64_t *ret, struct cove_err *err);
 
 /* Query strings */
 const char *query_of(struct http_req *req); /* "" when there is none */

@@ -1,0 +1,185 @@
+/* cove's REST API: sandboxes (create, list, get, delete, timeout), and
+ * health and capabilities. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "daemon/api/api.h"
+#include "daemon/api/reply.h"
+#include "daemon/api/request.h"
+#include "engine/engine.h"
+#include "common/parse.h"
+#include "daemon/daemon.h"
+
+#define API_MAX_TIMEOUT (30 * 86400) /* seconds */
+
+/* "timeout": seconds from now, > 0 and at most 30 days, as a deadline in
+ * unix ms (*ret untouched when absent). */
+static int get_deadline(json_t *j, int64_t *ret, struct cove_err *err)
+{
+	json_t *v = json_object_get(j, "timeout");
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > API_MAX_TIMEOUT)
+		return err_set(err, COVE_EINVAL, "'timeout' must be a number of seconds above 0 and at most %d",
+			       API_MAX_TIMEOUT);
+	int64_t ms = (int64_t)(json_number_value(v) * 1000 + 0.5);
+	*ret = sandbox_now_ms() + (ms > 0 ? ms : 1);
+	return 0;
+}
+
+/* "isolation": "isolated" (the default) or "external", the host backend,
+ * which must be asked for by name: its commands run on the host as root,
+ * with nothing between them and it. "inherit_env" only goes with it. */
+static int parse_isolation(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+{
+	const char *isolation = "isolated";
+	if (get_string(j, "isolation", &isolation, 15, err) < 0 || get_bool(j, "inherit_env", &s->inherit_env, err) < 0)
+		return -1;
+	if (strcmp(isolation, "external") != 0 && strcmp(isolation, "isolated") != 0)
+		return err_set(err, COVE_EINVAL, "'isolation' must be \"isolated\" or \"external\", not \"%s\"",
+			       isolation);
+	s->external = strcmp(isolation, "external") == 0;
+	if (s->inherit_env && !s->external)
+		return err_set(err, COVE_EINVAL, "'inherit_env' is only for \"isolation\": \"external\"");
+	json_t *image = json_object_get(j, "image");
+	if (s->external && image && !json_is_null(image))
+		return err_set(err, COVE_EINVAL,
+			       "an external sandbox has no 'image': its commands see the host's files");
+	return 0;
+}
+
+static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+{
+	static const char *const fields[] = { "name", "image",   "memory",    "cpus",      "pids",        "env", "cwd",
+					      "user", "timeout", "ephemeral", "isolation", "inherit_env", NULL };
+	const char *name = "", *image = "host", *cwd = "", *user = "";
+	double cpus = 1, pids = 1024;
+	s->memory = 512ull << 20;
+	if (check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ||
+	    get_string(j, "image", &image, 63, err) < 0 || get_string(j, "cwd", &cwd, 1023, err) < 0 ||
+	    get_string(j, "user", &user, 63, err) < 0 || get_size(j, "memory", &s->memory, err) < 0 ||
+	    get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 || get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 ||
+	    check_env(json_object_get(j, "env"), err) < 0 || get_deadline(j, &s->expires_at, err) < 0 ||
+	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0 || parse_isolation(j, s, err) < 0)
+		return -1;
+	if (s->external)
+		image = "";
+	if (s->memory < (16u << 20))
+		return err_set(err, COVE_EINVAL, "'memory' must be at least 16M");
+	if (!s->external && (strchr(image, '/') || image[0] == '.' || !image[0]))
+		return err_set(err, COVE_EINVAL, "bad image name '%s'", image);
+	if (*cwd && *cwd != '/')
+		return err_set(err, COVE_EINVAL, "'cwd' must be an absolute path");
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->image, sizeof(s->image), "%s", image);
+	snprintf(s->cwd, sizeof(s->cwd), "%s", cwd);
+	snprintf(s->user, sizeof(s->user), "%s", user);
+	s->cpu_millis = (uint32_t)(cpus * 1000 + 0.5);
+	s->pids = (uint32_t)pids;
+	json_t *env = json_object_get(j, "env");
+	s->env = json_is_object(env) ? json_deep_copy(env) : json_object();
+	return 0;
+}
+
+int h_health(struct http_req *req, const char *id, struct cove_err *err)
+{
+	reply_json(req, 200, json_pack("{s:s, s:i}", "status", "ok", "sandboxes", engine_ctx->count));
+	return 0;
+}
+
+/* One backend's entry: what selects it, and its capabilities (DESIGN.md:
+ * ports, nativeSnapshot for memory snapshots, resume; none yet). */
+static json_t *backend_json(const char *isolation, bool os_boundary)
+{
+	return json_pack("{s:s, s:b, s:{s:b, s:b, s:b}}", "isolation", isolation, "os_boundary", os_boundary,
+			 "capabilities", "ports", 0, "nativeSnapshot", 0, "resume", 0);
+}
+
+int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
+{
+	struct engine *d = engine_ctx;
+	const char *storage = storage_driver_name(d->pool.driver);
+	json_t *j =
+		json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage", storage,
+			  "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports", 0,
+			  "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed", d->pool.loop_backed);
+	json_object_set_new(j, "backends",
+			    json_pack("{s:o, s:o}", "isolated", backend_json("isolated", true), "host",
+				      backend_json("external", false)));
+	reply_json(req, 200, j);
+	return 0;
+}
+
+int h_create(struct http_req *req, const char *id, struct cove_err *err)
+{
+	json_t *j = read_body(req, err);
+	struct sandbox_spec spec = { 0 };
+	struct sandbox *sb;
+	int r = j ? parse_spec(j, &spec, err) : -1;
+	json_decref(j);
+	if (r == 0)
+		r = sandbox_create(engine_ctx, &spec, NULL, &sb, err);
+	sandbox_spec_free(&spec);
+	if (r < 0)
+		return -1;
+	/* Tied to the connection before the answer: a client gone by now
+	 * takes the sandbox with it. */
+	if (sb->spec.ephemeral && conn_add_ephemeral(http_req_conn(req), sb->id) < 0) {
+		(void)sandbox_delete(engine_ctx, sb, NULL);
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	}
+	reply_json(req, 201, sandbox_to_json(sb));
+	return 0;
+}
+
+int h_list(struct http_req *req, const char *id, struct cove_err *err)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		if (engine_ctx->sandboxes[i] && engine_ctx->sandboxes[i]->state != SB_DELETING)
+			json_array_append_new(a, sandbox_to_json(engine_ctx->sandboxes[i]));
+	reply_json(req, 200, json_pack("{s:o}", "sandboxes", a));
+	return 0;
+}
+
+int h_get(struct http_req *req, const char *id, struct cove_err *err)
+{
+	struct sandbox *sb = api_lookup(id, err);
+	if (!sb)
+		return -1;
+	reply_json(req, 200, sandbox_to_json(sb));
+	return 0;
+}
+
+int h_delete(struct http_req *req, const char *id, struct cove_err *err)
+{
+	struct sandbox *sb = api_lookup(id, err);
+	if (!sb || sandbox_delete(engine_ctx, sb, err) < 0)
+		return -1;
+	reply_json(req, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+	return 0;
+}
+
+int h_timeout(struct http_req *req, const char *id, struct cove_err *err)
+{
+	static const char *const fields[] = { "timeout", NULL };
+	struct sandbox *sb = api_lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	int64_t deadline = 0;
+	int r = check_fields(j, fields, err) < 0 || get_deadline(j, &deadline, err) < 0 ? -1 : 0;
+	json_decref(j);
+	if (r == 0 && !deadline)
+		r = err_set(err, COVE_EINVAL, "'timeout' is required");
+	if (r == 0)
+		r = sandbox_set_expiry(engine_ctx, sb, deadline, err);
+	if (r < 0)
+		return -1;
+	reply_json(req, 200, sandbox_to_json(sb));
+	return 0;
+}
+
