@@ -125,7 +125,7 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 		daemon_ctx->api_handle = NULL;
 		(void)unlink(daemon_ctx->socket_path);
 	}
-	access_stop(daemon_ctx);
+	access_stop();
 	struct timeval grace = { 5, 0 };
 	event_base_loopexit(engine_ctx->base, &grace);
 	sandboxes_stop_if_idle(engine_ctx);
@@ -244,7 +244,7 @@ static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 		return -1;
 	/* The token and the TCP port, before anything is built: a bad token
 	 * file or a port in use stops coved with nothing changed. */
-	if (access_setup(fe, err) < 0)
+	if (access_setup(&fe->access, d->data_dir, err) < 0)
 		return -1;
 	if (pool_open(&d->pool, d->data_dir, d->storage, POOL_SIZE, err) < 0)
 		return -1;
@@ -285,7 +285,8 @@ static int serve(struct daemon *fe, struct cove_err *err)
 	const struct engine *d = fe->engine;
 	int fd = fe->api_fd;
 	/* Limits first: they apply from the first connection on. */
-	if (access_serve(fe, err) < 0) {
+	const struct http_callbacks routes = { .streams = api_streams, .handle = api_handle };
+	if (access_serve(d->base, &routes, err) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -311,6 +312,7 @@ int main(int argc, char **argv)
 		return 2;
 	engine_ctx = &d;
 	daemon_ctx = &fe;
+	d.on_sandbox_deleted = ephemeral_forget;
 	signal(SIGPIPE, SIG_IGN);
 	umask(022);
 	/* Sandboxes' inits are re-parented to coved when their setup process

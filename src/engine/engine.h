@@ -18,7 +18,6 @@
  * its use of these; the last one removes the includes. */
 #include "daemon/api/reply.h"
 #include "daemon/api/request.h"
-#include "daemon/http/access.h"
 #include "daemon/http/conn.h"
 
 #define MAX_SANDBOXES 4096 /* uid slots: 65536 host ids each */
@@ -102,6 +101,9 @@ struct engine {
 	struct snapshot *snapshots;               /* complete ones only, oldest first */
 	bool stopping; /* SIGTERM: exit once no deletion or worker job is under way */
 	enum storage_driver storage; /* --storage: what was asked for (STORAGE_AUTO by default) */
+	/* A front end's: a sandbox is being deleted (its ID is gone from the
+	 * engine on return). */
+	void (*on_sandbox_deleted)(const char *id);
 };
 
 extern struct engine *engine_ctx;

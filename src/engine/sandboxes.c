@@ -639,7 +639,8 @@ int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	if (sb->expire_ev)
 		event_free(sb->expire_ev);
 	sb->expire_ev = NULL;
-	conn_forget_sandbox(sb->id);
+	if (d->on_sandbox_deleted)
+		d->on_sandbox_deleted(sb->id);
 	exec_abort_all(sb, "sandbox deleted");
 	files_abort_all(sb, "sandbox deleted");
 	procs_abort_all(sb);

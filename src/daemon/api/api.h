@@ -45,3 +45,8 @@ int h_lock_acquire(struct http_req *req, const char *id, struct cove_err *err);
 int h_lock_list(struct http_req *req, const char *id, struct cove_err *err);
 int h_lock_release(struct http_req *req, const char *id, struct cove_err *err);
 int h_lock_renew(struct http_req *req, const char *id, struct cove_err *err);
+
+/* ephemeral.c: sandboxes deleted with the connection that created them. */
+int ephemeral_add(struct http_conn *conn, const char *id);
+/* The engine's on_sandbox_deleted: id is gone, no connection owns it. */
+void ephemeral_forget(const char *id);

@@ -127,7 +127,7 @@ int h_create(struct http_req *req, const char *id, struct cove_err *err)
 		return -1;
 	/* Tied to the connection before the answer: a client gone by now
 	 * takes the sandbox with it. */
-	if (sb->spec.ephemeral && conn_add_ephemeral(http_req_conn(req), sb->id) < 0) {
+	if (sb->spec.ephemeral && ephemeral_add(http_req_conn(req), sb->id) < 0) {
 		(void)sandbox_delete(engine_ctx, sb, NULL);
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	}

@@ -49,8 +49,6 @@
 #include "common/log.h"
 #include "common/netaddr.h"
 #include "common/parse.h"
-#include "daemon/api/api.h"
-#include "daemon/daemon.h"
 #include "daemon/http/access.h"
 #include "daemon/http/conn.h"
 #include "engine/engine.h"
@@ -299,9 +297,8 @@ static int listen_tcp(const char *spec, struct cove_err *err)
 	return 0;
 }
 
-int access_setup(struct daemon *d, struct cove_err *err)
+int access_setup(struct access_config *cfg, const char *data_dir, struct cove_err *err)
 {
-	struct access_config *cfg = &d->access;
 	char path[1024];
 	config_defaults(cfg);
 	gate.cfg = cfg;
@@ -313,7 +310,7 @@ int access_setup(struct daemon *d, struct cove_err *err)
 	if (cfg->token_file[0]) {
 		snprintf(path, sizeof(path), "%s", cfg->token_file);
 	} else {
-		snprintf(path, sizeof(path), "%s/token", d->engine->data_dir);
+		snprintf(path, sizeof(path), "%s/token", data_dir);
 		if (make_token_file(path, err) < 0)
 			return -1;
 	}
@@ -325,10 +322,10 @@ int access_setup(struct daemon *d, struct cove_err *err)
 
 static bool keep_idle(struct http_conn *conn)
 {
-	return conn_owns_sandboxes(conn);
+	return conn_has_owner(conn);
 }
 
-int access_serve(struct daemon *d, struct cove_err *err)
+int access_serve(struct event_base *base, const struct http_callbacks *routes, struct cove_err *err)
 {
 	const struct access_config *cfg = gate.cfg;
 	const struct http_limits limits = {
@@ -338,8 +335,8 @@ int access_serve(struct daemon *d, struct cove_err *err)
 		.idle_timeout = cfg->idle_timeout,
 		.request_timeout = cfg->request_timeout,
 	};
-	const struct http_callbacks cbs = { .streams = api_streams, .handle = api_handle, .keep_idle = keep_idle };
-	http_setup(d->engine->base, &limits, &cbs);
+	const struct http_callbacks cbs = { .streams = routes->streams, .handle = routes->handle, .keep_idle = keep_idle };
+	http_setup(base, &limits, &cbs);
 	if (gate.tcp_fd < 0)
 		return 0;
 	if (!(gate.tcp_handle = http_listen(gate.tcp_fd, true))) {
@@ -351,7 +348,7 @@ int access_serve(struct daemon *d, struct cove_err *err)
 	return 0;
 }
 
-void access_stop(struct daemon *d)
+void access_stop(void)
 {
 	http_listener_free(gate.tcp_handle);
 	gate.tcp_handle = NULL;

@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "daemon/http/httpd.h"
 
-struct daemon;
+struct event_base;
 
 /* access.c: the API's listeners and their limits, from coved's flags; 0 or
  * "" is the default. */
@@ -24,11 +24,12 @@ struct access_config {
 /* A coved flag --name VALUE of struct access_config. */
 int access_parse_option(struct access_config *cfg, const char *name, const char *value, struct cove_err *err);
 /* Before serving: defaults, the token, the TCP listener (if --listen). */
-int access_setup(struct daemon *d, struct cove_err *err);
-/* The HTTP server's limits, and the TCP listener. */
-int access_serve(struct daemon *d, struct cove_err *err);
+int access_setup(struct access_config *cfg, const char *data_dir, struct cove_err *err);
+/* The HTTP server's limits, and the TCP listener, serving routes' streams
+ * and handle (its keep_idle is access.c's). */
+int access_serve(struct event_base *base, const struct http_callbacks *routes, struct cove_err *err);
 /* SIGTERM: no new TCP connections. */
-void access_stop(struct daemon *d);
+void access_stop(void);
 /* After http_shutdown. */
 void access_cleanup(void);
 /* First thing for every request: false when it has been answered already

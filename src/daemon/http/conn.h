@@ -12,13 +12,16 @@ typedef void (*conn_close_fn)(struct http_conn *conn, void *arg);
 int conn_set_hook(struct http_conn *conn, conn_close_fn fn, void *arg);
 /* Detach the hook whose arg is arg (no-op if another one replaced it). */
 void conn_clear_hook(struct http_conn *conn, void *arg);
-int conn_add_ephemeral(struct http_conn *conn, const char *id);
-/* Sandbox id is being deleted: no connection owns it any more. */
-void conn_forget_sandbox(const char *id);
+/* The connection's owner: fn(conn, arg) runs when it closes, after the
+ * request's hook. One owner per connection; conn_owner gives its arg. */
+int conn_set_owner(struct http_conn *conn, conn_close_fn fn, void *arg);
+void *conn_owner(struct http_conn *conn);
+void conn_clear_owner(struct http_conn *conn);
 
-/* Tell fn (after the hook and the ephemeral sandboxes) when the connection
+/* Tell fn (after the hook and the owner) when the connection
  * closes; access.c watches every connection so from its start to its end. */
 int conn_watch(struct http_conn *conn, conn_close_fn fn, void *arg);
-/* Whether the connection created ephemeral sandboxes that still exist. */
-bool conn_owns_sandboxes(struct http_conn *conn);
+/* Whether a front end owns state on the connection (cove's API: ephemeral
+ * sandboxes that still exist): such a connection is kept while idle. */
+bool conn_has_owner(struct http_conn *conn);
 
