@@ -268,7 +268,7 @@ static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 	if (r < 0)
 		return err_sys(err, -r, "compile the seccomp filter");
 	snprintf(path, sizeof(path), "%s/state.db", d->data_dir);
-	if (store_open(&d->store, path, err) < 0)
+	if (store_sqlite_open(&d->store, path, err) < 0)
 		return -1;
 	/* Bound before the sandboxes are re-attached: a second coved on the
 	 * same socket must fail before it touches anything. Requests wait in

@@ -1,6 +1,7 @@
-/* The state store: what coved must remember across restarts, in SQLite
- * (WAL). An interface with one implementation today; a fleet would put
- * PostgreSQL behind the same calls. Every call is one transaction, but
+/* The state store: what coved must remember across restarts. An interface
+ * (struct store_ops) with one implementation today, SQLite (WAL, in
+ * store_sqlite.c); a fleet would put PostgreSQL behind the same table
+ * without a change to the engine. Every call is one transaction, but
  * between store_begin and store_commit, where all are one. */
 #pragma once
 #include <stdbool.h>
@@ -10,6 +11,39 @@
 #include "common/error.h"
 
 struct store;
+struct store_sandbox;
+struct store_snapshot;
+struct store_history;
+struct store_checkpoint;
+
+/* An implementation: a table of these, in a struct it begins with a
+ * struct store. Each is the function of the same name below. */
+struct store_ops {
+	void (*close)(struct store *s);
+	int (*put_sandbox)(struct store *s, const struct store_sandbox *sb, struct cove_err *err);
+	int (*delete_sandbox)(struct store *s, const char *id, struct cove_err *err);
+	int (*each_sandbox)(struct store *s, void (*cb)(void *arg, const struct store_sandbox *sb), void *arg, struct cove_err *err);
+	int (*put_snapshot)(struct store *s, const struct store_snapshot *sn, struct cove_err *err);
+	int (*set_snapshot_durable)(struct store *s, const char *id, struct cove_err *err);
+	int (*delete_snapshot)(struct store *s, const char *id, struct cove_err *err);
+	int (*each_snapshot)(struct store *s, void (*cb)(void *arg, const struct store_snapshot *sn), void *arg, struct cove_err *err);
+	int (*put_checkpoint)(struct store *s, const struct store_checkpoint *c, struct cove_err *err);
+	int (*last_checkpoint)(struct store *s, const char *history, int *ret_seq, struct cove_err *err);
+	int (*get_history)(struct store *s, const char *sandbox, void (*cb)(void *arg, const struct store_history *h), void *arg, struct cove_err *err);
+	int (*each_derived)(struct store *s, const char *origin, void (*cb)(void *arg, const struct store_history *h), void *arg, struct cove_err *err);
+	int (*each_checkpoint)(struct store *s, const char *history, void (*cb)(void *arg, const struct store_checkpoint *c), void *arg, struct cove_err *err);
+	int (*copy_history)(struct store *s, const struct store_history *h, struct cove_err *err);
+	int (*delete_history)(struct store *s, const char *sandbox, struct cove_err *err);
+	int (*snapshot_users)(struct store *s, const char *snapshot, char ret_history[16], int *ret_seq, struct cove_err *err);
+	int (*begin)(struct store *s, struct cove_err *err);
+	int (*begin_durable)(struct store *s, struct cove_err *err);
+	int (*commit)(struct store *s, struct cove_err *err);
+	void (*rollback)(struct store *s);
+};
+
+struct store {
+	const struct store_ops *ops;
+};
 
 struct store_sandbox {
 	const char *id;
@@ -30,25 +64,50 @@ struct store_snapshot {
 	bool durable;       /* its files and manifest are on disk (see snapshots.c) */
 };
 
-int store_open(struct store **ret, const char *path, struct cove_err *err);
-void store_close(struct store *s);
+/* The SQLite store (store_sqlite.c) at path: made if missing, its schema
+ * brought up to date. */
+int store_sqlite_open(struct store **ret, const char *path, struct cove_err *err);
+static inline void store_close(struct store *s)
+{
+	if (s)
+		s->ops->close(s);
+}
 /* Insert or replace a sandbox's row. */
-int store_put_sandbox(struct store *s, const struct store_sandbox *sb, struct cove_err *err);
-int store_delete_sandbox(struct store *s, const char *id, struct cove_err *err);
+static inline int store_put_sandbox(struct store *s, const struct store_sandbox *sb, struct cove_err *err)
+{
+	return s->ops->put_sandbox(s, sb, err);
+}
+static inline int store_delete_sandbox(struct store *s, const char *id, struct cove_err *err)
+{
+	return s->ops->delete_sandbox(s, id, err);
+}
 /* Calls cb for every sandbox, in creation order; cb's strings are borrowed. */
-int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store_sandbox *sb), void *arg,
-		       struct cove_err *err);
+static inline int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store_sandbox *sb), void *arg, struct cove_err *err)
+{
+	return s->ops->each_sandbox(s, cb, arg, err);
+}
 /* Insert a snapshot's row, durable as sn->durable says: true only inside
  * a store_begin_durable transaction, and only once its files and manifest
  * are on disk. */
-int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct cove_err *err);
+static inline int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct cove_err *err)
+{
+	return s->ops->put_snapshot(s, sn, err);
+}
 /* Mark it durable, committed durably (a WAL sync, whatever the store's
  * default). */
-int store_set_snapshot_durable(struct store *s, const char *id, struct cove_err *err);
-int store_delete_snapshot(struct store *s, const char *id, struct cove_err *err);
+static inline int store_set_snapshot_durable(struct store *s, const char *id, struct cove_err *err)
+{
+	return s->ops->set_snapshot_durable(s, id, err);
+}
+static inline int store_delete_snapshot(struct store *s, const char *id, struct cove_err *err)
+{
+	return s->ops->delete_snapshot(s, id, err);
+}
 /* Calls cb for every snapshot, oldest first; cb's strings are borrowed. */
-int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct store_snapshot *sn), void *arg,
-			struct cove_err *err);
+static inline int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct store_snapshot *sn), void *arg, struct cove_err *err)
+{
+	return s->ops->each_snapshot(s, cb, arg, err);
+}
 
 /* Histories: a sandbox's ordered checkpoints, each naming a snapshot. A
  * history is keyed by its sandbox's ID and outlives the sandbox. */
@@ -72,38 +131,70 @@ struct store_checkpoint {
 /* Append c to c->history, created without origin when it has none yet.
  * Inside the caller's transaction (store_begin_durable), which commits it
  * with its snapshot's row. */
-int store_put_checkpoint(struct store *s, const struct store_checkpoint *c, struct cove_err *err);
+static inline int store_put_checkpoint(struct store *s, const struct store_checkpoint *c, struct cove_err *err)
+{
+	return s->ops->put_checkpoint(s, c, err);
+}
 /* The highest seq of history, 0 when it has none. */
-int store_last_checkpoint(struct store *s, const char *history, int *ret_seq, struct cove_err *err);
+static inline int store_last_checkpoint(struct store *s, const char *history, int *ret_seq, struct cove_err *err)
+{
+	return s->ops->last_checkpoint(s, history, ret_seq, err);
+}
 /* Calls cb with sandbox's history, if it has one: returns 1, 0 without
  * one, or -1. cb's strings are borrowed. */
-int store_get_history(struct store *s, const char *sandbox, void (*cb)(void *arg, const struct store_history *h),
-		      void *arg, struct cove_err *err);
+static inline int store_get_history(struct store *s, const char *sandbox, void (*cb)(void *arg, const struct store_history *h), void *arg, struct cove_err *err)
+{
+	return s->ops->get_history(s, sandbox, cb, arg, err);
+}
 /* Calls cb for every history whose origin is origin, oldest first: returns
  * how many, or -1. */
-int store_each_derived(struct store *s, const char *origin, void (*cb)(void *arg, const struct store_history *h),
-		       void *arg, struct cove_err *err);
+static inline int store_each_derived(struct store *s, const char *origin, void (*cb)(void *arg, const struct store_history *h), void *arg, struct cove_err *err)
+{
+	return s->ops->each_derived(s, origin, cb, arg, err);
+}
 /* Calls cb for every checkpoint of history, by seq. */
-int store_each_checkpoint(struct store *s, const char *history, void (*cb)(void *arg, const struct store_checkpoint *c),
-			  void *arg, struct cove_err *err);
+static inline int store_each_checkpoint(struct store *s, const char *history, void (*cb)(void *arg, const struct store_checkpoint *c), void *arg, struct cove_err *err)
+{
+	return s->ops->each_checkpoint(s, history, cb, arg, err);
+}
 /* A new history h->sandbox (from h->origin at h->origin_seq, as
  * h->origin_kind) holding origin's checkpoints 1..origin_seq: one durable
  * transaction. */
-int store_copy_history(struct store *s, const struct store_history *h, struct cove_err *err);
+static inline int store_copy_history(struct store *s, const struct store_history *h, struct cove_err *err)
+{
+	return s->ops->copy_history(s, h, err);
+}
 /* Forget sandbox's history and its checkpoints (not their snapshots). */
-int store_delete_history(struct store *s, const char *sandbox, struct cove_err *err);
+static inline int store_delete_history(struct store *s, const char *sandbox, struct cove_err *err)
+{
+	return s->ops->delete_history(s, sandbox, err);
+}
 /* How many checkpoints name snapshot (0 or more, -1 on failure); when
  * some do, the first one's history and seq. */
-int store_snapshot_users(struct store *s, const char *snapshot, char ret_history[16], int *ret_seq,
-			 struct cove_err *err);
+static inline int store_snapshot_users(struct store *s, const char *snapshot, char ret_history[16], int *ret_seq, struct cove_err *err)
+{
+	return s->ops->snapshot_users(s, snapshot, ret_history, ret_seq, err);
+}
 /* One transaction of every call until store_commit: a crash before the
  * commit, or a commit that fails (it then rolls back), leaves none of
  * them. Not nested. */
-int store_begin(struct store *s, struct cove_err *err);
+static inline int store_begin(struct store *s, struct cove_err *err)
+{
+	return s->ops->begin(s, err);
+}
 /* store_begin, for what is answered as done: its commit is a WAL sync
  * (synchronous=FULL), so it survives a power failure too. */
-int store_begin_durable(struct store *s, struct cove_err *err);
+static inline int store_begin_durable(struct store *s, struct cove_err *err)
+{
+	return s->ops->begin_durable(s, err);
+}
 /* On failure it rolls back (and says why in err). */
-int store_commit(struct store *s, struct cove_err *err);
+static inline int store_commit(struct store *s, struct cove_err *err)
+{
+	return s->ops->commit(s, err);
+}
 /* Drop the open transaction. */
-void store_rollback(struct store *s);
+static inline void store_rollback(struct store *s)
+{
+	s->ops->rollback(s);
+}

@@ -1,3 +1,4 @@
+/* The state store in SQLite (WAL): store.h's one implementation today. */
 #include "store/store.h"
 
 #include <sqlite3.h>
@@ -8,7 +9,8 @@
 
 #include "common/cleanup.h"
 
-struct store {
+struct sqlite_store {
+	struct store base; /* first: what the engine holds */
 	sqlite3 *db;
 	sqlite3_stmt *put, *del, *each;
 	sqlite3_stmt *snap_put, *snap_del, *snap_each;
@@ -95,27 +97,33 @@ static int migrate(sqlite3 *db, const char *path, struct cove_err *err)
 	return 0;
 }
 
-static int db_err(struct store *s, struct cove_err *err, const char *what)
+static int db_err(struct sqlite_store *s, struct cove_err *err, const char *what)
 {
 	return err_set(err, COVE_EINTERNAL, "state store: %s: %s", what, sqlite3_errmsg(s->db));
 }
 
-int store_open(struct store **ret, const char *path, struct cove_err *err)
+static const struct store_ops sqlite_ops;
+static void sqlite_close(struct store *store);
+static int sqlite_commit(struct store *store, struct cove_err *err);
+static void sqlite_rollback(struct store *store);
+
+int store_sqlite_open(struct store **ret, const char *path, struct cove_err *err)
 {
-	struct store *s = calloc(1, sizeof(*s));
+	struct sqlite_store *s = calloc(1, sizeof(*s));
 	if (!s)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
+	s->base.ops = &sqlite_ops;
 	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
 		    SQLITE_OK ||
 	    sqlite3_exec(s->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
 		int r = err_set(err, COVE_EINTERNAL, "open state store '%s': %s", path,
 				s->db ? sqlite3_errmsg(s->db) : "out of memory");
-		store_close(s);
+		sqlite_close(&s->base);
 		return r;
 	}
 	/* Tables first, then the statements that name their columns. */
 	if (migrate(s->db, path, err) < 0) {
-		store_close(s);
+		sqlite_close(&s->base);
 		return -1;
 	}
 	if (sqlite3_prepare_v2(
@@ -139,16 +147,17 @@ int store_open(struct store **ret, const char *path, struct cove_err *err)
 		    SQLITE_OK) {
 		int r = err_set(err, COVE_EINTERNAL, "open state store '%s': %s", path,
 				s->db ? sqlite3_errmsg(s->db) : "out of memory");
-		store_close(s);
+		sqlite_close(&s->base);
 		return r;
 	}
 	sqlite3_busy_timeout(s->db, 5000);
-	*ret = s;
+	*ret = &s->base;
 	return 0;
 }
 
-void store_close(struct store *s)
+static void sqlite_close(struct store *store)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	if (!s)
 		return;
 	sqlite3_finalize(s->put);
@@ -162,8 +171,9 @@ void store_close(struct store *s)
 	free(s);
 }
 
-int store_put_sandbox(struct store *s, const struct store_sandbox *sb, struct cove_err *err)
+static int sqlite_put_sandbox(struct store *store, const struct store_sandbox *sb, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	sqlite3_reset(s->put);
 	sqlite3_bind_text(s->put, 1, sb->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s->put, 2, sb->state, -1, SQLITE_STATIC);
@@ -176,8 +186,9 @@ int store_put_sandbox(struct store *s, const struct store_sandbox *sb, struct co
 	return r;
 }
 
-int store_delete_sandbox(struct store *s, const char *id, struct cove_err *err)
+static int sqlite_delete_sandbox(struct store *store, const char *id, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	sqlite3_reset(s->del);
 	sqlite3_bind_text(s->del, 1, id, -1, SQLITE_STATIC);
 	int r = sqlite3_step(s->del) == SQLITE_DONE ? 0 : db_err(s, err, "delete sandbox");
@@ -185,9 +196,10 @@ int store_delete_sandbox(struct store *s, const char *id, struct cove_err *err)
 	return r;
 }
 
-int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store_sandbox *sb), void *arg,
+static int sqlite_each_sandbox(struct store *store, void (*cb)(void *arg, const struct store_sandbox *sb), void *arg,
 		       struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	int rc;
 	sqlite3_reset(s->each);
 	while ((rc = sqlite3_step(s->each)) == SQLITE_ROW) {
@@ -210,8 +222,9 @@ int store_each_sandbox(struct store *s, void (*cb)(void *arg, const struct store
  * store's default synchronous=NORMAL: the next start then finds its
  * directory without a row and deletes it. A durable one is written in a
  * store_begin_durable transaction. */
-int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct cove_err *err)
+static int sqlite_put_snapshot(struct store *store, const struct store_snapshot *sn, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	sqlite3_reset(s->snap_put);
 	sqlite3_bind_text(s->snap_put, 1, sn->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s->snap_put, 2, sn->sandbox, -1, SQLITE_STATIC);
@@ -227,8 +240,9 @@ int store_put_snapshot(struct store *s, const struct store_snapshot *sn, struct 
 
 /* synchronous=NORMAL may lose the last commits in a power failure, which a
  * snapshot reported durable must not: this commit is a WAL sync. */
-int store_set_snapshot_durable(struct store *s, const char *id, struct cove_err *err)
+static int sqlite_set_snapshot_durable(struct store *store, const char *id, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	if (sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) != SQLITE_OK)
 		return db_err(s, err, "mark snapshot durable");
 	sqlite3_reset(s->snap_durable);
@@ -241,8 +255,9 @@ int store_set_snapshot_durable(struct store *s, const char *id, struct cove_err 
 	return r;
 }
 
-int store_delete_snapshot(struct store *s, const char *id, struct cove_err *err)
+static int sqlite_delete_snapshot(struct store *store, const char *id, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	sqlite3_reset(s->snap_del);
 	sqlite3_bind_text(s->snap_del, 1, id, -1, SQLITE_STATIC);
 	int r = sqlite3_step(s->snap_del) == SQLITE_DONE ? 0 : db_err(s, err, "delete snapshot");
@@ -250,9 +265,10 @@ int store_delete_snapshot(struct store *s, const char *id, struct cove_err *err)
 	return r;
 }
 
-int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct store_snapshot *sn), void *arg,
+static int sqlite_each_snapshot(struct store *store, void (*cb)(void *arg, const struct store_snapshot *sn), void *arg,
 			struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	int rc;
 	sqlite3_reset(s->snap_each);
 	while ((rc = sqlite3_step(s->snap_each)) == SQLITE_ROW) {
@@ -278,7 +294,7 @@ int store_each_snapshot(struct store *s, void (*cb)(void *arg, const struct stor
 /* A statement with its parameters bound: types has one letter a parameter,
  * 's' (const char *; NULL binds NULL), 'i' (int), 'I' (int64_t). NULL on
  * failure (sqlite3_errmsg says why). */
-static sqlite3_stmt *prepare(struct store *s, const char *sql, const char *types, ...)
+static sqlite3_stmt *prepare(struct sqlite_store *s, const char *sql, const char *types, ...)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -298,7 +314,7 @@ static sqlite3_stmt *prepare(struct store *s, const char *sql, const char *types
 }
 
 /* Steps a statement without rows to its end, and finalizes it. */
-static int run(struct store *s, sqlite3_stmt *st, const char *what, struct cove_err *err)
+static int run(struct sqlite_store *s, sqlite3_stmt *st, const char *what, struct cove_err *err)
 {
 	int r = st && sqlite3_step(st) == SQLITE_DONE ? 0 : db_err(s, err, what);
 	sqlite3_finalize(st);
@@ -306,7 +322,7 @@ static int run(struct store *s, sqlite3_stmt *st, const char *what, struct cove_
 }
 
 /* Back to the store's default once a durable transaction is over. */
-static void end_synced(struct store *s)
+static void end_synced(struct sqlite_store *s)
 {
 	if (s->synced)
 		(void)sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
@@ -316,7 +332,7 @@ static void end_synced(struct store *s)
 /* A write that is answered as done must survive a power failure, as a
  * snapshot's row does: one transaction, committed with a WAL sync. A BEGIN
  * that fails leaves whatever transaction is open alone. */
-static int begin_durable(struct store *s, const char *what, struct cove_err *err)
+static int begin_durable(struct sqlite_store *s, const char *what, struct cove_err *err)
 {
 	if (sqlite3_exec(s->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL) == SQLITE_OK) {
 		s->synced = true;
@@ -329,16 +345,17 @@ static int begin_durable(struct store *s, const char *what, struct cove_err *err
 }
 
 /* Commit when r is 0, else roll back; r, or -1 when the commit failed. */
-static int end_durable(struct store *s, int r, struct cove_err *err)
+static int end_durable(struct sqlite_store *s, int r, struct cove_err *err)
 {
 	if (r == 0)
-		return store_commit(s, err);
-	store_rollback(s);
+		return sqlite_commit(&s->base, err);
+	sqlite_rollback(&s->base);
 	return r;
 }
 
-int store_put_checkpoint(struct store *s, const struct store_checkpoint *c, struct cove_err *err)
+static int sqlite_put_checkpoint(struct store *store, const struct store_checkpoint *c, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	static const char what[] = "save checkpoint";
 	int r = run(s,
 		    prepare(s, "INSERT OR IGNORE INTO histories (sandbox, created_at) VALUES (?, ?)", "sI", c->history,
@@ -354,8 +371,9 @@ int store_put_checkpoint(struct store *s, const struct store_checkpoint *c, stru
 	return r;
 }
 
-int store_last_checkpoint(struct store *s, const char *history, int *ret_seq, struct cove_err *err)
+static int sqlite_last_checkpoint(struct store *store, const char *history, int *ret_seq, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	sqlite3_stmt *st = prepare(s, "SELECT coalesce(max(seq), 0) FROM checkpoints WHERE history = ?", "s", history);
 	int r = st && sqlite3_step(st) == SQLITE_ROW ? 0 : db_err(s, err, "read history");
 	if (r == 0)
@@ -374,7 +392,7 @@ static void history_of_row(sqlite3_stmt *st, struct store_history *h)
 }
 
 /* Calls cb for every row of st, a SELECT of histories' columns in order. */
-static int each_history(struct store *s, sqlite3_stmt *st, void (*cb)(void *arg, const struct store_history *h),
+static int each_history(struct sqlite_store *s, sqlite3_stmt *st, void (*cb)(void *arg, const struct store_history *h),
 			void *arg, struct cove_err *err)
 {
 	int rc = SQLITE_ERROR, n = 0;
@@ -389,9 +407,10 @@ static int each_history(struct store *s, sqlite3_stmt *st, void (*cb)(void *arg,
 	return r;
 }
 
-int store_get_history(struct store *s, const char *sandbox, void (*cb)(void *arg, const struct store_history *h),
+static int sqlite_get_history(struct store *store, const char *sandbox, void (*cb)(void *arg, const struct store_history *h),
 		      void *arg, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	return each_history(s,
 			    prepare(s,
 				    "SELECT sandbox, origin, origin_seq, origin_kind, created_at FROM histories"
@@ -400,9 +419,10 @@ int store_get_history(struct store *s, const char *sandbox, void (*cb)(void *arg
 			    cb, arg, err);
 }
 
-int store_each_derived(struct store *s, const char *origin, void (*cb)(void *arg, const struct store_history *h),
+static int sqlite_each_derived(struct store *store, const char *origin, void (*cb)(void *arg, const struct store_history *h),
 		       void *arg, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	return each_history(s,
 			    prepare(s,
 				    "SELECT sandbox, origin, origin_seq, origin_kind, created_at FROM histories"
@@ -411,9 +431,10 @@ int store_each_derived(struct store *s, const char *origin, void (*cb)(void *arg
 			    cb, arg, err);
 }
 
-int store_each_checkpoint(struct store *s, const char *history, void (*cb)(void *arg, const struct store_checkpoint *c),
+static int sqlite_each_checkpoint(struct store *store, const char *history, void (*cb)(void *arg, const struct store_checkpoint *c),
 			  void *arg, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	sqlite3_stmt *st = prepare(s,
 				   "SELECT history, seq, label, snapshot, sandbox, created_at FROM checkpoints"
 				   " WHERE history = ? ORDER BY seq",
@@ -435,8 +456,9 @@ int store_each_checkpoint(struct store *s, const char *history, void (*cb)(void 
 	return r;
 }
 
-int store_copy_history(struct store *s, const struct store_history *h, struct cove_err *err)
+static int sqlite_copy_history(struct store *store, const struct store_history *h, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	static const char what[] = "save history";
 	if (begin_durable(s, what, err) < 0)
 		return -1;
@@ -457,8 +479,9 @@ int store_copy_history(struct store *s, const struct store_history *h, struct co
 	return end_durable(s, r, err);
 }
 
-int store_delete_history(struct store *s, const char *sandbox, struct cove_err *err)
+static int sqlite_delete_history(struct store *store, const char *sandbox, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	static const char what[] = "delete history";
 	if (begin_durable(s, what, err) < 0)
 		return -1;
@@ -468,9 +491,10 @@ int store_delete_history(struct store *s, const char *sandbox, struct cove_err *
 	return end_durable(s, r, err);
 }
 
-int store_snapshot_users(struct store *s, const char *snapshot, char ret_history[16], int *ret_seq,
+static int sqlite_snapshot_users(struct store *store, const char *snapshot, char ret_history[16], int *ret_seq,
 			 struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	sqlite3_stmt *st = prepare(s,
 				   "SELECT history, seq, (SELECT count(*) FROM checkpoints WHERE snapshot = ?1)"
 				   " FROM checkpoints WHERE snapshot = ?1 ORDER BY history, seq LIMIT 1",
@@ -485,18 +509,21 @@ int store_snapshot_users(struct store *s, const char *snapshot, char ret_history
 	return r;
 }
 
-int store_begin(struct store *s, struct cove_err *err)
+static int sqlite_begin(struct store *store, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	return sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : db_err(s, err, "begin");
 }
 
-int store_begin_durable(struct store *s, struct cove_err *err)
+static int sqlite_begin_durable(struct store *store, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	return begin_durable(s, "begin", err);
 }
 
-int store_commit(struct store *s, struct cove_err *err)
+static int sqlite_commit(struct store *store, struct cove_err *err)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	int r = 0;
 	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		r = db_err(s, err, "commit");
@@ -506,8 +533,32 @@ int store_commit(struct store *s, struct cove_err *err)
 	return r;
 }
 
-void store_rollback(struct store *s)
+static void sqlite_rollback(struct store *store)
 {
+	struct sqlite_store *s = (struct sqlite_store *)store;
 	(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	end_synced(s);
 }
+
+static const struct store_ops sqlite_ops = {
+	.close = sqlite_close,
+	.put_sandbox = sqlite_put_sandbox,
+	.delete_sandbox = sqlite_delete_sandbox,
+	.each_sandbox = sqlite_each_sandbox,
+	.put_snapshot = sqlite_put_snapshot,
+	.set_snapshot_durable = sqlite_set_snapshot_durable,
+	.delete_snapshot = sqlite_delete_snapshot,
+	.each_snapshot = sqlite_each_snapshot,
+	.put_checkpoint = sqlite_put_checkpoint,
+	.last_checkpoint = sqlite_last_checkpoint,
+	.get_history = sqlite_get_history,
+	.each_derived = sqlite_each_derived,
+	.each_checkpoint = sqlite_each_checkpoint,
+	.copy_history = sqlite_copy_history,
+	.delete_history = sqlite_delete_history,
+	.snapshot_users = sqlite_snapshot_users,
+	.begin = sqlite_begin,
+	.begin_durable = sqlite_begin_durable,
+	.commit = sqlite_commit,
+	.rollback = sqlite_rollback,
+};
