@@ -27,6 +27,7 @@
 #include "daemon/daemon.h"
 #include "daemon/http/access.h"
 #include "engine/engine.h"
+#include "store/snapshot_store.h"
 #include "store/store.h"
 #include "image/host_image.h"
 #include "sys/seccomp.h"
@@ -254,6 +255,8 @@ static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 			 d->pool.fallback);
 	if (host_image_ensure(&d->pool, d->host_image, err) < 0)
 		return -1;
+	if (snapshot_store_pool_open(&d->snapshot_store, d->pool.dir, d->pool.driver, err) < 0)
+		return -1;
 	snprintf(path, sizeof(path), "%s/sandboxes", d->pool.dir);
 	if (mkdir_p(path, 0700) < 0)
 		return err_sys(err, errno, "mkdir '%s'", path);
@@ -339,6 +342,8 @@ int main(int argc, char **argv)
 	event_free(term);
 	event_free(intr);
 	store_close(d.store);
+	if (d.snapshot_store)
+		d.snapshot_store->ops->close(d.snapshot_store);
 	event_base_free(d.base);
 	return 0;
 }

@@ -93,7 +93,8 @@ struct engine {
 	struct pool pool;
 	struct cgroup_layout cgroups;
 	char host_image[64]; /* the current host image's subvolume name */
-	struct store *store;
+	struct store *store;                   /* the state store */
+	struct snapshot_store *snapshot_store; /* where snapshots' files live */
 	int init_exe_fd;
 	struct sock_fprog seccomp;
 	struct sandbox *sandboxes[MAX_SANDBOXES]; /* indexed by slot; deleting ones too, until cleaned up */

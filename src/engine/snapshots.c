@@ -47,19 +47,10 @@
 #include "common/parse.h"
 #include "engine/engine.h"
 #include "store/store.h"
+#include "store/snapshot_store.h"
 #include "sys/storage.h"
 
-#define MANIFEST "manifest.json"
 
-static void snap_dir(const struct engine *d, const char *id, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "%s/snapshots/%s", d->pool.dir, id);
-}
-
-static void snap_files(const struct engine *d, const char *id, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "%s/snapshots/%s/files", d->pool.dir, id);
-}
 
 struct snapshot *snapshot_find(struct engine *d, const char *id)
 {
@@ -103,77 +94,28 @@ json_t *snapshot_to_json(const struct snapshot *sn)
 			 "spec", sn->spec);
 }
 
-/* Everything of a snapshot directory, whatever state a crash left it in:
- * the files subvolume, the manifest and its temporary, the directory. */
-static int remove_dir(const char *dir)
-{
-	char p[700];
-	snprintf(p, sizeof(p), "%s/files", dir);
-	int r = storage_delete(engine_ctx->pool.driver, p);
-	if (r < 0 && r != -ENOENT && !(r == -EINVAL && rmdir(p) == 0))
-		return r;
-	snprintf(p, sizeof(p), "%s/" MANIFEST, dir);
-	(void)unlink(p);
-	snprintf(p, sizeof(p), "%s/" MANIFEST ".tmp", dir);
-	(void)unlink(p);
-	return rmdir(dir) < 0 && errno != ENOENT ? -errno : 0;
-}
 
-/* Snapshot sb's subvolume read-only to <dir>/files (dir exists), with its
+/* Snapshot sb's subvolume read-only as snapshot id's files, with its
  * processes frozen for that instant, so that the copy is what they had
  * written at one point in time (no write half in, no file ahead of
  * another). The sandbox is thawed whatever happens. On failure there is
- * no <dir>/files. */
-static int freeze_and_snapshot(struct engine *d, struct sandbox *sb, const char *dir, struct cove_err *err)
+ * no files. */
+static int freeze_and_snapshot(struct engine *d, struct sandbox *sb, const char *id, struct cove_err *err)
 {
-	char subvol[600], files[700];
+	char subvol[600];
 	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
-	snprintf(files, sizeof(files), "%s/files", dir);
 	/* A sandbox whose init is gone has nothing running to freeze. */
 	bool frozen = sb->state == SB_RUNNING;
 	if (frozen && cgroup_freeze(&d->cgroups, sb->id, true, err) < 0) {
 		(void)cgroup_freeze(&d->cgroups, sb->id, false, NULL);
 		return -1;
 	}
-	int r = storage_snapshot(d->pool.driver, subvol, files, true);
+	int r = d->snapshot_store->ops->take(d->snapshot_store, id, subvol, err);
 	struct cove_err thaw = { 0 };
 	if (frozen && cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0 &&
 	    cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0)
 		log_error("sandbox %s: after a snapshot: %s", sb->id, thaw.msg);
-	if (r < 0)
-		return err_sys(err, -r, "snapshot '%s' to '%s'", subvol, files);
-	return 0;
-}
-
-/* The manifest goes to a temporary file that is synced, then renamed into
- * place, then the directory is synced: a manifest on disk is always whole. */
-static int write_manifest(const char *dir, const char *text, struct cove_err *err)
-{
-	char tmp[700], path[700];
-	snprintf(tmp, sizeof(tmp), "%s/" MANIFEST ".tmp", dir);
-	snprintf(path, sizeof(path), "%s/" MANIFEST, dir);
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int r = fd < 0 ? -errno : io_write_all(fd, text, strlen(text));
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		return err_sys(err, -r, "write '%s'", path);
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || fsync(dfd) < 0)
-		return err_sys(err, errno, "sync '%s'", dir);
-	return 0;
-}
-
-/* Everything written to the pool so far, the new subvolume included, on
- * disk (a btrfs transaction commit). */
-static int sync_pool(const char *pool_dir, struct cove_err *err)
-{
-	_cleanup_close_ int fd = open(pool_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || syncfs(fd) < 0)
-		return err_sys(err, errno, "sync the pool '%s'", pool_dir);
-	return 0;
+	return r;
 }
 
 static int64_t now_unix_ms(void)
@@ -183,25 +125,12 @@ static int64_t now_unix_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The files of a snapshot just taken, on disk. On btrfs they are once the
- * snapshot ioctl has returned: it writes the source subvolume's dirty data
- * out, then commits the transaction that holds the snapshot, and (since
- * Linux 5.7 dropped BTRFS_SUBVOL_CREATE_ASYNC) always waits for that commit.
- * A syncfs would only add the rest of the pool (other sandboxes' dirty
- * data) and a second commit. The overlay driver's copy is plain writes: a
- * syncfs of the pool. */
-static int files_durable(enum storage_driver driver, const char *pool_dir, struct cove_err *err)
-{
-	return driver == STORAGE_BTRFS ? 0 : sync_pool(pool_dir, err);
-}
-
 /* Files, then manifest, on disk, for a snapshot taken without its
- * manifest. It reads nothing but its arguments, so a worker thread may run
- * it. */
-static int persist(enum storage_driver driver, const char *pool_dir, const char *dir, const char *manifest,
-		   struct cove_err *err)
+ * manifest. A worker thread may run it: the snapshot store's calls read
+ * nothing but their arguments. */
+static int persist(struct snapshot_store *st, const char *id, const char *manifest, struct cove_err *err)
 {
-	return files_durable(driver, pool_dir, err) < 0 || write_manifest(dir, manifest, err) < 0 ? -1 : 0;
+	return st->ops->files_durable(st, err) < 0 || st->ops->write_manifest(st, id, manifest, err) < 0 ? -1 : 0;
 }
 
 /* What the manifest holds: the snapshot as the API shows it, less the
@@ -227,12 +156,10 @@ static int mark_durable(struct engine *d, struct snapshot *sn, struct cove_err *
 /* The durable step, on the loop. */
 static int make_durable(struct engine *d, struct snapshot *sn, struct cove_err *err)
 {
-	char dir[600];
-	snap_dir(d, sn->id, dir, sizeof(dir));
 	_cleanup_free_ char *text = manifest_text(sn);
 	if (!text)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
-	return persist(d->pool.driver, d->pool.dir, dir, text, err) < 0 || mark_durable(d, sn, err) < 0 ? -1 : 0;
+	return persist(d->snapshot_store, sn->id, text, err) < 0 || mark_durable(d, sn, err) < 0 ? -1 : 0;
 }
 
 /* Its row, durable as sn->durable says. */
@@ -252,10 +179,10 @@ static int put_row(struct engine *d, const struct snapshot *sn, struct cove_err 
 }
 
 /* A snapshot of sb as it is now, not taken yet (not listed), and its
- * directory, made here and named in dir: NULL with err on failure, with
+ * entry in the snapshot store, made here: NULL with err on failure, with
  * nothing made. */
-static struct snapshot *snapshot_begin(struct engine *d, const struct sandbox *sb, const char *name, char *dir,
-				       size_t cap, struct cove_err *err)
+static struct snapshot *snapshot_begin(struct engine *d, const struct sandbox *sb, const char *name,
+				       struct cove_err *err)
 {
 	struct snapshot *sn = calloc(1, sizeof(*sn));
 	if (!sn || snapshot_id_new(sn->id) < 0) {
@@ -273,9 +200,7 @@ static struct snapshot *snapshot_begin(struct engine *d, const struct sandbox *s
 		err_set(err, COVE_EINTERNAL, "out of memory");
 		return NULL;
 	}
-	snap_dir(d, sn->id, dir, cap);
-	if (mkdir(dir, 0700) < 0) {
-		err_sys(err, errno, "mkdir '%s'", dir);
+	if (d->snapshot_store->ops->begin(d->snapshot_store, sn->id, err) < 0) {
 		snapshot_free(sn);
 		return NULL;
 	}
@@ -286,12 +211,11 @@ static struct snapshot *snapshot_begin(struct engine *d, const struct sandbox *s
  * durable = 0. Listed from here on. */
 static int take(struct engine *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
 {
-	char dir[600];
-	struct snapshot *sn = snapshot_begin(d, sb, name, dir, sizeof(dir), err);
+	struct snapshot *sn = snapshot_begin(d, sb, name, err);
 	if (!sn)
 		return -1;
-	if (freeze_and_snapshot(d, sb, dir, err) < 0 || put_row(d, sn, err) < 0) {
-		(void)remove_dir(dir);
+	if (freeze_and_snapshot(d, sb, sn->id, err) < 0 || put_row(d, sn, err) < 0) {
+		(void)d->snapshot_store->ops->remove(d->snapshot_store, sn->id);
 		snapshot_free(sn);
 		return -1;
 	}
@@ -324,47 +248,29 @@ static int put_durable_row(struct engine *d, struct snapshot *sn, snapshot_rows_
 	return store_commit(d->store, err);
 }
 
-/* snapshot_create_with's manifest, written straight to its place before
- * the files are taken: their commit makes its name durable, and only its
- * data is left to sync (manifest_sync). A manifest cut short by a crash is
- * never read: its directory has no row and is swept at start. The open
- * file, or -1 with err. */
-static int manifest_create(const char *dir, const char *text, struct cove_err *err)
-{
-	char path[700];
-	snprintf(path, sizeof(path), "%s/" MANIFEST, dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	int r = fd < 0 ? -errno : io_write_all(fd, text, strlen(text));
-	if (r == 0)
-		return fd;
-	if (fd >= 0)
-		close(fd);
-	return err_sys(err, -r, "write '%s'", path);
-}
 
 /* After the files: on btrfs the manifest's inode and name were committed
  * with them, so this fsync only logs its data (a log tree write, where
  * syncing it before the files, a new file in a new directory, can cost a
  * whole transaction commit). */
-static int manifest_sync(int fd, const char *dir, struct cove_err *err)
+static int manifest_sync(int fd, const char *id, struct cove_err *err)
 {
-	return fsync(fd) < 0 ? err_sys(err, errno, "sync '%s/" MANIFEST "'", dir) : 0;
+	return fsync(fd) < 0 ? err_sys(err, errno, "sync snapshot %s's manifest", id) : 0;
 }
 
 int snapshot_create_with(struct engine *d, struct sandbox *sb, const char *name, snapshot_rows_fn rows, void *arg,
 			 struct snapshot **ret, struct cove_err *err)
 {
-	char dir[600];
-	struct snapshot *sn = snapshot_begin(d, sb, name, dir, sizeof(dir), err);
+	struct snapshot_store *st = d->snapshot_store;
+	struct snapshot *sn = snapshot_begin(d, sb, name, err);
 	if (!sn)
 		return -1;
 	_cleanup_free_ char *text = manifest_text(sn);
-	_cleanup_close_ int mfd =
-		text ? manifest_create(dir, text, err) : err_set(err, COVE_EINTERNAL, "out of memory");
-	if (mfd < 0 || freeze_and_snapshot(d, sb, dir, err) < 0 ||
-	    files_durable(d->pool.driver, d->pool.dir, err) < 0 || manifest_sync(mfd, dir, err) < 0 ||
-	    put_durable_row(d, sn, rows, arg, err) < 0) {
-		(void)remove_dir(dir);
+	_cleanup_close_ int mfd = text ? st->ops->manifest_create(st, sn->id, text, err)
+				       : err_set(err, COVE_EINTERNAL, "out of memory");
+	if (mfd < 0 || freeze_and_snapshot(d, sb, sn->id, err) < 0 || st->ops->files_durable(st, err) < 0 ||
+	    manifest_sync(mfd, sn->id, err) < 0 || put_durable_row(d, sn, rows, arg, err) < 0) {
+		(void)st->ops->remove(st, sn->id);
 		snapshot_free(sn);
 		return -1;
 	}
@@ -384,9 +290,8 @@ int snapshot_create(struct engine *d, struct sandbox *sb, const char *name, stru
 struct durable_job {
 	struct snapshot *sn; /* the loop's: the thread never touches it */
 	bool deleted;        /* snapshot_delete ran meanwhile: the directory goes here */
-	enum storage_driver driver;
-	char pool_dir[512];
-	char dir[600];
+	struct snapshot_store *store;
+	char id[16];
 	char *manifest;
 	int r;
 	struct cove_err err;
@@ -395,7 +300,7 @@ struct durable_job {
 static void durable_work(void *arg)
 {
 	struct durable_job *j = arg;
-	j->r = persist(j->driver, j->pool_dir, j->dir, j->manifest, &j->err);
+	j->r = persist(j->store, j->id, j->manifest, &j->err);
 }
 
 static void durable_done(void *arg)
@@ -405,10 +310,9 @@ static void durable_done(void *arg)
 	struct snapshot *sn = j->sn;
 	sn->job = NULL;
 	if (j->deleted) {
-		int r = remove_dir(j->dir);
+		int r = j->store->ops->remove(j->store, j->id);
 		if (r < 0)
-			log_error("snapshot %s: delete '%s': %s (the next start tries again)", sn->id, j->dir,
-				  strerror(-r));
+			log_error("snapshot %s: delete: %s (the next start tries again)", sn->id, strerror(-r));
 		snapshot_free(sn);
 	} else if (j->r < 0 || mark_durable(d, sn, &j->err) < 0) {
 		/* Listed, not durable: the next start tries again or drops it. */
@@ -434,9 +338,8 @@ int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *nam
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	}
 	j->sn = sn;
-	j->driver = d->pool.driver;
-	snprintf(j->pool_dir, sizeof(j->pool_dir), "%s", d->pool.dir);
-	snap_dir(d, sn->id, j->dir, sizeof(j->dir));
+	j->store = d->snapshot_store;
+	snprintf(j->id, sizeof(j->id), "%s", sn->id);
 	if (worker_start(d->base, durable_work, durable_done, j, err) < 0) {
 		free(j->manifest);
 		free(j);
@@ -453,21 +356,19 @@ int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *nam
  * from the next start's view, which deletes whatever files are left. */
 int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err)
 {
-	char dir[600];
-	snap_dir(d, sn->id, dir, sizeof(dir));
 	if (history_check_unused(d, sn->id, err) < 0)
 		return -1;
 	if (store_delete_snapshot(d->store, sn->id, err) < 0)
 		return -1;
 	list_remove(d, sn);
-	/* A worker thread still writes into the directory: its job removes it. */
+	/* A worker thread still writes into its entry: its job removes it. */
 	if (sn->job) {
 		sn->job->deleted = true;
 		return 0;
 	}
-	int r = remove_dir(dir);
+	int r = d->snapshot_store->ops->remove(d->snapshot_store, sn->id);
 	if (r < 0)
-		log_error("snapshot %s: delete '%s': %s (the next start tries again)", sn->id, dir, strerror(-r));
+		log_error("snapshot %s: delete: %s (the next start tries again)", sn->id, strerror(-r));
 	snapshot_free(sn);
 	return 0;
 }
@@ -490,7 +391,7 @@ int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct s
 	if (overrides && overrides->pids)
 		spec.pids = overrides->pids;
 	char files[700];
-	snap_files(d, sn->id, files, sizeof(files));
+	d->snapshot_store->ops->files_path(d->snapshot_store, sn->id, files, sizeof(files));
 	int r = sandbox_create(d, &spec, files, ret, err);
 	sandbox_spec_free(&spec);
 	return r;
@@ -512,14 +413,16 @@ static void delete_roots(struct engine *d, char (*ids)[16], int from, int to)
  * its destination directory locked until its transaction is committed, so
  * snapshots into one directory take a commit each, one after the other;
  * into directories of their own they run at once and share commits. So
- * each is taken into a directory of its own, <pool>/snapshots/<sid>/files
- * (what a crash leaves there is swept at the next start, as an unfinished
- * snapshot's is), then renamed to <pool>/sandboxes/<id> (a root without a
- * row, which the next start deletes). It reads nothing but its job. */
+ * each is taken into an entry of the snapshot store of its own, as its
+ * files (what a crash leaves there is swept at the next start, as an
+ * unfinished snapshot's is), then renamed to <pool>/sandboxes/<id> (a root
+ * without a row, which the next start deletes). It reads nothing but its
+ * job. */
 struct root_job {
 	enum storage_driver driver;
+	struct snapshot_store *store;
 	const char *from;
-	char dir[600];  /* <pool>/snapshots/<sid> */
+	char sid[16];   /* the store's entry */
 	char root[600]; /* <pool>/sandboxes/<id> */
 	pthread_t thread;
 	int r;
@@ -529,13 +432,11 @@ static void *take_root_work(void *arg)
 {
 	struct root_job *j = arg;
 	char files[700];
-	snprintf(files, sizeof(files), "%s/files", j->dir);
+	j->store->ops->files_path(j->store, j->sid, files, sizeof(files));
 	j->r = storage_snapshot(j->driver, j->from, files, false);
-	if (j->r == 0 && rename(files, j->root) < 0) {
+	if (j->r == 0 && rename(files, j->root) < 0)
 		j->r = -errno;
-		(void)storage_delete(j->driver, files);
-	}
-	(void)rmdir(j->dir);
+	(void)j->store->ops->remove(j->store, j->sid);
 	return NULL;
 }
 
@@ -559,22 +460,21 @@ static int take_roots(struct engine *d, struct sandbox *sb, char (*ids)[16], int
 	int started = 0, r = 0;
 	for (; started < count; started++) {
 		struct root_job *j = &jobs[started];
-		char sid[16];
-		if (sandbox_id_new(ids[started]) < 0 || snapshot_id_new(sid) < 0) {
+		if (sandbox_id_new(ids[started]) < 0 || snapshot_id_new(j->sid) < 0) {
 			r = err_set(err, COVE_EINTERNAL, "no random bytes");
 			break;
 		}
 		j->driver = d->pool.driver;
+		j->store = d->snapshot_store;
 		j->from = subvol;
-		snap_dir(d, sid, j->dir, sizeof(j->dir));
 		snprintf(j->root, sizeof(j->root), "%s/sandboxes/%s", d->pool.dir, ids[started]);
-		if (mkdir(j->dir, 0700) < 0) {
-			r = err_sys(err, errno, "mkdir '%s'", j->dir);
+		if (j->store->ops->begin(j->store, j->sid, err) < 0) {
+			r = -1;
 			break;
 		}
 		int e = pthread_create(&j->thread, NULL, take_root_work, j);
 		if (e != 0) {
-			(void)rmdir(j->dir);
+			(void)j->store->ops->remove(j->store, j->sid);
 			r = err_sys(err, e, "start a thread");
 			break;
 		}
@@ -641,23 +541,6 @@ int sandbox_fork(struct engine *d, struct sandbox *sb, int count, struct sandbox
 	return ok ? 0 : -1;
 }
 
-static bool files_on_disk(struct engine *d, const char *id)
-{
-	char path[700];
-	snap_files(d, id, path, sizeof(path));
-	return storage_is_tree(d->pool.driver, path) == 1;
-}
-
-/* A durable row is kept only when its files and manifest are there. */
-static bool complete_on_disk(struct engine *d, const char *id)
-{
-	char path[700];
-	struct stat st;
-	snap_dir(d, id, path, sizeof(path));
-	strcat(path, "/" MANIFEST);
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && files_on_disk(d, id);
-}
-
 struct load_ctx {
 	struct engine *d;
 	int bad;          /* rows that could not be read */
@@ -683,7 +566,9 @@ static void load_one(void *arg, const struct store_snapshot *row)
 	snprintf(sn->image_dir, sizeof(sn->image_dir), "%s", row->image_dir);
 	sn->created_at = row->created_at;
 	sn->durable = row->durable;
-	if (sn->durable ? complete_on_disk(d, sn->id) : files_on_disk(d, sn->id)) {
+	/* A durable row is kept only when its files and manifest are there. */
+	struct snapshot_store *st = d->snapshot_store;
+	if (sn->durable ? st->ops->is_complete(st, sn->id) : st->ops->has_files(st, sn->id)) {
 		list_append(d, sn);
 		return;
 	}
@@ -696,33 +581,14 @@ static void load_one(void *arg, const struct store_snapshot *row)
 	snapshot_free(sn);
 }
 
-/* Directories that no loaded snapshot names: a snapshot or fork
- * interrupted before its row, a delete interrupted after it. */
-static void sweep(struct engine *d, const char *dir)
+/* What sweep keeps: a loaded snapshot, and whatever is no snapshot's. */
+static bool is_loaded(void *arg, const char *id)
 {
-	DIR *dh = opendir(dir);
-	struct dirent *e;
-	char path[700];
-	while (dh && (e = readdir(dh))) {
-		if (!snapshot_id_valid(e->d_name) || snapshot_find(d, e->d_name))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		int r = remove_dir(path);
-		if (r < 0)
-			log_error("delete '%s', an unfinished snapshot: %s", path, strerror(-r));
-		else
-			log_info("deleted '%s', an unfinished snapshot", path);
-	}
-	if (dh)
-		closedir(dh);
+	return !snapshot_id_valid(id) || snapshot_find(arg, id);
 }
 
 int snapshots_load(struct engine *d, struct cove_err *err)
 {
-	char dir[600];
-	snprintf(dir, sizeof(dir), "%s/snapshots", d->pool.dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return err_sys(err, errno, "mkdir '%s'", dir);
 	struct load_ctx ctx = { .d = d };
 	int r = store_each_snapshot(d->store, load_one, &ctx, err);
 	for (size_t i = 0; r == 0 && i < ctx.ndrop; i++) {
@@ -748,8 +614,10 @@ int snapshots_load(struct engine *d, struct cove_err *err)
 		if (snapshot_delete(d, sn, err) < 0)
 			return -1;
 	}
-	/* An unreadable row may own a directory: then nothing is swept. */
+	/* Entries that no loaded snapshot names: a snapshot or fork
+	 * interrupted before its row, a delete interrupted after it. An
+	 * unreadable row may own one: then nothing is swept. */
 	if (ctx.bad == 0)
-		sweep(d, dir);
+		d->snapshot_store->ops->sweep(d->snapshot_store, is_loaded, d);
 	return ctx.bad;
 }
