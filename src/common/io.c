@@ -1,6 +1,8 @@
 #include "common/io.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/openat2.h>
@@ -31,4 +33,20 @@ int io_openat2(int dirfd, const char *path, const struct open_how *how)
 		if (errno != EAGAIN || tries == 1000)
 			return -errno;
 	}
+}
+
+int io_mkdir_p(const char *path, mode_t mode)
+{
+	char p[1024];
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(p, 0755) < 0 && errno != EEXIST)
+				return -errno;
+			*s = '/';
+		}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
 }

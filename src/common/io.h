@@ -1,6 +1,7 @@
 /* Small IO helpers shared by the daemon and the CLI. */
 #pragma once
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Write all of buf to fd, retrying short writes and EINTR. 0 or -errno. */
 int io_write_all(int fd, const void *buf, size_t len);
@@ -12,3 +13,5 @@ struct open_how;
  * escape, and a new try resolves anew (a busy host, making sandboxes, does
  * that often). An fd, or -errno. */
 int io_openat2(int dirfd, const char *path, const struct open_how *how);
+/* mkdir -p: the parents 0755, the last component mode. 0 or -errno. */
+int io_mkdir_p(const char *path, mode_t mode);

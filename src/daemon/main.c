@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "daemon/api/api.h"
 #include "daemon/daemon.h"
@@ -32,50 +33,10 @@
 #include "image/host_image.h"
 #include "sys/seccomp.h"
 
-#define POOL_SIZE (256ull << 30) /* sparse: only what is written takes space */
 
-struct engine *engine_ctx;
 struct daemon *daemon_ctx;
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char p[1024];
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1; *s; s++)
-		if (*s == '/') {
-			*s = '\0';
-			if (mkdir(p, 0755) < 0 && errno != EEXIST)
-				return -errno;
-			*s = '/';
-		}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
 
-/* cove-init runs from a sealed memfd: what the sandbox can reach through
- * /proc/1/exe is a private copy it cannot change, never the host's file. */
-static int load_init(const char *path, struct cove_err *err)
-{
-	_cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
-	if (src < 0)
-		return err_sys(err, errno, "open cove-init '%s'", path);
-	int fd = memfd_create("cove-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return err_sys(err, errno, "memfd_create");
-	char buf[65536];
-	ssize_t n;
-	while ((n = read(src, buf, sizeof(buf))) > 0)
-		if (write(fd, buf, n) != n) {
-			close(fd);
-			return err_sys(err, errno, "copy cove-init");
-		}
-	if (n < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
-		close(fd);
-		return err_sys(err, errno, "seal cove-init");
-	}
-	return fd;
-}
 
 static int listen_api(const char *path, struct cove_err *err)
 {
@@ -84,7 +45,7 @@ static int listen_api(const char *path, struct cove_err *err)
 		return err_set(err, COVE_EINVAL, "socket path too long: '%s'", path);
 	strcpy(sa.sun_path, path);
 	_cleanup_free_ char *dir = strdup(path);
-	if (!dir || mkdir_p(dirname(dir), 0755) < 0)
+	if (!dir || io_mkdir_p(dirname(dir), 0755) < 0)
 		return err_sys(err, errno, "mkdir for '%s'", path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -238,8 +199,7 @@ static int lock_data_root(const char *data_dir, struct cove_err *err)
 static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 {
 	struct engine *d = fe->engine;
-	char path[1024];
-	if (mkdir_p(d->data_dir, 0700) < 0)
+	if (io_mkdir_p(d->data_dir, 0700) < 0)
 		return err_sys(err, errno, "create data root '%s'", d->data_dir);
 	if (lock_data_root(d->data_dir, err) < 0)
 		return -1;
@@ -247,40 +207,14 @@ static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 	 * file or a port in use stops coved with nothing changed. */
 	if (access_setup(&fe->access, d->data_dir, err) < 0)
 		return -1;
-	if (pool_open(&d->pool, d->data_dir, d->storage, POOL_SIZE, err) < 0)
-		return -1;
-	if (d->pool.fallback)
-		log_warn("coved: no btrfs pool can be had here (%s): the overlay storage driver is in use, "
-			 "snapshots copy a sandbox's changes",
-			 d->pool.fallback);
-	if (host_image_ensure(&d->pool, d->host_image, err) < 0)
-		return -1;
-	if (snapshot_store_pool_open(&d->snapshot_store, d->pool.dir, d->pool.driver, err) < 0)
-		return -1;
-	snprintf(path, sizeof(path), "%s/sandboxes", d->pool.dir);
-	if (mkdir_p(path, 0700) < 0)
-		return err_sys(err, errno, "mkdir '%s'", path);
-	snprintf(d->run_dir, sizeof(d->run_dir), "%s/run", d->data_dir);
-	if (mkdir_p(d->run_dir, 0700) < 0)
-		return err_sys(err, errno, "mkdir '%s'", d->run_dir);
-	if (cgroup_detect(&d->cgroups, "/sys/fs/cgroup", err) < 0)
-		return -1;
-	if ((d->init_exe_fd = load_init(init_path, err)) < 0)
-		return -1;
-	int r = seccomp_compile_sandbox_filter(&d->seccomp);
-	if (r < 0)
-		return err_sys(err, -r, "compile the seccomp filter");
-	snprintf(path, sizeof(path), "%s/state.db", d->data_dir);
-	if (store_sqlite_open(&d->store, path, err) < 0)
+	if (engine_open(d, init_path, err) < 0)
 		return -1;
 	/* Bound before the sandboxes are re-attached: a second coved on the
 	 * same socket must fail before it touches anything. Requests wait in
 	 * the backlog until the loop runs. */
 	if ((fe->api_fd = listen_api(fe->socket_path, err)) < 0)
 		return -1;
-	if (sandboxes_load(d, err) < 0)
-		return -1;
-	return 0;
+	return sandboxes_load(d, err);
 }
 
 static int serve(struct daemon *fe, struct cove_err *err)
@@ -341,9 +275,7 @@ int main(int argc, char **argv)
 	event_free(chld);
 	event_free(term);
 	event_free(intr);
-	store_close(d.store);
-	if (d.snapshot_store)
-		d.snapshot_store->ops->close(d.snapshot_store);
+	engine_close(&d);
 	event_base_free(d.base);
 	return 0;
 }

@@ -109,6 +109,15 @@ struct engine {
 
 extern struct engine *engine_ctx;
 
+/* engine.c. Before engine_open, the caller fills data_dir and storage, and
+ * base (the loop everything runs on). engine_open opens the pool (made on
+ * first use), the host image, the snapshot and state stores, the cgroup
+ * layout, cove-init (from init_path) and the seccomp filter; then
+ * sandboxes_load re-attaches the sandboxes of a previous run. One engine
+ * per data root: the caller holds the root's lock. */
+int engine_open(struct engine *d, const char *init_path, struct cove_err *err);
+void engine_close(struct engine *d);
+
 /* sandboxes.c */
 int sandboxes_load(struct engine *d, struct cove_err *err);
 /* When stopping and no deletion or worker job is under way, leave the loop. */
