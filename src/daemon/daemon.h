@@ -11,7 +11,6 @@ struct daemon {
 	int api_fd;                       /* the API's unix socket */
 	struct http_listener *api_handle; /* NULL once stopping */
 	char socket_path[512];
-	uint64_t requests;
 	struct access_config access;
 };
 

@@ -13,7 +13,6 @@
 #include "common/encoding.h"
 #include "common/parse.h"
 #include "daemon/api/api.h"
-#include "daemon/daemon.h"
 #include "daemon/api/reply.h"
 #include "daemon/api/request.h"
 #include "daemon/http/access.h"
@@ -216,14 +215,26 @@ bool api_streams(struct http_req *req)
 	return r && (r->method & STREAMING);
 }
 
+/* An answer that ends the connection: the client is refused, not served. */
+static void refuse_unauthorized(struct http_req *req)
+{
+	struct evkeyvalq *h = http_req_out_headers(req);
+	evhttp_add_header(h, "Connection", "close");
+	evhttp_add_header(h, "WWW-Authenticate", "Bearer");
+	reply_json(req, 401,
+		   json_pack("{s:{s:s, s:s}}", "error", "code", "unauthorized", "message",
+			     "this listener needs the header 'Authorization: Bearer <token>'"));
+}
+
 void api_handle(struct http_req *req)
 {
 	struct cove_err err = { 0 };
 	const char *path = http_req_path(req);
 	bool path_known = false;
-	daemon_ctx->requests++;
-	if (!access_request_begin(req))
+	if (!access_authorized(req)) {
+		refuse_unauthorized(req);
 		return;
+	}
 	for (size_t i = 0; path && i < ARRAY_SIZE(routes); i++) {
 		if (fnmatch(routes[i].pattern, path, FNM_PATHNAME) != 0)
 			continue;

@@ -11,7 +11,6 @@
 #include "daemon/api/request.h"
 #include "engine/engine.h"
 #include "common/parse.h"
-#include "daemon/daemon.h"
 
 #define API_MAX_TIMEOUT (30 * 86400) /* seconds */
 

@@ -51,7 +51,6 @@
 #include "common/parse.h"
 #include "daemon/http/access.h"
 #include "daemon/http/conn.h"
-#include "engine/engine.h"
 
 #define TOKEN_MIN 32   /* bytes: 256 bits of hex, or a 32-character passphrase */
 #define TOKEN_MAX 4096 /* it travels in a header, under --max-header-bytes */
@@ -246,23 +245,9 @@ static bool authorized(struct http_req *req)
 
 /* ---------------------------------------------------------------- requests */
 
-/* An answer that ends the connection: the client is refused, not served. */
-static void refuse(struct http_req *req, int status, const char *code, const char *message)
+bool access_authorized(struct http_req *req)
 {
-	struct evkeyvalq *h = http_req_out_headers(req);
-	evhttp_add_header(h, "Connection", "close");
-	if (status == 401)
-		evhttp_add_header(h, "WWW-Authenticate", "Bearer");
-	reply_json(req, status, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", message));
-}
-
-bool access_request_begin(struct http_req *req)
-{
-	if (http_conn_is_tcp(http_req_conn(req)) && !authorized(req)) {
-		refuse(req, 401, "unauthorized", "this listener needs the header 'Authorization: Bearer <token>'");
-		return false;
-	}
-	return true;
+	return !http_conn_is_tcp(http_req_conn(req)) || authorized(req);
 }
 
 /* ---------------------------------------------------------------- listeners */

@@ -32,7 +32,8 @@ int access_serve(struct event_base *base, const struct http_callbacks *routes, s
 void access_stop(void);
 /* After http_shutdown. */
 void access_cleanup(void);
-/* First thing for every request: false when it has been answered already
- * (401 without the token on TCP, 503 over the connection limit). */
-bool access_request_begin(struct http_req *req);
+/* Whether req may be served: it came on the unix socket, or on TCP with
+ * 'Authorization: Bearer <token>'. A front end refuses it in its own
+ * shape otherwise. */
+bool access_authorized(struct http_req *req);
 
