@@ -17,7 +17,7 @@
  *   answer has gone out: a stream runs for as long as it needs.
  *
  * A connection is freed only when no callback of it is on the stack (hold
- * and release), so a handler may close it from anywhere. */
+ * and httpd_release), so a handler may close it from anywhere. */
 #include <errno.h>
 #include <event2/listener.h>
 #include <inttypes.h>
@@ -37,83 +37,10 @@
 #include "common/log.h"
 #include "daemon/http/httpd.h"
 
-#define MAX_CHUNK_LINE 1024         /* a chunk's size line, extensions included */
-#define INPUT_HIGH_WATER (4u << 20) /* bytes read ahead of the parser */
-#define READ_PIECE (1u << 20)       /* the most one read of the socket takes */
+#include "daemon/http/httpd_internal.h"
 
-enum phase {
-	PHASE_IDLE,      /* no request under way: idle_timeout runs */
-	PHASE_RECEIVING, /* a request's first byte came: request_timeout runs */
-	PHASE_HANDLING,  /* the API has the request: no limit */
-};
+struct httpd_server httpd_srv;
 
-enum read_state { READ_LINE, READ_HEADERS, READ_BODY, READ_DONE };
-enum body_kind { BODY_NONE, BODY_LENGTH, BODY_CHUNKED };
-enum chunk_state { CHUNK_SIZE, CHUNK_DATA, CHUNK_CRLF, CHUNK_TRAILERS };
-enum reply_state { REPLY_NONE, REPLY_STREAM, REPLY_DONE, REPLY_UPGRADED };
-
-struct http_req {
-	struct http_conn *conn;
-	enum http_method method;
-	int minor; /* HTTP/1.minor */
-	char *uri;
-	struct evhttp_uri *uri_parts;
-	struct evkeyvalq in_headers, out_headers;
-	struct evbuffer *body;
-	size_t header_bytes;
-	enum read_state state;
-	enum body_kind body_kind;
-	enum chunk_state chunk;
-	uint64_t body_left; /* of the Content-Length, or of the current chunk */
-	uint64_t body_total;
-	bool streaming; /* the route takes the body as it comes */
-	bool discard;   /* answered before its body was whole: the rest is dropped */
-	http_body_fn on_data;
-	http_end_fn on_end;
-	void *body_arg;
-	enum reply_state reply;
-	bool chunked_reply;
-	bool keep_alive;
-};
-
-struct http_conn {
-	struct http_conn *next, *prev;
-	struct http_listener *listener;
-	struct bufferevent *bev; /* writes the answers */
-	struct evbuffer *in;     /* what came, read by on_readable */
-	struct event *readable;  /* the socket, while reading */
-	bool reading;            /* the parser wants input */
-	struct event *timer;     /* the phase's limit */
-	struct event *finish;    /* an answer that needs no write to be done */
-	enum phase phase;
-	struct http_req *req;
-	http_conn_cb closecb;
-	void *closecb_arg;
-	http_conn_cb sent_cb;
-	void *sent_arg;
-	bool tcp;
-	struct http_raw_callbacks raw; /* an upgraded connection's handler */
-	void *raw_arg;
-	int holds;   /* callbacks of this connection on the stack */
-	bool closed; /* freed once holds is 0 */
-};
-
-struct http_listener {
-	struct evconnlistener *ev;
-	bool tcp;
-	int count; /* its open connections */
-};
-
-static struct {
-	struct event_base *base;
-	struct http_limits limits;
-	struct http_callbacks cbs;
-	struct http_conn *conns;
-	struct http_listener *listeners[2];
-	time_t logged_refusal, logged_timeout;
-} srv;
-
-static void conn_read(struct http_conn *c);
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -127,23 +54,23 @@ static bool log_allowed(time_t *last)
 	return true;
 }
 
-static void arm(struct http_conn *c, double seconds)
+void httpd_arm(struct http_conn *c, double seconds)
 {
 	struct timeval tv = { (time_t)seconds, (suseconds_t)((seconds - (time_t)seconds) * 1e6) };
 	evtimer_add(c->timer, &tv);
 }
 
-static void set_phase(struct http_conn *c, enum phase phase)
+void httpd_set_phase(struct http_conn *c, enum phase phase)
 {
 	c->phase = phase;
 	evtimer_del(c->timer);
 	if (phase == PHASE_IDLE)
-		arm(c, srv.limits.idle_timeout);
+		httpd_arm(c, httpd_srv.limits.idle_timeout);
 	else if (phase == PHASE_RECEIVING)
-		arm(c, srv.limits.request_timeout);
+		httpd_arm(c, httpd_srv.limits.request_timeout);
 }
 
-static void req_free(struct http_req *req)
+void httpd_req_free(struct http_req *req)
 {
 	if (!req)
 		return;
@@ -163,14 +90,14 @@ static void conn_unlink(struct http_conn *c)
 		c->next->prev = c->prev;
 	if (c->prev)
 		c->prev->next = c->next;
-	else if (srv.conns == c)
-		srv.conns = c->next;
+	else if (httpd_srv.conns == c)
+		httpd_srv.conns = c->next;
 	c->next = c->prev = NULL;
 }
 
 static void conn_free(struct http_conn *c)
 {
-	req_free(c->req);
+	httpd_req_free(c->req);
 	if (c->timer)
 		event_free(c->timer);
 	if (c->finish)
@@ -187,7 +114,7 @@ static void conn_free(struct http_conn *c)
 /* The socket is read while the parser wants input and less than
  * INPUT_HIGH_WATER waits for it; conn_read calls this again once it has
  * taken some. */
-static void update_reading(struct http_conn *c)
+void httpd_update_reading(struct http_conn *c)
 {
 	if (c->reading && !c->closed && evbuffer_get_length(c->in) < INPUT_HIGH_WATER)
 		event_add(c->readable, NULL);
@@ -195,19 +122,19 @@ static void update_reading(struct http_conn *c)
 		event_del(c->readable);
 }
 
-static void set_reading(struct http_conn *c, bool on)
+void httpd_set_reading(struct http_conn *c, bool on)
 {
 	c->reading = on;
-	update_reading(c);
+	httpd_update_reading(c);
 }
 
-static void hold(struct http_conn *c)
+void httpd_hold(struct http_conn *c)
 {
 	c->holds++;
 }
 
 /* false when c is gone */
-static bool release(struct http_conn *c)
+bool httpd_release(struct http_conn *c)
 {
 	if (--c->holds > 0 || !c->closed)
 		return !c->closed;
@@ -225,16 +152,16 @@ void http_conn_close(struct http_conn *c)
 		c->listener->count--;
 	evtimer_del(c->timer);
 	event_del(c->finish);
-	set_reading(c, false);
+	httpd_set_reading(c, false);
 	bufferevent_disable(c->bev, EV_WRITE);
 	bufferevent_setcb(c->bev, NULL, NULL, NULL, NULL);
-	hold(c);
+	httpd_hold(c);
 	if (c->closecb) {
 		http_conn_cb cb = c->closecb;
 		c->closecb = NULL;
 		cb(c, c->closecb_arg);
 	}
-	release(c);
+	httpd_release(c);
 }
 
 /* A whole response written straight to the socket, for a connection about
@@ -264,7 +191,7 @@ static void refuse(struct http_conn *c, int status, const char *reason, const ch
 		c->req->keep_alive = false;
 		c->req->state = READ_DONE;
 		c->req->reply = REPLY_DONE;
-		set_reading(c, false);
+		httpd_set_reading(c, false);
 		if (evbuffer_get_length(out) == 0)
 			event_active(c->finish, 0, 0);
 		return;
@@ -282,169 +209,14 @@ static void refuse(struct http_conn *c, int status, const char *reason, const ch
 	}
 	c->sent_cb = NULL;
 	/* No more reading: the connection ends once this is written. */
-	set_reading(c, false);
+	httpd_set_reading(c, false);
 	bufferevent_enable(c->bev, EV_WRITE);
 }
 
-/* ---------------------------------------------------------------- answers */
-
-static bool header_is(struct evkeyvalq *h, const char *name, const char *value)
+bool httpd_header_is(struct evkeyvalq *h, const char *name, const char *value)
 {
 	const char *v = evhttp_find_header(h, name);
 	return v && strcasecmp(v, value) == 0;
-}
-
-static void write_head(struct http_req *req, int status, const char *reason)
-{
-	struct evbuffer *out = bufferevent_get_output(req->conn->bev);
-	struct evkeyval *h;
-	if (header_is(&req->out_headers, "Connection", "close"))
-		req->keep_alive = false;
-	evhttp_remove_header(&req->out_headers, "Connection");
-	if (!req->keep_alive)
-		evhttp_add_header(&req->out_headers, "Connection", "close");
-	else if (req->minor == 0)
-		evhttp_add_header(&req->out_headers, "Connection", "keep-alive");
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, reason);
-	for (h = req->out_headers.tqh_first; h; h = h->next.tqe_next) /* TAILQ_FOREACH */
-		evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
-	evbuffer_add(out, "\r\n", 2);
-}
-
-/* The request is answered: once the answer is out (and the body in), the
- * connection goes on. Never synchronously: the handler may still hold req. */
-static void reply_done(struct http_req *req)
-{
-	struct http_conn *c = req->conn;
-	req->reply = REPLY_DONE;
-	c->sent_cb = NULL;
-	if (req->state != READ_DONE) {
-		/* Answered before the body was whole: the rest is read and dropped,
-		 * and the connection can serve the next request. */
-		req->discard = true;
-		evbuffer_drain(req->body, evbuffer_get_length(req->body));
-		set_reading(c, true);
-	}
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-		event_active(c->finish, 0, 0);
-}
-
-void http_send_reply(struct http_req *req, int status, const char *reason, struct evbuffer *body)
-{
-	size_t n = body ? evbuffer_get_length(body) : 0;
-	char len[32];
-	if (req->reply != REPLY_NONE || req->conn->closed)
-		return;
-	snprintf(len, sizeof(len), "%zu", n);
-	evhttp_remove_header(&req->out_headers, "Content-Length");
-	evhttp_add_header(&req->out_headers, "Content-Length", len);
-	write_head(req, status, reason);
-	if (body && req->method != HTTP_HEAD)
-		evbuffer_add_buffer(bufferevent_get_output(req->conn->bev), body);
-	else if (body)
-		evbuffer_drain(body, n);
-	reply_done(req);
-}
-
-void http_send_file(struct http_req *req, int status, const char *reason, int fd, uint64_t size)
-{
-	struct evbuffer *out = bufferevent_get_output(req->conn->bev);
-	char len[32];
-	if (req->reply != REPLY_NONE || req->conn->closed) {
-		close(fd);
-		return;
-	}
-	snprintf(len, sizeof(len), "%" PRIu64, size);
-	evhttp_remove_header(&req->out_headers, "Content-Length");
-	evhttp_add_header(&req->out_headers, "Content-Length", len);
-	write_head(req, status, reason);
-	/* Straight into the socket's buffer: only there does libevent send a
-	 * file with sendfile (elsewhere it maps it, and the pages count). */
-	if (size == 0 || req->method == HTTP_HEAD || evbuffer_add_file(out, fd, 0, (ev_off_t)size) < 0)
-		close(fd);
-	reply_done(req);
-}
-
-void http_reply_start(struct http_req *req, int status, const char *reason)
-{
-	if (req->reply != REPLY_NONE || req->conn->closed)
-		return;
-	if (!evhttp_find_header(&req->out_headers, "Content-Length")) {
-		if (req->minor >= 1) {
-			req->chunked_reply = true;
-			evhttp_add_header(&req->out_headers, "Transfer-Encoding", "chunked");
-		} else {
-			req->keep_alive = false; /* HTTP/1.0: the end of the body is the close */
-		}
-	}
-	write_head(req, status, reason);
-	req->reply = REPLY_STREAM;
-	/* A stream may run for ever: its client's hangup must be seen (the
-	 * next request, if one is pipelined, just waits in the input). */
-	set_reading(req->conn, true);
-}
-
-void http_reply_chunk_with_cb(struct http_req *req, struct evbuffer *buf, http_conn_cb cb, void *arg)
-{
-	struct http_conn *c = req->conn;
-	struct evbuffer *out = bufferevent_get_output(c->bev);
-	size_t n = evbuffer_get_length(buf);
-	if (req->reply != REPLY_STREAM || c->closed)
-		return;
-	c->sent_cb = cb;
-	c->sent_arg = arg;
-	if (n == 0)
-		return;
-	if (req->method == HTTP_HEAD) {
-		evbuffer_drain(buf, n);
-		return;
-	}
-	if (req->chunked_reply)
-		evbuffer_add_printf(out, "%zx\r\n", n);
-	evbuffer_add_buffer(out, buf);
-	if (req->chunked_reply)
-		evbuffer_add(out, "\r\n", 2);
-}
-
-void http_reply_chunk(struct http_req *req, struct evbuffer *buf)
-{
-	http_reply_chunk_with_cb(req, buf, NULL, NULL);
-}
-
-void http_reply_end(struct http_req *req)
-{
-	if (req->reply != REPLY_STREAM || req->conn->closed)
-		return;
-	if (req->chunked_reply && req->method != HTTP_HEAD)
-		evbuffer_add(bufferevent_get_output(req->conn->bev), "0\r\n\r\n", 5);
-	reply_done(req);
-}
-
-/* The answer is out and the body in: the next request, or the close. */
-static void finish_request(struct http_conn *c)
-{
-	struct http_req *req = c->req;
-	if (!req || req->reply != REPLY_DONE || req->state != READ_DONE ||
-	    evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
-		return;
-	bool keep = req->keep_alive;
-	c->req = NULL;
-	req_free(req);
-	if (!keep) {
-		http_conn_close(c);
-		return;
-	}
-	set_phase(c, evbuffer_get_length(c->in) ? PHASE_RECEIVING : PHASE_IDLE);
-	set_reading(c, true);
-	conn_read(c); /* a pipelined request may be in already */
-}
-
-static void on_finish(evutil_socket_t fd, short what, void *arg)
-{
-	struct http_conn *c = arg;
-	hold(c);
-	finish_request(c);
-	release(c);
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -543,8 +315,8 @@ static void refuse_too_large(struct http_conn *c)
 
 static void dispatch(struct http_conn *c, struct http_req *req)
 {
-	set_phase(c, PHASE_HANDLING);
-	srv.cbs.handle(req);
+	httpd_set_phase(c, PHASE_HANDLING);
+	httpd_srv.cbs.handle(req);
 }
 
 /* The headers are in: how the body comes, and whether the route takes it
@@ -556,12 +328,12 @@ static int headers_done(struct http_conn *c, struct http_req *req)
 					  : (conn && strcasecmp(conn, "keep-alive") == 0);
 	if (body_framing(c, req) < 0)
 		return -1;
-	req->streaming = srv.cbs.streams(req);
-	if (!req->streaming && req->body_kind == BODY_LENGTH && req->body_left > srv.limits.max_body_bytes) {
+	req->streaming = httpd_srv.cbs.streams(req);
+	if (!req->streaming && req->body_kind == BODY_LENGTH && req->body_left > httpd_srv.limits.max_body_bytes) {
 		refuse_too_large(c);
 		return -1;
 	}
-	if (req->body_kind != BODY_NONE && req->minor >= 1 && header_is(&req->in_headers, "Expect", "100-continue"))
+	if (req->body_kind != BODY_NONE && req->minor >= 1 && httpd_header_is(&req->in_headers, "Expect", "100-continue"))
 		evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n");
 	req->state = req->body_kind == BODY_NONE ? READ_DONE : READ_BODY;
 	if (req->streaming || req->state == READ_DONE)
@@ -578,7 +350,7 @@ static int read_head(struct http_conn *c, struct http_req *req)
 		size_t len;
 		char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_CRLF);
 		if (!line) {
-			if (req->header_bytes + evbuffer_get_length(in) > srv.limits.max_header_bytes) {
+			if (req->header_bytes + evbuffer_get_length(in) > httpd_srv.limits.max_header_bytes) {
 				refuse(c, 431, "Request Header Fields Too Large", "too_large",
 				       "the request's headers are larger than --max-header-bytes");
 				return -1;
@@ -587,7 +359,7 @@ static int read_head(struct http_conn *c, struct http_req *req)
 		}
 		req->header_bytes += len + 2;
 		int r = 0;
-		if (req->header_bytes > srv.limits.max_header_bytes) {
+		if (req->header_bytes > httpd_srv.limits.max_header_bytes) {
 			free(line);
 			refuse(c, 431, "Request Header Fields Too Large", "too_large",
 			       "the request's headers are larger than --max-header-bytes");
@@ -668,7 +440,7 @@ static int read_chunked(struct http_conn *c, struct http_req *req, struct evbuff
 			take(req, in, req->body_left < r ? req->body_left : r);
 			if (req->body_left == 0)
 				req->chunk = CHUNK_CRLF;
-			if (!req->streaming && !req->discard && req->body_total > srv.limits.max_body_bytes) {
+			if (!req->streaming && !req->discard && req->body_total > httpd_srv.limits.max_body_bytes) {
 				refuse_too_large(c);
 				return -1;
 			}
@@ -709,11 +481,11 @@ static void feed(struct http_req *req)
 static void body_done(struct http_conn *c, struct http_req *req)
 {
 	req->state = READ_DONE;
-	set_reading(c, false);
+	httpd_set_reading(c, false);
 	if (!req->streaming)
 		dispatch(c, req);
 	else if (req->discard)
-		finish_request(c);
+		httpd_finish_request(c);
 	else if (req->on_end)
 		req->on_end(req, req->body_arg);
 }
@@ -737,7 +509,7 @@ static int read_body(struct http_conn *c, struct http_req *req)
 		if (c->closed || c->req != req)
 			return -1;
 		/* Not read while the handler holds a full buffer. */
-		set_reading(c, room(req) > 0);
+		httpd_set_reading(c, room(req) > 0);
 	}
 	if (r == 1)
 		body_done(c, req);
@@ -750,26 +522,26 @@ void http_req_take_body(struct http_req *req, http_body_fn on_data, http_end_fn 
 	req->on_data = on_data;
 	req->on_end = on_end;
 	req->body_arg = arg;
-	hold(c);
+	httpd_hold(c);
 	if (req->state == READ_BODY) {
 		feed(req);
 		if (!c->closed && c->req == req && req->state == READ_BODY) {
-			set_reading(c, true);
-			conn_read(c); /* what waited in the input */
+			httpd_set_reading(c, true);
+			httpd_conn_read(c); /* what waited in the input */
 		}
 	} else if (req->state == READ_DONE) {
 		feed(req);
 		if (!c->closed && c->req == req && on_end)
 			on_end(req, arg);
 	}
-	release(c);
+	httpd_release(c);
 }
 
 /* Parse what came in, as far as the request in progress allows. */
-static void conn_read(struct http_conn *c)
+void httpd_conn_read(struct http_conn *c)
 {
 	struct evbuffer *in = c->in;
-	hold(c);
+	httpd_hold(c);
 	while (!c->closed) {
 		struct http_req *req = c->req;
 		if (!req) {
@@ -786,7 +558,7 @@ static void conn_read(struct http_conn *c)
 			req->out_headers.tqh_last = &req->out_headers.tqh_first;
 			c->req = req;
 			if (c->phase == PHASE_IDLE)
-				set_phase(c, PHASE_RECEIVING);
+				httpd_set_phase(c, PHASE_RECEIVING);
 		}
 		if (req->state == READ_LINE || req->state == READ_HEADERS) {
 			if (read_head(c, req) <= 0)
@@ -806,12 +578,12 @@ static void conn_read(struct http_conn *c)
 		/* READ_DONE: the next request waits for this one's answer. A
 		 * streamed answer keeps reading, to see the client hang up. */
 		if (req->reply == REPLY_NONE)
-			set_reading(c, false);
+			httpd_set_reading(c, false);
 		break;
 	}
 	if (!c->closed)
-		update_reading(c);
-	release(c);
+		httpd_update_reading(c);
+	httpd_release(c);
 }
 
 /* ---------------------------------------------------------------- events */
@@ -830,10 +602,6 @@ static int clamp_extents(struct evbuffer_iovec *v, int nv, size_t limit)
 	return used;
 }
 
-static bool upgraded(const struct http_conn *c);
-static bool peer_gone(int fd);
-static void raw_input(struct http_conn *c);
-static void raw_input_end(struct http_conn *c);
 
 /* libevent 2.1's evbuffer_read, and so a bufferevent, reads at most 4 KiB
  * a call whatever bufferevent_set_max_single_read says (EVBUFFER_MAX_READ,
@@ -847,7 +615,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	size_t have = evbuffer_get_length(c->in), n;
 	int avail = 0;
 	if (have >= INPUT_HIGH_WATER) {
-		update_reading(c);
+		httpd_update_reading(c);
 		return;
 	}
 	if (ioctl(fd, FIONREAD, &avail) < 0 || avail <= 0)
@@ -864,8 +632,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	ssize_t r = readv(fd, (struct iovec *)v, clamp_extents(v, nv, n));
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return; /* what was reserved and not committed is not there */
-	if (r == 0 && upgraded(c) && !peer_gone(fd)) {
-		raw_input_end(c);
+	if (r == 0 && httpd_upgraded(c) && !httpd_peer_gone(fd)) {
+		httpd_raw_input_end(c);
 		return;
 	}
 	if (r <= 0) { /* the client's end, or a broken connection */
@@ -873,24 +641,24 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	evbuffer_commit_space(c->in, v, clamp_extents(v, nv, (size_t)r));
-	if (upgraded(c))
-		raw_input(c);
+	if (httpd_upgraded(c))
+		httpd_raw_input(c);
 	else
-		conn_read(c);
+		httpd_conn_read(c);
 }
 
 static void on_write(struct bufferevent *bev, void *arg)
 {
 	struct http_conn *c = arg;
-	hold(c);
+	httpd_hold(c);
 	if (c->sent_cb)
 		c->sent_cb(c, c->sent_arg);
 	if (!c->closed && c->req)
-		finish_request(c);
-	release(c);
+		httpd_finish_request(c);
+	httpd_release(c);
 }
 
-static void on_event(struct bufferevent *bev, short what, void *arg)
+void httpd_on_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct http_conn *c = arg;
 	/* Writing failed: the client is gone (its end of the input shows in
@@ -903,18 +671,18 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	struct http_conn *c = arg;
 	switch (c->phase) {
 	case PHASE_IDLE:
-		if (srv.cbs.keep_idle && srv.cbs.keep_idle(c)) {
-			set_phase(c, PHASE_IDLE);
+		if (httpd_srv.cbs.keep_idle && httpd_srv.cbs.keep_idle(c)) {
+			httpd_set_phase(c, PHASE_IDLE);
 			return;
 		}
-		log_debug("coved: closing a connection idle for %gs", srv.limits.idle_timeout);
+		log_debug("coved: closing a connection idle for %gs", httpd_srv.limits.idle_timeout);
 		http_conn_close(c);
 		return;
 	case PHASE_RECEIVING:
-		if (log_allowed(&srv.logged_timeout))
+		if (log_allowed(&httpd_srv.logged_timeout))
 			log_info("coved: closing a connection whose request did not come whole in %gs "
 				 "(--request-timeout)",
-				 srv.limits.request_timeout);
+				 httpd_srv.limits.request_timeout);
 		send_raw_error(bufferevent_getfd(c->bev), 408, "Request Timeout", "timeout",
 			       "the request did not come whole in time");
 		http_conn_close(c);
@@ -928,8 +696,8 @@ static void on_accept(struct evconnlistener *ev, evutil_socket_t fd, struct sock
 {
 	struct http_listener *l = arg;
 	int one = 1;
-	if (l->count >= srv.limits.max_connections) {
-		if (log_allowed(&srv.logged_refusal))
+	if (l->count >= httpd_srv.limits.max_connections) {
+		if (log_allowed(&httpd_srv.logged_refusal))
 			log_info("coved: refused a connection on the %s listener: %d are open (--max-connections)",
 				 l->tcp ? "TCP" : "unix", l->count);
 		send_raw_error(fd, 503, "Service Unavailable", "unavailable", "too many connections");
@@ -938,11 +706,11 @@ static void on_accept(struct evconnlistener *ev, evutil_socket_t fd, struct sock
 	}
 	struct http_conn *c = calloc(1, sizeof(*c));
 	if (c)
-		c->bev = bufferevent_socket_new(srv.base, fd, BEV_OPT_CLOSE_ON_FREE);
+		c->bev = bufferevent_socket_new(httpd_srv.base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c || !c->bev || !(c->in = evbuffer_new()) ||
-	    !(c->readable = event_new(srv.base, fd, EV_READ | EV_PERSIST, on_readable, c)) ||
-	    !(c->timer = evtimer_new(srv.base, on_timer, c)) ||
-	    !(c->finish = event_new(srv.base, -1, 0, on_finish, c))) {
+	    !(c->readable = event_new(httpd_srv.base, fd, EV_READ | EV_PERSIST, on_readable, c)) ||
+	    !(c->timer = evtimer_new(httpd_srv.base, on_timer, c)) ||
+	    !(c->finish = event_new(httpd_srv.base, -1, 0, httpd_on_finish, c))) {
 		log_warn("coved: out of memory for a new connection");
 		if (c && c->bev)
 			fd = -1; /* closed with the bufferevent */
@@ -955,167 +723,28 @@ static void on_accept(struct evconnlistener *ev, evutil_socket_t fd, struct sock
 	c->listener = l;
 	c->tcp = l->tcp;
 	l->count++;
-	c->next = srv.conns;
+	c->next = httpd_srv.conns;
 	if (c->next)
 		c->next->prev = c;
-	srv.conns = c;
+	httpd_srv.conns = c;
 	if (l->tcp) /* events of a stream go out as they come, not after an ACK */
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* Large pieces out (a file goes by sendfile, a stream's chunks by
 	 * writev); in, the socket is read by on_readable. */
 	bufferevent_set_max_single_write(c->bev, 1 << 20);
-	bufferevent_setcb(c->bev, NULL, on_write, on_event, c);
+	bufferevent_setcb(c->bev, NULL, on_write, httpd_on_event, c);
 	bufferevent_enable(c->bev, EV_WRITE);
-	set_reading(c, true);
-	set_phase(c, PHASE_IDLE);
-}
-
-/* ---------------------------------------------------------------- upgrades */
-
-/* Whether the comma-separated list v holds token, in any case. */
-static bool list_has(const char *v, const char *token)
-{
-	size_t n = strlen(token);
-	while (v && *v) {
-		v += strspn(v, " \t,");
-		size_t len = strcspn(v, ",");
-		size_t word = len;
-		while (word > 0 && (v[word - 1] == ' ' || v[word - 1] == '\t'))
-			word--;
-		if (word == n && strncasecmp(v, token, n) == 0)
-			return true;
-		v += len;
-	}
-	return false;
-}
-
-int http_req_upgrade(struct http_req *req, const char **ret_protocol)
-{
-	const char *upgrade = evhttp_find_header(&req->in_headers, "Upgrade");
-	bool listed = list_has(evhttp_find_header(&req->in_headers, "Connection"), "upgrade");
-	/* HTTP/1.0 has no upgrades: its Upgrade header is ignored (RFC 9110 7.8). */
-	if (req->minor == 0 || (!upgrade && !listed))
-		return 0;
-	if (!upgrade || !*upgrade || !listed)
-		return -1;
-	*ret_protocol = upgrade;
-	return 1;
-}
-
-static bool upgraded(const struct http_conn *c)
-{
-	return c->req && c->req->reply == REPLY_UPGRADED;
-}
-
-/* Bytes came, into c->in (on_readable): the handler takes what it can. */
-static void raw_input(struct http_conn *c)
-{
-	hold(c);
-	if (c->raw.on_input)
-		c->raw.on_input(c, c->raw_arg);
-	if (!c->closed)
-		update_reading(c);
-	release(c);
-}
-
-/* From the loop: the bytes that came right behind the upgrade request. */
-static void raw_input_from_loop(evutil_socket_t fd, short what, void *arg)
-{
-	struct http_conn *c = arg;
-	if (!c->closed && upgraded(c))
-		raw_input(c);
-	release(c);
-}
-
-/* A half-close: the client has said all it will, and still reads. No more
- * reading; writing goes on. */
-static void raw_input_end(struct http_conn *c)
-{
-	set_reading(c, false);
-	hold(c);
-	if (c->raw.on_input_end)
-		c->raw.on_input_end(c, c->raw_arg);
-	release(c);
-}
-
-/* The handler took input: read again once less than INPUT_HIGH_WATER
- * waits (it may take it later than on_input, as a terminal drains). */
-static void raw_input_taken(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
-{
-	if (info->n_deleted > 0)
-		update_reading(arg);
-}
-
-static void raw_on_write(struct bufferevent *bev, void *arg)
-{
-	struct http_conn *c = arg;
-	hold(c);
-	if (c->raw.on_drained)
-		c->raw.on_drained(c, c->raw_arg);
-	if (!c->closed)
-		finish_request(c); /* closes it once http_conn_close_when_sent asked for that */
-	release(c);
-}
-
-/* Whether the peer of a socket whose input has ended is gone entirely: on a
- * unix socket a closed peer shows as a hangup, a peer that only shut down
- * its sending side does not. Over TCP both are a FIN: a peer gone is seen
- * at the next write. */
-static bool peer_gone(int fd)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR));
-}
-
-int http_upgrade(struct http_req *req, const char *protocol, const struct http_raw_callbacks *cbs, void *arg)
-{
-	struct http_conn *c = req->conn;
-	if (req->reply != REPLY_NONE || req->state != READ_DONE || c->closed)
-		return -1;
-	evbuffer_add_printf(bufferevent_get_output(c->bev),
-			    "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", protocol);
-	req->reply = REPLY_UPGRADED; /* no answer any more, and no next request */
-	req->keep_alive = false;
-	c->sent_cb = NULL;
-	c->raw = *cbs;
-	c->raw_arg = arg;
-	set_phase(c, PHASE_HANDLING); /* no limit: a terminal may stay open for days */
-	bufferevent_setcb(c->bev, NULL, raw_on_write, on_event, c);
-	if (!evbuffer_add_cb(c->in, raw_input_taken, c)) {
-		http_conn_close(c);
-		return 0; /* upgraded, and gone at once */
-	}
-	set_reading(c, true);
-	/* Bytes the client sent right behind its request are in the input
-	 * already: they are the new protocol's, handed over from the loop. */
-	if (evbuffer_get_length(c->in) > 0) {
-		static const struct timeval now = { 0, 0 };
-		hold(c);
-		if (event_base_once(srv.base, -1, EV_TIMEOUT, raw_input_from_loop, c, &now) < 0)
-			release(c);
-	}
-	return 0;
-}
-
-void http_conn_close_when_sent(struct http_conn *c)
-{
-	struct http_req *req = c->req;
-	if (c->closed || !req || req->reply != REPLY_UPGRADED)
-		return;
-	req->reply = REPLY_DONE;                   /* state READ_DONE and no keep-alive: finish_request closes */
-	c->raw = (struct http_raw_callbacks){ 0 }; /* the handler is done with it */
-	set_reading(c, false);
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-		event_active(c->finish, 0, 0);
+	httpd_set_reading(c, true);
+	httpd_set_phase(c, PHASE_IDLE);
 }
 
 /* ---------------------------------------------------------------- setup */
 
 void http_setup(struct event_base *base, const struct http_limits *limits, const struct http_callbacks *cbs)
 {
-	srv.base = base;
-	srv.limits = *limits;
-	srv.cbs = *cbs;
+	httpd_srv.base = base;
+	httpd_srv.limits = *limits;
+	httpd_srv.cbs = *cbs;
 }
 
 struct http_listener *http_listen(int fd, bool tcp)
@@ -1124,12 +753,12 @@ struct http_listener *http_listen(int fd, bool tcp)
 	if (!l)
 		return NULL;
 	l->tcp = tcp;
-	l->ev = evconnlistener_new(srv.base, on_accept, l, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	l->ev = evconnlistener_new(httpd_srv.base, on_accept, l, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (!l->ev) {
 		free(l);
 		return NULL;
 	}
-	srv.listeners[tcp] = l;
+	httpd_srv.listeners[tcp] = l;
 	return l;
 }
 
@@ -1138,21 +767,21 @@ void http_listener_free(struct http_listener *l)
 	if (!l)
 		return;
 	/* Its connections go on: they only stop counting against it. */
-	for (struct http_conn *c = srv.conns; c; c = c->next)
+	for (struct http_conn *c = httpd_srv.conns; c; c = c->next)
 		if (c->listener == l)
 			c->listener = NULL;
 	evconnlistener_free(l->ev);
-	if (srv.listeners[l->tcp] == l)
-		srv.listeners[l->tcp] = NULL;
+	if (httpd_srv.listeners[l->tcp] == l)
+		httpd_srv.listeners[l->tcp] = NULL;
 	free(l);
 }
 
 void http_shutdown(void)
 {
 	for (int i = 0; i < 2; i++)
-		http_listener_free(srv.listeners[i]);
-	while (srv.conns)
-		http_conn_close(srv.conns); /* unlinks it */
+		http_listener_free(httpd_srv.listeners[i]);
+	while (httpd_srv.conns)
+		http_conn_close(httpd_srv.conns); /* unlinks it */
 }
 
 /* ---------------------------------------------------------------- accessors */
