@@ -4,8 +4,7 @@
  * as it comes (a streaming route), with the socket read only as fast as
  * the handler consumes it.
  *
- * The API keeps evhttp's shape, under own names (scripts/port-httpd.sed
- * converts code written against evhttp). Headers and query strings still
+ * The API keeps evhttp's shape, under own names. Headers and query strings still
  * use libevent_extra's struct evkeyvalq, evhttp_find_header,
  * evhttp_add_header, evhttp_parse_query_str and evhttp_clear_headers; the
  * request's URI is split by evhttp_uri_parse. Nothing else of evhttp is
