@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "daemon/api/request.h"
 
 /* The request body as JSON (an empty body is an empty object). */
@@ -74,6 +75,24 @@ int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err)
 	if (!json_is_boolean(v))
 		return err_set(err, COVE_EINVAL, "'%s' must be a boolean", key);
 	*ret = json_is_true(v);
+	return 0;
+}
+
+int check_env(json_t *env, struct cove_err *err)
+{
+	if (!env || json_is_null(env))
+		return 0;
+	if (!json_is_object(env))
+		return err_set(err, COVE_EINVAL, "'env' must be an object of strings");
+	const char *k;
+	json_t *v;
+	json_object_foreach(env, k, v)
+	{
+		if (!env_name_valid(k))
+			return err_set(err, COVE_EINVAL, "bad environment variable name '%s'", k);
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return err_set(err, COVE_EINVAL, "environment variable '%s' must be a string", k);
+	}
 	return 0;
 }
 

@@ -19,6 +19,9 @@ int check_fields(json_t *j, const char *const *allowed, struct cove_err *err);
 int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err);
 int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err);
 int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err);
+/* An environment: an object of variable names to strings without NUL
+ * bytes (absent or null is none). */
+int check_env(json_t *env, struct cove_err *err);
 
 /* Query strings */
 const char *query_of(struct http_req *req); /* "" when there is none */
