@@ -120,8 +120,9 @@ static void send_data(struct exec *e, int i, const char *buf, size_t n)
 static void finish(struct exec *e)
 {
 	if (e->out) {
-		struct out_exit x = { .pid = e->pid, .status = e->status, .timed_out = e->timed_out,
-				      .duration_ms = elapsed_ms(e) };
+		struct out_exit x = {
+			.pid = e->pid, .status = e->status, .timed_out = e->timed_out, .duration_ms = elapsed_ms(e)
+		};
 		for (int i = 0; i < NSTREAMS && !e->stream; i++) {
 			x.collected[i] = e->s[i].buf;
 			x.truncated[i] = e->s[i].truncated;

@@ -177,7 +177,7 @@ int proc_spawn_kept(struct sandbox *sb, const struct exec_request *er, json_t *m
 /* Append stream's output from *pos (at most max bytes) to to, moving *pos;
  * returns how many bytes the ring had already dropped past *pos. */
 uint64_t proc_read_output(struct proc *p, int stream, uint64_t *pos, struct evbuffer *to, size_t max);
-uint64_t proc_output_end(struct proc *p, int stream); /* bytes written so far */
+uint64_t proc_output_end(struct proc *p, int stream);      /* bytes written so far */
 void proc_signal(struct proc *p, int sig, uint32_t flags); /* WIRE_FLAG_* */
 json_t *proc_meta(const struct proc *p);
 void proc_set_session(struct proc *p, struct session *s);

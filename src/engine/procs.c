@@ -246,6 +246,8 @@ static void close_output(struct proc *p, int i)
 	p->out_fd[i] = -1;
 }
 
+static void fail_start(struct proc *p, const struct cove_err *err);
+
 static void proc_free(struct proc *p)
 {
 	if (p->session)
@@ -255,6 +257,11 @@ static void proc_free(struct proc *p)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = p->next;
+	if (p->start_out) { /* not answered yet (the process never ran) */
+		struct cove_err err = { 0 };
+		err_set(&err, COVE_ESTATE, "the process is gone");
+		fail_start(p, &err);
+	}
 	attach_end_all(p);
 	while (p->waiters)
 		waiter_free(p->waiters, true);
@@ -479,7 +486,8 @@ static int make_ring(struct proc *p, const struct exec_request *er, json_t *extr
 	if (!meta || strlen(meta) >= sizeof(p->ring->meta) || p->ring_fd < 0 ||
 	    ftruncate(p->ring_fd, RING_HDR + NSTREAMS * (off_t)RING_CAP) < 0 || map_ring(p) < 0) {
 		err_set(err, meta && strlen(meta) >= sizeof(p->ring->meta) ? COVE_ETOOBIG : COVE_EINTERNAL,
-			meta ? "the command is too long for a kept process (at most %zu bytes of JSON)" : "out of memory",
+			meta ? "the command is too long for a kept process (at most %zu bytes of JSON)"
+			     : "out of memory",
 			sizeof(p->ring->meta) - 1);
 		free(meta);
 		return -1;
@@ -697,8 +705,9 @@ static void answer_start(struct proc *p)
 			output_close(out, &err);
 		return;
 	}
-	struct out_event ev = { .type = p->session ? OUT_EVENT : OUT_START, .pid = p->pid, .tag = proc_tag(p),
-				.event = p->session };
+	struct out_event ev = {
+		.type = p->session ? OUT_EVENT : OUT_START, .pid = p->pid, .tag = proc_tag(p), .event = p->session
+	};
 	output_write(out, &ev);
 	output_close(out, NULL);
 }

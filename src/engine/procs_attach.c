@@ -123,7 +123,9 @@ static void attach_pump(struct proc_attach *a)
 	for (int i = 0; i < NSTREAMS; i++)
 		pump_stream(a, i);
 	if (p->ended && a->pos[OUT] == p->ring->written[OUT] && a->pos[ERR] == p->ring->written[ERR]) {
-		struct out_exit x = { .pid = p->pid, .status = p->status, .timed_out = p->timed_out, .duration_ms = -1 };
+		struct out_exit x = {
+			.pid = p->pid, .status = p->status, .timed_out = p->timed_out, .duration_ms = -1
+		};
 		struct out_event ev = { .type = OUT_EXIT, .pid = p->pid, .exit = &x };
 		output_write(a->out, &ev);
 		attach_close(a, NULL);
@@ -179,9 +181,7 @@ static void on_cancel(void *arg)
 	attach_free(a);
 }
 
-static const struct output_producer attach_producer = { .pause = on_pause,
-							 .resume = on_resume,
-							 .cancel = on_cancel };
+static const struct output_producer attach_producer = { .pause = on_pause, .resume = on_resume, .cancel = on_cancel };
 
 /* A client of p, from the ring positions r asks for. */
 static struct proc_attach *attach_new(struct proc *p, const struct attach_request *r, struct output *out,

@@ -226,8 +226,8 @@ static void on_cmd_resume(void *arg)
 }
 
 static const struct output_producer cmd_producer = { .pause = on_cmd_pause,
-						      .resume = on_cmd_resume,
-						      .cancel = on_cmd_cancel };
+						     .resume = on_cmd_resume,
+						     .cancel = on_cmd_cancel };
 
 static void deliver(struct session_cmd *c, int i, struct evbuffer *from, size_t n)
 {
@@ -526,8 +526,9 @@ int sessions_create(struct sandbox *sb, const struct session_request *req, struc
 	snprintf(s->id, sizeof(s->id), "ss_%s", hex);
 	snprintf(s->token, sizeof(s->token), "%s", token);
 	s->created_at = sandbox_now_ms();
-	struct exec_request er = { .stdin_open = true, .background = true, .cwd = req->cwd, .user = req->user,
-				   .env = req->env };
+	struct exec_request er = {
+		.stdin_open = true, .background = true, .cwd = req->cwd, .user = req->user, .env = req->env
+	};
 	er.argv = json_pack("[s, s, s]", "/bin/bash", "--noprofile", "--norc");
 	er.cmd = er.argv;
 	json_t *meta = json_pack("{s:{s:s, s:s}}", "session", "id", s->id, "token", s->token);

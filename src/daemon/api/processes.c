@@ -198,8 +198,7 @@ static const struct http_output_route answer_route_hangup = {
 	.watch_hangup = true,
 };
 
-static struct answer *answer_new(struct http_req *req, enum answer_kind kind, bool watch_hangup,
-				 struct cove_err *err)
+static struct answer *answer_new(struct http_req *req, enum answer_kind kind, bool watch_hangup, struct cove_err *err)
 {
 	struct answer *a = calloc(1, sizeof(*a));
 	if (!a) {
@@ -311,11 +310,11 @@ static int parse_exec(struct http_req *req, json_t *j, struct exec_request *er, 
 	if (r == 0)
 		r = parse_argv(json_object_get(j, "cmd"), &er->argv, err);
 	er->cmd = json_object_get(j, "cmd");
-	if (r == 0 && (check_env(json_object_get(j, "env"), err) < 0 || get_string(j, "cwd", &er->cwd, 4095, err) < 0 ||
-		       get_string(j, "user", &er->user, 63, err) < 0 ||
-		       get_number(j, "timeout", 0, 86400 * 365, &er->timeout, err) < 0 ||
-		       get_number(j, "max_output", 0, 1 << 30, &max_output, err) < 0 ||
-		       parse_stdin(j, er, stdin_store, err) < 0))
+	if (r == 0 &&
+	    (check_env(json_object_get(j, "env"), err) < 0 || get_string(j, "cwd", &er->cwd, 4095, err) < 0 ||
+	     get_string(j, "user", &er->user, 63, err) < 0 ||
+	     get_number(j, "timeout", 0, 86400 * 365, &er->timeout, err) < 0 ||
+	     get_number(j, "max_output", 0, 1 << 30, &max_output, err) < 0 || parse_stdin(j, er, stdin_store, err) < 0))
 		r = -1;
 	if (r == 0 && (get_string(j, "session", session, 31, err) < 0 || parse_kept(j, er, err) < 0))
 		r = -1;
