@@ -54,7 +54,7 @@ struct exec_request {
  * process. */
 int exec_start(struct sandbox *sb, const struct exec_request *er, struct output *out, struct cove_err *err);
 
-/* ---- procs.c: kept processes ---- */
+/* ---- kept processes (procs.c; their clients: procs_attach.c) ---- */
 
 /* Start a background or terminal process. out gets, once it runs: with
  * er->stream, its stream from the start as procs_attach gives it (in the
@@ -95,7 +95,7 @@ int proc_send_signal(struct proc *p, const struct signal_request *r, struct cove
 /* A running terminal's size. */
 int proc_resize(struct proc *p, int rows, int cols, struct cove_err *err);
 
-/* ---- procs_attach.c: a kept process's output, to a client ---- */
+/* ---- procs_attach.c: a kept process's output to a client, and input from one ---- */
 
 struct attach_request {
 	bool replay;     /* from the start of what the ring holds, else from now */

@@ -14,8 +14,8 @@
  * Kept fds, in init's order: the memfd, then stdout and stderr read ends and
  * the stdin write end (pipes), or the pty's master (a terminal).
  *
- * Clients read the output in procs_attach.c; here are the process's life,
- * its input, waiters for its end, and its control. */
+ * Its clients (attached streams, stdin, waiters for its end) are in
+ * procs_attach.c; here are the process's life and its control. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <fcntl.h>
@@ -37,23 +37,6 @@
 #define RING_MAGIC 0x31676e72u /* "rng1" */
 #define PROCS_MAX_RUNNING 128
 #define PROCS_MAX_ENDED 32 /* ended ones kept listed and attachable, per sandbox */
-
-enum { KEPT_RING, KEPT_OUT, KEPT_ERR, KEPT_STDIN };
-enum { KEPT_TTY_MASTER = 1 };
-
-struct stdin_req {
-	struct stdin_req *next;
-	struct output *out; /* closed once its bytes are in the pipe; NULL if none, or cancelled */
-	struct evbuffer *buf;
-	bool eof;
-};
-
-struct waiter {
-	struct waiter *next;
-	struct proc *p;
-	struct output *out;
-	struct event *timer;
-};
 
 const char *proc_tag(const struct proc *p)
 {
@@ -102,139 +85,13 @@ static void signal_proc(struct proc *p, int sig, uint32_t flags)
 	(void)sandbox_send(p->sb, &h, sizeof(h), NULL, 0);
 }
 
-/* ---- stdin ---- */
+/* ---- lifetime ---- */
 
-/* msg NULL: the bytes are in. */
-static void stdin_answer(struct stdin_req *s, const char *msg)
-{
-	if (s->out) {
-		struct cove_err err = { 0 };
-		err_set(&err, COVE_ESTATE, "%s", msg ? msg : "");
-		output_close(s->out, msg ? &err : NULL);
-	}
-	evbuffer_free(s->buf);
-	free(s);
-}
-
-static void release_kept(struct proc *p, int index)
+void proc_release_kept(struct proc *p, int index)
 {
 	struct wire_hdr h = { .type = WIRE_RELEASE, .pid = p->pid, .value = index };
 	(void)sandbox_send(p->sb, &h, sizeof(h), NULL, 0);
 }
-
-/* A pipe's end. (A terminal's end of input is its EOF character, as typed,
- * queued with the bytes: see queue_stdin.) */
-static void close_stdin(struct proc *p)
-{
-	if (p->in_ev)
-		event_free(p->in_ev);
-	p->in_ev = NULL;
-	if (p->in_fd >= 0)
-		close(p->in_fd);
-	p->in_fd = -1;
-	if (!p->exited)
-		release_kept(p, KEPT_STDIN);
-}
-
-static void stdin_fail_all(struct proc *p, const char *why)
-{
-	while (p->in_queue) {
-		struct stdin_req *s = p->in_queue;
-		p->in_queue = s->next;
-		stdin_answer(s, why);
-	}
-}
-
-static void on_stdin_writable(evutil_socket_t fd, short what, void *arg)
-{
-	struct proc *p = arg;
-	while (p->in_queue) {
-		struct stdin_req *s = p->in_queue;
-		if (evbuffer_get_length(s->buf) > 0 && evbuffer_write(s->buf, p->in_fd) < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return;
-			stdin_fail_all(p, "the process no longer reads its input");
-			break;
-		}
-		if (evbuffer_get_length(s->buf) > 0)
-			return;
-		p->in_queue = s->next;
-		bool eof = s->eof;
-		stdin_answer(s, NULL);
-		if (eof) {
-			close_stdin(p);
-			stdin_fail_all(p, "stdin was closed");
-			break;
-		}
-	}
-	if (p->in_ev)
-		event_del(p->in_ev);
-	/* Raw attaches' bytes go after the requests': their turn. */
-	attach_input_ready_all(p);
-}
-
-static void on_stdin_cancel(void *arg)
-{
-	struct stdin_req *s = arg;
-	s->out = NULL; /* the bytes still go in: they were sent */
-}
-
-static const struct output_producer stdin_producer = { .cancel = on_stdin_cancel };
-
-/* ---- waiters ---- */
-
-static void waiter_free(struct waiter *w, bool answer)
-{
-	struct waiter **pp = &w->p->waiters;
-	while (*pp && *pp != w)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = w->next;
-	if (answer && w->out) {
-		struct out_event ev = { .type = OUT_EVENT, .pid = w->p->pid, .event = w->p };
-		output_write(w->out, &ev);
-		output_close(w->out, NULL);
-	}
-	if (w->timer)
-		event_free(w->timer);
-	free(w);
-}
-
-static void on_wait_timer(evutil_socket_t fd, short what, void *arg)
-{
-	waiter_free(arg, true);
-}
-
-static void on_waiter_cancel(void *arg)
-{
-	struct waiter *w = arg;
-	w->out = NULL;
-	waiter_free(w, false);
-}
-
-static const struct output_producer waiter_producer = { .cancel = on_waiter_cancel };
-
-int procs_wait(struct proc *p, double wait, struct output *out, struct cove_err *err)
-{
-	struct waiter *w = calloc(1, sizeof(*w));
-	if (!w)
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	w->p = p;
-	w->out = out;
-	w->timer = evtimer_new(engine_ctx->base, on_wait_timer, w);
-	if (!w->timer) {
-		free(w);
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	}
-	struct timeval tv = { (time_t)wait, (suseconds_t)((wait - (time_t)wait) * 1e6) };
-	evtimer_add(w->timer, &tv);
-	w->next = p->waiters;
-	p->waiters = w;
-	output_attach(out, &waiter_producer, w);
-	return 0;
-}
-
-/* ---- lifetime ---- */
 
 static void close_output(struct proc *p, int i)
 {
@@ -263,8 +120,7 @@ static void proc_free(struct proc *p)
 		fail_start(p, &err);
 	}
 	attach_end_all(p);
-	while (p->waiters)
-		waiter_free(p->waiters, true);
+	waiters_answer_all(p);
 	stdin_fail_all(p, "the process is gone");
 	for (int i = 0; i < NSTREAMS; i++)
 		close_output(p, i);
@@ -357,12 +213,11 @@ static void maybe_end(struct proc *p)
 		close(p->in_fd);
 	p->in_fd = -1;
 	stdin_fail_all(p, "the process has ended");
-	release_kept(p, -1);
+	proc_release_kept(p, -1);
 	attach_pump_all(p);
 	if (p->session)
 		sessions_on_output(p->session);
-	while (p->waiters)
-		waiter_free(p->waiters, true);
+	waiters_answer_all(p);
 	trim_ended(p->sb);
 }
 
@@ -418,7 +273,7 @@ static void watch_fds(struct proc *p)
 		}
 	if (p->in_fd >= 0) {
 		evutil_make_socket_nonblocking(p->in_fd);
-		p->in_ev = event_new(engine_ctx->base, p->in_fd, EV_WRITE | EV_PERSIST, on_stdin_writable, p);
+		p->in_ev = event_new(engine_ctx->base, p->in_fd, EV_WRITE | EV_PERSIST, procs_on_stdin_writable, p);
 	}
 }
 
@@ -444,32 +299,6 @@ static bool tag_valid(const char *t)
 	if (n == 0 || n > 63 || strspn(t, "0123456789") == n)
 		return false;
 	return strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
-static int queue_stdin(struct proc *p, struct output *out, const void *data, size_t n, bool eof, struct cove_err *err)
-{
-	struct stdin_req *s = calloc(1, sizeof(*s));
-	if (!s || !(s->buf = evbuffer_new())) {
-		free(s);
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	}
-	evbuffer_add(s->buf, data, n);
-	/* A terminal has no end of input, only the EOF character (^D), which
-	 * ends a read in canonical mode and is a byte like any in raw mode;
-	 * the terminal stays open for what comes next. */
-	if (p->tty && eof)
-		evbuffer_add(s->buf, "\x04", 1);
-	s->eof = eof && !p->tty;
-	s->out = out;
-	if (out)
-		output_attach(out, &stdin_producer, s);
-	struct stdin_req **pp = &p->in_queue;
-	while (*pp)
-		pp = &(*pp)->next;
-	*pp = s;
-	if (p->pid) /* else once spawned: closing stdin tells init the pid */
-		event_add(p->in_ev, NULL);
-	return 0;
 }
 
 /* p's description, in its ring's header too. */
@@ -620,21 +449,6 @@ int proc_spawn_kept(struct sandbox *sb, const struct exec_request *er, json_t *m
 		    struct proc **ret, struct cove_err *err)
 {
 	return spawn(sb, er, meta, out, ret, err);
-}
-
-int proc_stdin_check(const struct proc *p, struct cove_err *err)
-{
-	if (p->ended || p->in_fd < 0)
-		return err_set(err, COVE_ESTATE, "process %d %s", p->pid,
-			       p->ended ? "has ended" : "has no open stdin (start it with \"stdin_open\": true)");
-	return 0;
-}
-
-int proc_write_stdin(struct proc *p, const struct stdin_request *r, struct output *out, struct cove_err *err)
-{
-	if (proc_stdin_check(p, err) < 0)
-		return -1;
-	return queue_stdin(p, out, r->data, r->len, r->eof, err);
 }
 
 void proc_signal(struct proc *p, int sig, uint32_t flags)

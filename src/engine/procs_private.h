@@ -58,7 +58,12 @@ struct proc {
 	int64_t ended_at;
 };
 
+enum { KEPT_RING, KEPT_OUT, KEPT_ERR, KEPT_STDIN };
+enum { KEPT_TTY_MASTER = 1 };
+
 const char *proc_tag(const struct proc *p);
+/* Tell init to close its copy of kept fd index (-1: all of them). */
+void proc_release_kept(struct proc *p, int index);
 char *proc_ring_data(struct proc *p, int i);
 /* Read each output fd only while no reader holds it back. */
 void procs_update_flow(struct proc *p);
@@ -74,3 +79,11 @@ void attach_end_all(struct proc *p);
 bool attach_holds_back(const struct proc *p, int i);
 /* The terminal takes input again: raw clients' input may go on. */
 void attach_input_ready_all(struct proc *p);
+/* Stdin requests: queued (out may be NULL) in order, written as the fd
+ * takes them (procs_on_stdin_writable, p's in_ev), answered when in. */
+int queue_stdin(struct proc *p, struct output *out, const void *data, size_t n, bool eof, struct cove_err *err);
+void procs_on_stdin_writable(evutil_socket_t fd, short what, void *arg);
+/* Fail every queued one with COVE_ESTATE why. */
+void stdin_fail_all(struct proc *p, const char *why);
+/* The process ended or is gone: answer every waiter with it. */
+void waiters_answer_all(struct proc *p);

@@ -75,8 +75,12 @@ struct session {
 	struct evbuffer *pend[NSTREAMS]; /* read, not yet given to a command */
 	struct session_cmd *queue;       /* the first one runs */
 	uint32_t next_seq;
-	uint32_t sync_seq; /* after a restart: output up to this marker is stale */
-	bool paused;       /* the running command's streaming client is behind */
+	/* After a restart: each stream's output up to this marker is stale
+	 * (stale[i] until it came on stream i: the two streams are read
+	 * apart, and a command sent meanwhile has its output behind it). */
+	uint32_t sync_seq;
+	bool stale[NSTREAMS];
+	bool paused; /* the running command's streaming client is behind */
 };
 
 static struct session *find_session(struct sandbox *sb, const char *id)
@@ -336,7 +340,7 @@ static void process_stream(struct session *s, int i)
 		int r = find_marker(s, b, &at, &len, &seq, &status, &hold);
 		if (r == -2) { /* not our marker after all (a lookalike): pass its separator on */
 			struct evbuffer_ptr p = evbuffer_search(b, "\036", 1, NULL);
-			if (c && !s->sync_seq)
+			if (c && !s->stale[i])
 				deliver(c, i, b, p.pos + 1);
 			else
 				evbuffer_drain(b, p.pos + 1);
@@ -344,20 +348,20 @@ static void process_stream(struct session *s, int i)
 		}
 		if (r < 0) {
 			size_t n = evbuffer_get_length(b) - hold;
-			if (c && !s->sync_seq)
+			if (c && !s->stale[i])
 				deliver(c, i, b, n);
 			else
 				evbuffer_drain(b, n); /* between commands, or stale: nobody's */
 			return;
 		}
-		if (c && !s->sync_seq)
+		if (c && !s->stale[i])
 			deliver(c, i, b, at);
 		else
 			evbuffer_drain(b, at);
 		evbuffer_drain(b, len);
-		if (s->sync_seq) {
-			if (seq == s->sync_seq && i == ERR)
-				s->sync_seq = 0;
+		if (s->stale[i]) {
+			if (seq == s->sync_seq)
+				s->stale[i] = false;
 			continue;
 		}
 		if (c && seq == c->seq) {
@@ -475,6 +479,7 @@ void sessions_on_kept(struct sandbox *sb, struct proc *p)
 		r = (uint32_t)time(NULL);
 	s->sync_seq = (r & 0x3fffffff) + 1;
 	s->next_seq = s->sync_seq + 1;
+	s->stale[OUT] = s->stale[ERR] = true;
 	struct cove_err err = { 0 };
 	char line[64];
 	snprintf(line, sizeof(line), "__cove_end %u 0\n", s->sync_seq);
