@@ -1,18 +1,17 @@
 /* Exec: one command in a sandbox, spawned by its cove-init with pipes whose
  * other ends coved reads on its loop. Output is either collected (capped,
- * with a truncation flag) and returned as one JSON object, or streamed as
- * NDJSON events while it is produced. Streaming has backpressure: when the
- * client reads slower than the process writes, coved stops reading the
- * pipes, the pipes fill, and the process blocks; coved's memory stays
- * bounded whatever the process prints.
+ * with a truncation flag) and given whole with the exit, or streamed to the
+ * output while it is produced. Streaming has backpressure: when the
+ * consumer reads slower than the process writes, its front end pauses the
+ * output, coved stops reading the pipes, the pipes fill, and the process
+ * blocks; coved's memory stays bounded whatever the process prints.
  *
  * An exec ends when its process has exited (reported by cove-init) and the
  * pipes have been drained of what it wrote. Descendants that keep the pipes
  * open do not hold the exec open. */
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include "daemon/http/httpd.h"
+#include <event2/event.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,17 +23,15 @@
 
 #include "common/cleanup.h"
 #include "common/encoding.h"
-#include "common/log.h"
 #include "common/wire.h"
 #include "engine/engine.h"
+#include "engine/process.h"
 
 extern char **environ;
 
 #define PIPE_READ_CHUNK 65536
-#define STREAM_HIGH_WATER (1 << 20) /* pause the pipes above this much unsent output */
 
 enum { OUT, ERR, NSTREAMS };
-static const char *const stream_names[NSTREAMS] = { "stdout", "stderr" };
 
 struct exec_stream {
 	int fd;
@@ -48,8 +45,7 @@ struct exec_stream {
 struct exec {
 	struct exec *next;
 	struct sandbox *sb;
-	struct http_req *req;   /* NULL once answered or the client is gone */
-	struct http_conn *conn; /* whose close callback points here, or NULL */
+	struct output *out; /* NULL once closed or cancelled */
 	bool stream;
 	bool paused;
 	size_t max_output;
@@ -60,7 +56,6 @@ struct exec {
 	struct event *stdin_ev;
 	struct evbuffer *stdin_buf;
 	struct event *timeout_ev;
-	struct event *hangup_ev; /* the client's socket closing, before a reply starts */
 	bool timed_out;
 	bool exited;
 	int status;
@@ -97,108 +92,44 @@ static void exec_free(struct exec *e)
 		evbuffer_free(e->stdin_buf);
 	if (e->timeout_ev)
 		event_free(e->timeout_ev);
-	if (e->hangup_ev)
-		event_free(e->hangup_ev);
-	if (e->conn)
-		conn_clear_hook(e->conn, e);
 	free(e);
 }
 
-void exec_send_event(struct http_req *req, json_t *event, void (*done)(struct http_conn *, void *), void *arg)
-{
-	struct evbuffer *b = evbuffer_new();
-	char *s = json_dumps(event, JSON_COMPACT);
-	json_decref(event);
-	evbuffer_add_printf(b, "%s\n", s);
-	free(s);
-	if (done)
-		http_reply_chunk_with_cb(req, b, done, arg);
-	else
-		http_reply_chunk(req, b);
-	evbuffer_free(b);
-}
-
-size_t exec_unsent_bytes(struct http_req *req)
-{
-	struct http_conn *c = http_req_conn(req);
-	struct bufferevent *bev = c ? http_conn_bev(c) : NULL;
-	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
-}
-
-static void send_line(struct exec *e, json_t *event, void (*done)(struct http_conn *, void *))
-{
-	exec_send_event(e->req, event, done, e);
-}
-
-json_t *exec_data_event(const char *type, const char *buf, size_t n)
-{
-	int valid;
-	if (utf8_valid_prefix(buf, n, &valid) == n && valid)
-		return json_pack("{s:s, s:s%}", "type", type, "data", buf, n);
-	_cleanup_free_ char *b64 = malloc(base64_encoded_len(n) + 1);
-	if (!b64)
-		return json_pack("{s:s, s:s}", "type", "error", "message", "out of memory");
-	base64_encode((const unsigned char *)buf, n, b64);
-	return json_pack("{s:s, s:s}", "type", type, "data_b64", b64);
-}
-
-json_t *exec_exit_fields(json_t *j, int status, bool timed_out, double duration_ms)
-{
-	bool signaled = WIFSIGNALED(status);
-	json_object_set_new(j, "exit_code", signaled ? json_null() : json_integer(WEXITSTATUS(status)));
-	json_object_set_new(j, "signal", signaled ? json_string(sigabbrev_np(WTERMSIG(status)) ?: "?") : json_null());
-	json_object_set_new(j, "timed_out", json_boolean(timed_out));
-	if (duration_ms >= 0)
-		json_object_set_new(j, "duration_ms", json_real(duration_ms));
-	return j;
-}
-
-static json_t *exit_fields(struct exec *e, json_t *j)
+static double elapsed_ms(const struct exec *e)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	double ms = (now.tv_sec - e->started.tv_sec) * 1e3 + (now.tv_nsec - e->started.tv_nsec) / 1e6;
-	return exec_exit_fields(j, e->status, e->timed_out, ms);
+	return (now.tv_sec - e->started.tv_sec) * 1e3 + (now.tv_nsec - e->started.tv_nsec) / 1e6;
 }
 
-json_t *exec_collected_json(json_t *j, const char *name, struct evbuffer *buf, bool truncated)
+/* The end of the engine's use of e's output (err NULL: answered whole). */
+static void close_output(struct exec *e, const struct cove_err *err)
 {
-	size_t n = evbuffer_get_length(buf);
-	const char *p = (const char *)evbuffer_pullup(buf, -1);
-	char key[32];
-	int valid;
-	if (n == 0 || (utf8_valid_prefix(p, n, &valid) == n && valid)) {
-		json_object_set_new(j, name, json_stringn(n ? p : "", n));
-	} else {
-		_cleanup_free_ char *b64 = malloc(base64_encoded_len(n) + 1);
-		if (b64)
-			base64_encode((const unsigned char *)p, n, b64);
-		json_object_set_new(j, name, json_null());
-		snprintf(key, sizeof(key), "%s_b64", name);
-		json_object_set_new(j, key, b64 ? json_string(b64) : json_null());
-	}
-	snprintf(key, sizeof(key), "%s_truncated", name);
-	json_object_set_new(j, key, json_boolean(truncated));
-	return j;
+	struct output *o = e->out;
+	e->out = NULL;
+	if (o)
+		output_close(o, err);
+}
+
+static void send_data(struct exec *e, int i, const char *buf, size_t n)
+{
+	struct out_event ev = { .type = i == OUT ? OUT_STDOUT : OUT_STDERR, .data = buf, .len = n };
+	output_write(e->out, &ev);
 }
 
 static void finish(struct exec *e)
 {
-	if (e->hangup_ev) {
-		event_free(e->hangup_ev);
-		e->hangup_ev = NULL;
-	}
-	if (e->req) {
-		if (e->stream) {
-			send_line(e, exit_fields(e, json_pack("{s:s}", "type", "exit")), NULL);
-			http_reply_end(e->req);
-		} else {
-			json_t *j = exit_fields(e, json_object());
-			json_object_set_new(j, "pid", json_integer(e->pid));
-			for (int i = 0; i < NSTREAMS; i++)
-				exec_collected_json(j, stream_names[i], e->s[i].buf, e->s[i].truncated);
-			reply_json(e->req, 200, j);
+	if (e->out) {
+		struct out_exit x = {
+			.pid = e->pid, .status = e->status, .timed_out = e->timed_out, .duration_ms = elapsed_ms(e)
+		};
+		for (int i = 0; i < NSTREAMS && !e->stream; i++) {
+			x.collected[i] = e->s[i].buf;
+			x.truncated[i] = e->s[i].truncated;
 		}
+		struct out_event ev = { .type = OUT_EXIT, .pid = e->pid, .exit = &x };
+		output_write(e->out, &ev);
+		close_output(e, NULL);
 	}
 	exec_free(e);
 }
@@ -244,18 +175,14 @@ static void maybe_finish(struct exec *e)
 		stream_close(&e->s[i]);
 	}
 	if (streams_done(e)) {
-		for (int i = 0; i < NSTREAMS && e->stream && e->req; i++)
+		for (int i = 0; i < NSTREAMS && e->stream && e->out; i++)
 			if (evbuffer_get_length(e->s[i].buf)) { /* a dangling partial UTF-8 tail */
 				size_t n = evbuffer_get_length(e->s[i].buf);
-				send_line(e,
-					  exec_data_event(stream_names[i], (char *)evbuffer_pullup(e->s[i].buf, -1), n),
-					  NULL);
+				send_data(e, i, (char *)evbuffer_pullup(e->s[i].buf, -1), n);
 			}
 		finish(e);
 	}
 }
-
-static void on_chunk_sent(struct http_conn *conn, void *arg);
 
 static void set_paused(struct exec *e, bool paused)
 {
@@ -269,26 +196,42 @@ static void set_paused(struct exec *e, bool paused)
 		}
 }
 
-static size_t unsent_bytes(struct exec *e)
+/* The output's producer: its front end's back-pressure, and its consumer
+ * gone. */
+static void on_pause(void *arg)
 {
-	return exec_unsent_bytes(e->req);
+	set_paused(arg, true);
 }
 
-static void on_chunk_sent(struct http_conn *conn, void *arg)
+static void on_resume(void *arg)
 {
 	struct exec *e = arg;
-	if (e->paused && e->req && unsent_bytes(e) < STREAM_HIGH_WATER / 2) {
-		set_paused(e, false);
-		for (int i = 0; i < NSTREAMS; i++)
-			drain(e, i);
-		maybe_finish(e);
-	}
+	if (!e->paused)
+		return;
+	set_paused(e, false);
+	for (int i = 0; i < NSTREAMS; i++)
+		drain(e, i);
+	maybe_finish(e);
 }
+
+static void signal_process(struct exec *e, int sig);
+
+/* The consumer went away: the process is killed; its exit frees the exec. */
+static void on_cancel(void *arg)
+{
+	struct exec *e = arg;
+	e->out = NULL;
+	signal_process(e, SIGKILL);
+	if (e->paused)
+		set_paused(e, false);
+}
+
+static const struct output_producer exec_producer = { .pause = on_pause, .resume = on_resume, .cancel = on_cancel };
 
 static void deliver(struct exec *e, int i, const char *buf, size_t n)
 {
 	struct exec_stream *s = &e->s[i];
-	if (!e->req)
+	if (!e->out)
 		return; /* nobody to tell: keep the pipe flowing */
 	if (!e->stream) {
 		size_t room = e->max_output > s->collected ? e->max_output - s->collected : 0;
@@ -307,10 +250,8 @@ static void deliver(struct exec *e, int i, const char *buf, size_t n)
 	size_t send = (!valid || ok == 0) ? len : ok;
 	if (!valid || len - ok > 3)
 		send = len;
-	send_line(e, exec_data_event(stream_names[i], p, send), on_chunk_sent);
+	send_data(e, i, p, send);
 	evbuffer_drain(s->buf, send);
-	if (unsent_bytes(e) > STREAM_HIGH_WATER)
-		set_paused(e, true);
 }
 
 static void on_readable(evutil_socket_t fd, short what, void *arg)
@@ -349,41 +290,6 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	signal_process(e, SIGKILL);
 }
 
-/* libevent notices a client's hangup only once a reply has started, so a
- * collected exec watches the socket itself: a hangup kills the process, whose
- * exit then answers into the void and frees the exec as usual. */
-static void on_hangup(evutil_socket_t fd, short what, void *arg)
-{
-	struct exec *e = arg;
-	signal_process(e, SIGKILL);
-}
-
-static void watch_hangup(struct exec *e)
-{
-	struct bufferevent *bev = http_conn_bev(e->conn);
-	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-	if (fd < 0)
-		return;
-	e->hangup_ev = event_new(engine_ctx->base, fd, EV_CLOSED, on_hangup, e);
-	if (e->hangup_ev)
-		event_add(e->hangup_ev, NULL);
-}
-
-/* The client went away: the process is killed; its exit frees the exec. */
-static void on_client_closed(struct http_conn *conn, void *arg)
-{
-	struct exec *e = arg;
-	e->req = NULL;
-	e->conn = NULL; /* being freed by libevent */
-	if (e->hangup_ev) {
-		event_free(e->hangup_ev);
-		e->hangup_ev = NULL;
-	}
-	signal_process(e, SIGKILL);
-	if (e->paused)
-		set_paused(e, false);
-}
-
 static struct exec *find_exec(struct sandbox *sb, uint32_t seq, pid_t pid)
 {
 	for (struct exec *e = sb->execs; e; e = e->next)
@@ -400,14 +306,13 @@ void exec_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid)
 	e->pid = pid;
 	for (int i = 0; i < NSTREAMS; i++)
 		event_add(e->s[i].ev, NULL);
-	if (!e->req) { /* the client left before the spawn completed */
+	if (!e->out) { /* the consumer left before the spawn completed */
 		signal_process(e, SIGKILL);
 		return;
 	}
 	if (e->stream) {
-		evhttp_add_header(http_req_out_headers(e->req), "Content-Type", "application/x-ndjson");
-		http_reply_start(e->req, 200, "OK");
-		send_line(e, json_pack("{s:s, s:i}", "type", "start", "pid", pid), NULL);
+		struct out_event ev = { .type = OUT_START, .pid = pid };
+		output_write(e->out, &ev);
 	}
 }
 
@@ -416,14 +321,11 @@ void exec_on_spawn_failed(struct sandbox *sb, uint32_t seq, int stage, int errnu
 	struct exec *e = find_exec(sb, seq, 0);
 	if (!e)
 		return;
-	if (e->req) {
-		struct cove_err err = { 0 };
-		int code = (stage == WIRE_STAGE_EXEC || stage == WIRE_STAGE_CWD || stage == WIRE_STAGE_USER)
-				   ? COVE_EINVAL
-				   : COVE_EINTERNAL;
-		err_set(&err, code, "%s: %s", wire_stage_name(stage), strerror(errnum));
-		reply_error(e->req, &err);
-	}
+	struct cove_err err = { 0 };
+	int code = (stage == WIRE_STAGE_EXEC || stage == WIRE_STAGE_CWD || stage == WIRE_STAGE_USER) ? COVE_EINVAL
+												     : COVE_EINTERNAL;
+	err_set(&err, code, "%s: %s", wire_stage_name(stage), strerror(errnum));
+	close_output(e, &err);
 	exec_free(e);
 }
 
@@ -443,20 +345,9 @@ void exec_abort_all(struct sandbox *sb, const char *why)
 {
 	while (sb->execs) {
 		struct exec *e = sb->execs;
-		if (e->req) {
-			if (e->pid > 0 && e->stream) {
-				send_line(e,
-					  json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
-						    "wrong_state", "message", why),
-					  NULL);
-				http_reply_end(e->req);
-			} else {
-				struct cove_err err = { 0 };
-				err_set(&err, COVE_ESTATE, "%s", why);
-				reply_error(e->req, &err);
-			}
-		}
-		e->req = NULL;
+		struct cove_err err = { 0 };
+		err_set(&err, COVE_ESTATE, "%s", why);
+		close_output(e, &err);
 		exec_free(e);
 	}
 }
@@ -549,7 +440,7 @@ static int setup_stdin(struct exec *e, const struct exec_request *er, int *child
 	return 0;
 }
 
-int exec_start(struct sandbox *sb, struct http_req *req, const struct exec_request *er, struct cove_err *err)
+int exec_start(struct sandbox *sb, const struct exec_request *er, struct output *out, struct cove_err *err)
 {
 	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
 		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
@@ -557,7 +448,6 @@ int exec_start(struct sandbox *sb, struct http_req *req, const struct exec_reque
 	if (!e)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	e->sb = sb;
-	e->req = req;
 	e->stream = er->stream;
 	e->max_output = er->max_output;
 	e->seq = sb->next_seq++ ?: sb->next_seq++;
@@ -569,11 +459,6 @@ int exec_start(struct sandbox *sb, struct http_req *req, const struct exec_reque
 	int child[WIRE_MAX_FDS], nfds = 0, p[2];
 	for (int i = 0; i < NSTREAMS; i++)
 		e->s[i].fd = -1;
-	if (conn_set_hook(http_req_conn(req), on_client_closed, e) < 0) {
-		err_set(err, COVE_EINTERNAL, "out of memory");
-		goto fail;
-	}
-	e->conn = http_req_conn(req);
 	if (er->has_stdin && setup_stdin(e, er, &child[nfds++], err) < 0)
 		goto fail;
 	for (int i = 0; i < NSTREAMS; i++) {
@@ -598,13 +483,12 @@ int exec_start(struct sandbox *sb, struct http_req *req, const struct exec_reque
 		e->timeout_ev = evtimer_new(engine_ctx->base, on_timeout, e);
 		evtimer_add(e->timeout_ev, &tv);
 	}
-	if (!e->stream)
-		watch_hangup(e);
+	e->out = out;
+	output_attach(out, &exec_producer, e);
 	return 0;
 fail:
 	for (int i = 0; i < nfds; i++)
 		close(child[i]);
-	e->req = NULL;
 	exec_free(e);
 	return -1;
 }

@@ -12,111 +12,38 @@
  * The memfd starts with a header: the write counts of both rings and the
  * process's description (JSON), which is what a restarted coved knows of it.
  * Kept fds, in init's order: the memfd, then stdout and stderr read ends and
- * the stdin write end (pipes), or the pty's master (a terminal). */
+ * the stdin write end (pipes), or the pty's master (a terminal).
+ *
+ * Its clients (attached streams, stdin, waiters for its end) are in
+ * procs_attach.c; here are the process's life and its control. */
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include "daemon/http/httpd.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
-#include "common/cleanup.h"
-#include "common/encoding.h"
 #include "common/log.h"
 #include "common/wire.h"
 #include "engine/engine.h"
+#include "engine/procs_private.h"
 
-#define RING_CAP (1u << 20)
-#define RING_HDR 4096u
 #define RING_MAGIC 0x31676e72u /* "rng1" */
 #define PROCS_MAX_RUNNING 128
 #define PROCS_MAX_ENDED 32 /* ended ones kept listed and attachable, per sandbox */
-#define ATTACH_CHUNK 65536
-#define ATTACH_HIGH_WATER (1u << 20)
-#define STDIN_MAX (16u << 20)
 
-enum { OUT, ERR, NSTREAMS };
-static const char *const stream_names[NSTREAMS] = { "stdout", "stderr" };
-enum { KEPT_RING, KEPT_OUT, KEPT_ERR, KEPT_STDIN };
-enum { KEPT_TTY_MASTER = 1 };
-
-struct ring_header {
-	uint32_t magic;
-	uint32_t meta_len;
-	uint64_t cap;
-	uint64_t written[NSTREAMS]; /* bytes ever written to each ring */
-	char meta[RING_HDR - 32];   /* the process's description, JSON */
-};
-
-struct attach {
-	struct attach *next;
-	struct proc *p;
-	struct http_req *req;
-	struct http_conn *conn;
-	uint64_t pos[NSTREAMS];
-	bool kill_on_close; /* a foreground client: the process goes with it */
-	bool raw;           /* an upgraded connection: the terminal's bytes both ways, no NDJSON */
-	bool eof_pending;   /* raw: its client's half-close, to be typed as ^D */
-};
-
-struct stdin_req {
-	struct stdin_req *next;
-	struct http_req *req; /* answered once its bytes are in the pipe */
-	struct http_conn *conn;
-	struct evbuffer *buf;
-	bool eof;
-};
-
-struct waiter {
-	struct waiter *next;
-	struct proc *p;
-	struct http_req *req;
-	struct http_conn *conn;
-	struct event *timer;
-};
-
-struct proc {
-	struct proc *next;
-	struct sandbox *sb;
-	pid_t pid;
-	uint32_t seq;
-	json_t *meta; /* cmd, tag, cwd, user, tty, stdin, background, started_at */
-	bool tty;
-	int ring_fd;
-	struct ring_header *ring;
-	int out_fd[NSTREAMS];
-	struct event *out_ev[NSTREAMS];
-	int in_fd; /* stdin pipe or pty master, -1 when closed */
-	struct event *in_ev;
-	struct stdin_req *in_queue;
-	struct http_req *start_req;  /* the exec waiting for the spawn */
-	struct attach *start_attach; /* its stream, when it asked for one */
-	struct attach *attachers;
-	struct waiter *waiters;
-	struct event *timeout_ev;
-	bool timed_out;
-	struct session *session; /* the shell behind a session (sessions.c), or NULL */
-	bool exited;             /* init reported the exit */
-	bool ended;              /* and the output is in the ring */
-	int status;
-	int64_t ended_at;
-};
-
-static const char *proc_tag(const struct proc *p)
+const char *proc_tag(const struct proc *p)
 {
 	return json_string_value(json_object_get(p->meta, "tag"));
 }
 
-static char *ring_data(struct proc *p, int i)
+char *proc_ring_data(struct proc *p, int i)
 {
 	return (char *)p->ring + RING_HDR + (size_t)i * RING_CAP;
 }
@@ -129,15 +56,14 @@ static void ring_append(struct proc *p, int i, const char *buf, size_t n)
 		n = RING_CAP;
 	}
 	size_t off = p->ring->written[i] % RING_CAP, first = n < RING_CAP - off ? n : RING_CAP - off;
-	memcpy(ring_data(p, i) + off, buf, first);
-	memcpy(ring_data(p, i), buf + first, n - first);
+	memcpy(proc_ring_data(p, i) + off, buf, first);
+	memcpy(proc_ring_data(p, i), buf + first, n - first);
 	/* The count moves after the bytes: a coved that dies in between loses
 	 * them, and never reads bytes that are not there. */
 	__atomic_store_n(&p->ring->written[i], p->ring->written[i] + n, __ATOMIC_RELEASE);
 }
 
-/* pid, tag, state, exit fields: what the API shows of a process. */
-static json_t *proc_to_json(const struct proc *p)
+json_t *proc_to_json(const struct proc *p)
 {
 	json_t *j = json_deep_copy(p->meta);
 	json_object_set_new(j, "pid", json_integer(p->pid));
@@ -151,36 +77,6 @@ static json_t *proc_to_json(const struct proc *p)
 	return j;
 }
 
-/* ---- attached streams ---- */
-
-static void attach_free(struct attach *a)
-{
-	struct attach **pp = &a->p->attachers;
-	while (*pp && *pp != a)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = a->next;
-	if (a->conn)
-		conn_clear_hook(a->conn, a);
-	if (a->p->start_attach == a)
-		a->p->start_attach = NULL;
-	free(a);
-}
-
-static void attach_pump(struct attach *a);
-static void update_flow(struct proc *p);
-static void raw_feed_all(struct proc *p);
-
-static void on_attach_sent(struct http_conn *conn, void *arg)
-{
-	struct attach *a = arg;
-	struct proc *p = a->p; /* a may be freed by its last pump */
-	if (a->req && exec_unsent_bytes(a->req) < ATTACH_HIGH_WATER / 2) {
-		attach_pump(a);
-		update_flow(p);
-	}
-}
-
 static void signal_proc(struct proc *p, int sig, uint32_t flags)
 {
 	if (p->exited || p->pid <= 0)
@@ -189,346 +85,13 @@ static void signal_proc(struct proc *p, int sig, uint32_t flags)
 	(void)sandbox_send(p->sb, &h, sizeof(h), NULL, 0);
 }
 
-static void on_attach_closed(struct http_conn *conn, void *arg)
-{
-	struct attach *a = arg;
-	a->conn = NULL; /* being freed by libevent */
-	a->req = NULL;
-	if (a->kill_on_close)
-		signal_proc(a->p, SIGKILL, WIRE_FLAG_TREE);
-	attach_free(a);
-}
+/* ---- lifetime ---- */
 
-/* An upgraded connection's share of the terminal's output: the ring's bytes
- * as they are, up to ATTACH_HIGH_WATER queued on the connection (the rest
- * when it has drained). What the ring lost before a slow client read it is
- * skipped: a raw stream has no way to say so, and a foreground client loses
- * nothing (its terminal waits for it). Once the process has ended and
- * everything is out, the connection closes: that is the client's sign to
- * ask for the exit status. */
-static void raw_pump(struct attach *a)
-{
-	struct proc *p = a->p;
-	struct evbuffer *out = bufferevent_get_output(http_conn_bev(a->conn));
-	size_t queued = evbuffer_get_length(out);
-	if (queued < ATTACH_HIGH_WATER)
-		(void)proc_read_output(p, OUT, &a->pos[OUT], out, ATTACH_HIGH_WATER - queued);
-	if (p->ended && a->pos[OUT] == proc_output_end(p, OUT)) {
-		http_conn_close_when_sent(a->conn);
-		a->req = NULL;
-		attach_free(a);
-	}
-}
-
-/* Send what the ring holds beyond the client's position, as far as the
- * connection takes it; then, once the process has ended and everything is
- * out, the exit event. */
-static void attach_pump(struct attach *a)
-{
-	struct proc *p = a->p;
-	if (!a->req)
-		return;
-	if (a->raw) {
-		raw_pump(a);
-		return;
-	}
-	for (int i = 0; i < NSTREAMS; i++) {
-		uint64_t written = __atomic_load_n(&p->ring->written[i], __ATOMIC_ACQUIRE);
-		while (a->pos[i] < written && exec_unsent_bytes(a->req) < ATTACH_HIGH_WATER) {
-			if (written - a->pos[i] > RING_CAP) {
-				exec_send_event(a->req,
-						json_pack("{s:s, s:s, s:I}", "type", "gap", "stream", stream_names[i],
-							  "lost", (json_int_t)(written - RING_CAP - a->pos[i])),
-						NULL, NULL);
-				a->pos[i] = written - RING_CAP;
-			}
-			size_t off = a->pos[i] % RING_CAP, n = written - a->pos[i];
-			if (n > ATTACH_CHUNK)
-				n = ATTACH_CHUNK;
-			if (n > RING_CAP - off)
-				n = RING_CAP - off;
-			const char *d = ring_data(p, i) + off;
-			/* At the live end, hold back an incomplete UTF-8 sequence:
-			 * the rest of it is on its way. */
-			int valid;
-			size_t ok = utf8_valid_prefix(d, n, &valid);
-			if (!p->ended && a->pos[i] + n == written && valid && ok < n && n - ok <= 3) {
-				if (ok == 0)
-					break;
-				n = ok;
-			}
-			exec_send_event(a->req, exec_data_event(stream_names[i], d, n), on_attach_sent, a);
-			a->pos[i] += n;
-		}
-	}
-	if (p->ended && a->pos[OUT] == p->ring->written[OUT] && a->pos[ERR] == p->ring->written[ERR]) {
-		json_t *j = exec_exit_fields(json_pack("{s:s}", "type", "exit"), p->status, p->timed_out, -1);
-		exec_send_event(a->req, j, NULL, NULL);
-		http_reply_end(a->req);
-		a->req = NULL;
-		attach_free(a);
-	}
-}
-
-static void pump_all(struct proc *p)
-{
-	for (struct attach *a = p->attachers, *next; a; a = next) {
-		next = a->next;
-		attach_pump(a);
-	}
-}
-
-/* A client of p on req's connection, which it leaves when it closes. */
-static struct attach *attach_new(struct proc *p, struct http_req *req, struct cove_err *err)
-{
-	struct attach *a = calloc(1, sizeof(*a));
-	if (!a) {
-		err_set(err, COVE_EINTERNAL, "out of memory");
-		return NULL;
-	}
-	a->p = p;
-	a->req = req;
-	a->conn = http_req_conn(req);
-	if (conn_set_hook(a->conn, on_attach_closed, a) < 0) {
-		free(a);
-		err_set(err, COVE_EINTERNAL, "out of memory");
-		return NULL;
-	}
-	a->next = p->attachers;
-	p->attachers = a;
-	return a;
-}
-
-/* Start an NDJSON stream on req from the ring positions given. */
-static struct attach *attach_start(struct proc *p, struct http_req *req, bool replay, struct cove_err *err)
-{
-	struct attach *a = attach_new(p, req, err);
-	if (!a)
-		return NULL;
-	for (int i = 0; i < NSTREAMS; i++) {
-		uint64_t w = p->ring->written[i];
-		a->pos[i] = replay ? 0 : w; /* what the ring lost is reported as a gap */
-	}
-	evhttp_add_header(http_req_out_headers(req), "Content-Type", "application/x-ndjson");
-	http_reply_start(req, 200, "OK");
-	json_t *start = json_pack("{s:s, s:i}", "type", "start", "pid", p->pid);
-	if (proc_tag(p))
-		json_object_set_new(start, "tag", json_string(proc_tag(p)));
-	exec_send_event(req, start, NULL, NULL);
-	return a;
-}
-
-/* ---- stdin ---- */
-
-static void stdin_answer(struct stdin_req *s, int status, const char *code, const char *msg)
-{
-	if (s->req) {
-		if (status == 200) {
-			reply_json(s->req, 200, json_object());
-		} else {
-			struct cove_err err = { 0 };
-			err_set(&err, COVE_ESTATE, "%s", msg);
-			reply_error(s->req, &err);
-		}
-		conn_clear_hook(s->conn, s);
-	}
-	evbuffer_free(s->buf);
-	free(s);
-}
-
-static void release_kept(struct proc *p, int index)
+void proc_release_kept(struct proc *p, int index)
 {
 	struct wire_hdr h = { .type = WIRE_RELEASE, .pid = p->pid, .value = index };
 	(void)sandbox_send(p->sb, &h, sizeof(h), NULL, 0);
 }
-
-/* A pipe's end. (A terminal's end of input is its EOF character, as typed,
- * queued with the bytes: see queue_stdin.) */
-static void close_stdin(struct proc *p)
-{
-	if (p->in_ev)
-		event_free(p->in_ev);
-	p->in_ev = NULL;
-	if (p->in_fd >= 0)
-		close(p->in_fd);
-	p->in_fd = -1;
-	if (!p->exited)
-		release_kept(p, KEPT_STDIN);
-}
-
-static void stdin_fail_all(struct proc *p, const char *why)
-{
-	while (p->in_queue) {
-		struct stdin_req *s = p->in_queue;
-		p->in_queue = s->next;
-		stdin_answer(s, 409, "wrong_state", why);
-	}
-}
-
-static void on_stdin_writable(evutil_socket_t fd, short what, void *arg)
-{
-	struct proc *p = arg;
-	while (p->in_queue) {
-		struct stdin_req *s = p->in_queue;
-		if (evbuffer_get_length(s->buf) > 0 && evbuffer_write(s->buf, p->in_fd) < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return;
-			stdin_fail_all(p, "the process no longer reads its input");
-			break;
-		}
-		if (evbuffer_get_length(s->buf) > 0)
-			return;
-		p->in_queue = s->next;
-		bool eof = s->eof;
-		stdin_answer(s, 200, NULL, NULL);
-		if (eof) {
-			close_stdin(p);
-			stdin_fail_all(p, "stdin was closed");
-			break;
-		}
-	}
-	if (p->in_ev)
-		event_del(p->in_ev);
-	/* Upgraded connections' bytes go after the requests': their turn. */
-	raw_feed_all(p);
-}
-
-static void on_stdin_client_closed(struct http_conn *conn, void *arg)
-{
-	struct stdin_req *s = arg;
-	s->req = NULL; /* the bytes still go in: they were sent */
-	s->conn = NULL;
-}
-
-/* ---- terminals over an upgraded connection ----
- *
- * GET .../attach with "Connection: Upgrade" and "Upgrade: tcp" is answered
- * 101, and from then on the connection is the terminal's, raw: the
- * client's bytes are typed into it, its output is sent as it is (see
- * raw_pump), and a half-close of the client is the terminal's EOF
- * character. Flow control both ways is the sockets': the client's bytes
- * wait in the connection's input while the terminal takes none, and a
- * foreground client's terminal waits for it to read (held_back). */
-
-/* Some of what the client typed into the terminal fd: its bytes, then, once
- * they are all in, the EOF character of its half-close. What write returns;
- * 0 when nothing waits. */
-static int raw_write_some(struct attach *a, struct evbuffer *in, int fd)
-{
-	if (evbuffer_get_length(in) > 0)
-		return evbuffer_write(in, fd);
-	if (!a->eof_pending)
-		return 0;
-	ssize_t n = write(fd, "\x04", 1);
-	if (n == 1)
-		a->eof_pending = false;
-	return (int)n;
-}
-
-/* The client's input into the terminal, as far as it takes it now (the
- * rest waits for on_stdin_writable); none while stdin requests are queued,
- * which came first. A terminal that no longer takes input drops it. */
-static void raw_feed_stdin(struct attach *a)
-{
-	struct proc *p = a->p;
-	struct evbuffer *in = http_conn_input(a->conn);
-	if (p->ended || p->in_fd < 0 || !p->in_ev) {
-		evbuffer_drain(in, evbuffer_get_length(in));
-		a->eof_pending = false;
-		return;
-	}
-	int n;
-	while (!p->in_queue && (n = raw_write_some(a, in, p->in_fd)) != 0) {
-		if (n > 0 || errno == EINTR)
-			continue;
-		if (errno == EAGAIN)
-			event_add(p->in_ev, NULL);
-		return; /* else EIO: the terminal's last user is gone; its end comes */
-	}
-}
-
-static void raw_feed_all(struct proc *p)
-{
-	for (struct attach *a = p->attachers; a; a = a->next)
-		if (a->raw && a->req)
-			raw_feed_stdin(a);
-}
-
-static void on_raw_input(struct http_conn *conn, void *arg)
-{
-	raw_feed_stdin(arg);
-}
-
-static void on_raw_input_end(struct http_conn *conn, void *arg)
-{
-	struct attach *a = arg;
-	a->eof_pending = true;
-	raw_feed_stdin(a);
-}
-
-static void on_raw_drained(struct http_conn *conn, void *arg)
-{
-	struct attach *a = arg;
-	struct proc *p = a->p; /* a may be freed by its last pump */
-	attach_pump(a);
-	update_flow(p);
-}
-
-static int raw_attach_start(struct proc *p, struct http_req *req, bool replay, bool foreground, struct cove_err *err)
-{
-	static const struct http_raw_callbacks cbs = { .on_input = on_raw_input,
-						       .on_input_end = on_raw_input_end,
-						       .on_drained = on_raw_drained };
-	struct attach *a = attach_new(p, req, err);
-	if (!a)
-		return -1;
-	a->raw = true;
-	a->kill_on_close = foreground;
-	uint64_t end = proc_output_end(p, OUT);
-	a->pos[OUT] = !replay ? end : end > RING_CAP ? end - RING_CAP : 0;
-	a->pos[ERR] = proc_output_end(p, ERR); /* a terminal writes no stderr */
-	if (http_upgrade(req, "tcp", &cbs, a) < 0) {
-		a->req = NULL;
-		attach_free(a);
-		return err_set(err, COVE_EINTERNAL, "the connection cannot be upgraded");
-	}
-	attach_pump(a);
-	update_flow(p);
-	return 0;
-}
-
-/* ---- waiters ---- */
-
-static void waiter_free(struct waiter *w, bool answer)
-{
-	struct waiter **pp = &w->p->waiters;
-	while (*pp && *pp != w)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = w->next;
-	if (answer && w->req)
-		reply_json(w->req, 200, proc_to_json(w->p));
-	if (w->conn)
-		conn_clear_hook(w->conn, w);
-	if (w->timer)
-		event_free(w->timer);
-	free(w);
-}
-
-static void on_wait_timer(evutil_socket_t fd, short what, void *arg)
-{
-	waiter_free(arg, true);
-}
-
-static void on_waiter_closed(struct http_conn *conn, void *arg)
-{
-	struct waiter *w = arg;
-	w->conn = NULL;
-	w->req = NULL;
-	waiter_free(w, false);
-}
-
-/* ---- lifetime ---- */
 
 static void close_output(struct proc *p, int i)
 {
@@ -540,6 +103,8 @@ static void close_output(struct proc *p, int i)
 	p->out_fd[i] = -1;
 }
 
+static void fail_start(struct proc *p, const struct cove_err *err);
+
 static void proc_free(struct proc *p)
 {
 	if (p->session)
@@ -549,22 +114,13 @@ static void proc_free(struct proc *p)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = p->next;
-	while (p->attachers) {
-		struct attach *a = p->attachers;
-		if (a->req && a->raw) {
-			http_conn_close_when_sent(a->conn);
-		} else if (a->req) {
-			exec_send_event(a->req,
-					json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
-						  "wrong_state", "message", "the process is gone"),
-					NULL, NULL);
-			http_reply_end(a->req);
-		}
-		a->req = NULL;
-		attach_free(a);
+	if (p->start_out) { /* not answered yet (the process never ran) */
+		struct cove_err err = { 0 };
+		err_set(&err, COVE_ESTATE, "the process is gone");
+		fail_start(p, &err);
 	}
-	while (p->waiters)
-		waiter_free(p->waiters, true);
+	attach_end_all(p);
+	waiters_answer_all(p);
 	stdin_fail_all(p, "the process is gone");
 	for (int i = 0; i < NSTREAMS; i++)
 		close_output(p, i);
@@ -601,15 +157,13 @@ static bool held_back(const struct proc *p, int i)
 {
 	if (p->exited)
 		return false;
-	for (const struct attach *a = p->attachers; a; a = a->next)
-		if (a->kill_on_close && a->req && p->ring->written[i] - a->pos[i] >= RING_CAP / 2)
-			return true;
+	if (attach_holds_back(p, i))
+		return true;
 	/* A session's shell likewise waits for the command's client. */
 	return p->session && p->ring->written[i] - sessions_read_position(p->session, i) >= RING_CAP / 2;
 }
 
-/* Read each output fd only while it is not held back. */
-static void update_flow(struct proc *p)
+void procs_update_flow(struct proc *p)
 {
 	for (int i = 0; i < NSTREAMS; i++) {
 		if (p->out_ev[i] && held_back(p, i))
@@ -659,12 +213,11 @@ static void maybe_end(struct proc *p)
 		close(p->in_fd);
 	p->in_fd = -1;
 	stdin_fail_all(p, "the process has ended");
-	release_kept(p, -1);
-	pump_all(p);
+	proc_release_kept(p, -1);
+	attach_pump_all(p);
 	if (p->session)
 		sessions_on_output(p->session);
-	while (p->waiters)
-		waiter_free(p->waiters, true);
+	waiters_answer_all(p);
 	trim_ended(p->sb);
 }
 
@@ -673,8 +226,8 @@ static void on_output(evutil_socket_t fd, short what, void *arg)
 	struct proc *p = arg;
 	int i = p->out_fd[OUT] == fd ? OUT : ERR;
 	drain(p, i);
-	pump_all(p);
-	update_flow(p);
+	attach_pump_all(p);
+	procs_update_flow(p);
 	if (p->session)
 		sessions_on_output(p->session);
 }
@@ -720,7 +273,7 @@ static void watch_fds(struct proc *p)
 		}
 	if (p->in_fd >= 0) {
 		evutil_make_socket_nonblocking(p->in_fd);
-		p->in_ev = event_new(engine_ctx->base, p->in_fd, EV_WRITE | EV_PERSIST, on_stdin_writable, p);
+		p->in_ev = event_new(engine_ctx->base, p->in_fd, EV_WRITE | EV_PERSIST, procs_on_stdin_writable, p);
 	}
 }
 
@@ -748,55 +301,9 @@ static bool tag_valid(const char *t)
 	return strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-static int queue_stdin(struct proc *p, struct http_req *req, const void *data, size_t n, bool eof, struct cove_err *err)
+/* p's description, in its ring's header too. */
+static int make_ring(struct proc *p, const struct exec_request *er, json_t *extra, struct cove_err *err)
 {
-	struct stdin_req *s = calloc(1, sizeof(*s));
-	if (!s || !(s->buf = evbuffer_new())) {
-		free(s);
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	}
-	evbuffer_add(s->buf, data, n);
-	/* A terminal has no end of input, only the EOF character (^D), which
-	 * ends a read in canonical mode and is a byte like any in raw mode;
-	 * the terminal stays open for what comes next. */
-	if (p->tty && eof)
-		evbuffer_add(s->buf, "\x04", 1);
-	s->eof = eof && !p->tty;
-	s->req = req;
-	if (req) {
-		s->conn = http_req_conn(req);
-		if (conn_set_hook(s->conn, on_stdin_client_closed, s) < 0) {
-			evbuffer_free(s->buf);
-			free(s);
-			return err_set(err, COVE_EINTERNAL, "out of memory");
-		}
-	}
-	struct stdin_req **pp = &p->in_queue;
-	while (*pp)
-		pp = &(*pp)->next;
-	*pp = s;
-	if (p->pid) /* else once spawned: closing stdin tells init the pid */
-		event_add(p->in_ev, NULL);
-	return 0;
-}
-
-static int spawn(struct sandbox *sb, struct http_req *req, const struct exec_request *er, json_t *extra,
-		 struct proc **ret, struct cove_err *err)
-{
-	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
-		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
-	if (er->tag && !tag_valid(er->tag))
-		return err_set(err, COVE_EINVAL, "'tag' must be 1 to 63 of A-Z a-z 0-9 . _ - and not only digits");
-	struct proc *same = er->tag ? find_tag(sb, er->tag) : NULL;
-	if (same && !same->ended)
-		return err_set(err, COVE_ESTATE, "a running process is already tagged '%s'", er->tag);
-	if (count_running(sb) >= PROCS_MAX_RUNNING)
-		return err_set(err, COVE_EFULL, "sandbox %s runs %d kept processes already", sb->id, PROCS_MAX_RUNNING);
-	struct proc *p = proc_new(sb);
-	if (!p)
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	int child[WIRE_MAX_FDS], nchild = 0, kept[WIRE_MAX_FDS], nkept = 0;
-	p->tty = er->tty;
 	p->meta =
 		json_pack("{s:O, s:s?, s:s?, s:s?, s:b, s:b, s:b, s:I}", "cmd", er->cmd ? er->cmd : er->argv, "tag",
 			  er->tag, "cwd", er->cwd, "user", er->user, "tty", er->tty, "stdin", er->stdin_open || er->tty,
@@ -812,40 +319,97 @@ static int spawn(struct sandbox *sb, struct http_req *req, const struct exec_req
 			     : "out of memory",
 			sizeof(p->ring->meta) - 1);
 		free(meta);
-		goto fail;
+		return -1;
 	}
 	*p->ring = (struct ring_header){ .magic = RING_MAGIC, .cap = RING_CAP, .meta_len = strlen(meta) };
 	memcpy(p->ring->meta, meta, strlen(meta));
 	free(meta);
+	return 0;
+}
+
+/* The pipes of a process without a terminal: the child's ends into child,
+ * coved's (after the ring) into kept, and h's flags. */
+static int make_pipes(struct proc *p, const struct exec_request *er, struct wire_hdr *h, int *child, int *nchild,
+		      int *kept, int *nkept, struct cove_err *err)
+{
+	int pipes[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	bool want_stdin = er->stdin_open || er->has_stdin;
+	for (int i = 0; i < 3; i++)
+		if ((i < 2 || want_stdin) && pipe2(pipes[i], O_CLOEXEC) < 0) {
+			err_sys(err, errno, "pipe");
+			for (int j = 0; j < 3; j++)
+				for (int k = 0; k < 2; k++)
+					if (pipes[j][k] >= 0)
+						close(pipes[j][k]);
+			return -1;
+		}
+	for (int i = 0; i < 2; i++) /* hold what a process writes while coved is away */
+		(void)fcntl(pipes[i][0], F_SETPIPE_SZ, RING_CAP);
+	if (want_stdin) {
+		h->flags |= WIRE_FLAG_STDIN;
+		child[(*nchild)++] = pipes[2][0];
+	}
+	child[(*nchild)++] = pipes[OUT][1];
+	child[(*nchild)++] = pipes[ERR][1];
+	p->out_fd[OUT] = kept[(*nkept)++] = pipes[OUT][0];
+	p->out_fd[ERR] = kept[(*nkept)++] = pipes[ERR][0];
+	if (want_stdin)
+		p->in_fd = kept[(*nkept)++] = pipes[2][1];
+	return 0;
+}
+
+static int check_spawn(struct sandbox *sb, const struct exec_request *er, struct cove_err *err)
+{
+	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
+		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
+	if (er->tag && !tag_valid(er->tag))
+		return err_set(err, COVE_EINVAL, "'tag' must be 1 to 63 of A-Z a-z 0-9 . _ - and not only digits");
+	struct proc *same = er->tag ? find_tag(sb, er->tag) : NULL;
+	if (same && !same->ended)
+		return err_set(err, COVE_ESTATE, "a running process is already tagged '%s'", er->tag);
+	if (count_running(sb) >= PROCS_MAX_RUNNING)
+		return err_set(err, COVE_EFULL, "sandbox %s runs %d kept processes already", sb->id, PROCS_MAX_RUNNING);
+	return 0;
+}
+
+/* The start's answer, before the spawn: its consumer gone. */
+static void on_start_cancel(void *arg)
+{
+	struct proc *p = arg;
+	p->start_out = NULL;
+	p->kill_at_spawn = p->start_stream && p->start_foreground;
+}
+
+static const struct output_producer start_producer = { .cancel = on_start_cancel };
+
+static void arm_timeout(struct proc *p, double timeout)
+{
+	if (timeout <= 0)
+		return;
+	struct timeval tv = { (time_t)timeout, (suseconds_t)((timeout - (time_t)timeout) * 1e6) };
+	p->timeout_ev = evtimer_new(engine_ctx->base, on_timeout, p);
+	evtimer_add(p->timeout_ev, &tv);
+}
+
+static int spawn(struct sandbox *sb, const struct exec_request *er, json_t *extra, struct output *out,
+		 struct proc **ret, struct cove_err *err)
+{
+	if (check_spawn(sb, er, err) < 0)
+		return -1;
+	struct proc *p = proc_new(sb);
+	if (!p)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	int child[WIRE_MAX_FDS], nchild = 0, kept[WIRE_MAX_FDS], nkept = 0;
+	p->tty = er->tty;
+	if (make_ring(p, er, extra, err) < 0)
+		goto fail;
 	kept[nkept++] = p->ring_fd;
 	struct wire_hdr h = { .seq = sb->next_seq++ ?: sb->next_seq++, .flags = WIRE_FLAG_KEEP };
 	if (er->tty) {
 		h.flags |= WIRE_FLAG_TTY;
 		h.pid = (er->rows << 16) | (er->cols & 0xffff);
-	} else {
-		int pipes[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
-		bool want_stdin = er->stdin_open || er->has_stdin;
-		for (int i = 0; i < 3; i++)
-			if ((i < 2 || want_stdin) && pipe2(pipes[i], O_CLOEXEC) < 0) {
-				err_sys(err, errno, "pipe");
-				for (int j = 0; j < 3; j++)
-					for (int k = 0; k < 2; k++)
-						if (pipes[j][k] >= 0)
-							close(pipes[j][k]);
-				goto fail;
-			}
-		for (int i = 0; i < 2; i++) /* hold what a process writes while coved is away */
-			(void)fcntl(pipes[i][0], F_SETPIPE_SZ, RING_CAP);
-		if (want_stdin) {
-			h.flags |= WIRE_FLAG_STDIN;
-			child[nchild++] = pipes[2][0];
-		}
-		child[nchild++] = pipes[OUT][1];
-		child[nchild++] = pipes[ERR][1];
-		p->out_fd[OUT] = kept[nkept++] = pipes[OUT][0];
-		p->out_fd[ERR] = kept[nkept++] = pipes[ERR][0];
-		if (want_stdin)
-			p->in_fd = kept[nkept++] = pipes[2][1];
+	} else if (make_pipes(p, er, &h, child, &nchild, kept, &nkept, err) < 0) {
+		goto fail;
 	}
 	h.value = nkept;
 	int all[WIRE_MAX_FDS], n = 0;
@@ -855,82 +419,36 @@ static int spawn(struct sandbox *sb, struct http_req *req, const struct exec_req
 		all[n++] = kept[i];
 	p->seq = h.seq;
 	watch_fds(p);
-	if (er->has_stdin && queue_stdin(p, NULL, er->stdin_data, er->stdin_len, !er->stdin_open, err) < 0)
-		goto fail_child;
-	if (er->stream) {
-		p->start_attach = calloc(1, sizeof(struct attach)); /* a placeholder until spawned */
-		if (!p->start_attach) {
-			err_set(err, COVE_EINTERNAL, "out of memory");
-			goto fail_child;
-		}
-		p->start_attach->kill_on_close = !er->background;
-	}
-	int r = exec_send_spawn(sb, &h, er, all, n, err);
+	int r = er->has_stdin ? queue_stdin(p, NULL, er->stdin_data, er->stdin_len, !er->stdin_open, err) : 0;
+	if (r == 0)
+		r = exec_send_spawn(sb, &h, er, all, n, err);
 	for (int i = 0; i < nchild; i++)
 		close(child[i]);
-	nchild = 0;
 	if (r < 0)
 		goto fail;
-	p->start_req = req;
-	if (er->timeout > 0) {
-		struct timeval tv = { (time_t)er->timeout, (suseconds_t)((er->timeout - (time_t)er->timeout) * 1e6) };
-		p->timeout_ev = evtimer_new(engine_ctx->base, on_timeout, p);
-		evtimer_add(p->timeout_ev, &tv);
-	}
+	p->start_stream = er->stream;
+	p->start_foreground = !er->background;
+	p->start_out = out;
+	if (out)
+		output_attach(out, &start_producer, p);
+	arm_timeout(p, er->timeout);
 	if (ret)
 		*ret = p;
 	return 0;
-fail_child:
-	for (int i = 0; i < nchild; i++)
-		close(child[i]);
 fail:
-	free(p->start_attach);
-	p->start_attach = NULL;
 	proc_free(p);
 	return -1;
 }
 
-int procs_start(struct sandbox *sb, struct http_req *req, const struct exec_request *er, struct cove_err *err)
+int procs_start(struct sandbox *sb, const struct exec_request *er, struct output *out, struct cove_err *err)
 {
-	return spawn(sb, req, er, NULL, NULL, err);
+	return spawn(sb, er, NULL, out, NULL, err);
 }
 
-int proc_spawn_kept(struct sandbox *sb, struct http_req *req, const struct exec_request *er, json_t *meta,
+int proc_spawn_kept(struct sandbox *sb, const struct exec_request *er, json_t *meta, struct output *out,
 		    struct proc **ret, struct cove_err *err)
 {
-	return spawn(sb, req, er, meta, ret, err);
-}
-
-uint64_t proc_read_output(struct proc *p, int stream, uint64_t *pos, struct evbuffer *to, size_t max)
-{
-	uint64_t written = __atomic_load_n(&p->ring->written[stream], __ATOMIC_ACQUIRE), lost = 0;
-	if (written - *pos > RING_CAP) {
-		lost = written - RING_CAP - *pos;
-		*pos = written - RING_CAP;
-	}
-	while (*pos < written && max > 0) {
-		size_t off = *pos % RING_CAP, n = written - *pos;
-		if (n > RING_CAP - off)
-			n = RING_CAP - off;
-		if (n > max)
-			n = max;
-		evbuffer_add(to, ring_data(p, stream) + off, n);
-		*pos += n;
-		max -= n;
-	}
-	return lost;
-}
-
-uint64_t proc_output_end(struct proc *p, int stream)
-{
-	return __atomic_load_n(&p->ring->written[stream], __ATOMIC_ACQUIRE);
-}
-
-int proc_write_stdin(struct proc *p, const void *buf, size_t n, struct cove_err *err)
-{
-	if (p->ended || p->in_fd < 0)
-		return err_set(err, COVE_ESTATE, "process %d has ended", p->pid);
-	return queue_stdin(p, NULL, buf, n, false, err);
+	return spawn(sb, er, meta, out, ret, err);
 }
 
 void proc_signal(struct proc *p, int sig, uint32_t flags)
@@ -962,7 +480,12 @@ void proc_set_session(struct proc *p, struct session *s)
 
 void proc_update_flow(struct proc *p)
 {
-	update_flow(p);
+	procs_update_flow(p);
+}
+
+bool proc_is_tty(const struct proc *p)
+{
+	return p->tty;
 }
 
 static struct proc *find_seq(struct sandbox *sb, uint32_t seq)
@@ -979,6 +502,37 @@ static struct proc *find_pid(struct sandbox *sb, pid_t pid)
 		if (p->pid == pid && !p->ended)
 			return p;
 	return NULL;
+}
+
+/* The start's answer, now that the process runs: its stream, the session
+ * it is the shell of, or its pid and tag. */
+static void answer_start(struct proc *p)
+{
+	struct output *out = p->start_out;
+	p->start_out = NULL;
+	if (!out)
+		return;
+	output_attach(out, NULL, NULL);
+	struct cove_err err = { 0 };
+	if (p->start_stream) {
+		if (attach_start(p, out, p->start_foreground, &err) < 0)
+			output_close(out, &err);
+		return;
+	}
+	struct out_event ev = {
+		.type = p->session ? OUT_EVENT : OUT_START, .pid = p->pid, .tag = proc_tag(p), .event = p->session
+	};
+	output_write(out, &ev);
+	output_close(out, NULL);
+}
+
+/* The start's answer, when the process does not run (after all). */
+static void fail_start(struct proc *p, const struct cove_err *err)
+{
+	struct output *out = p->start_out;
+	p->start_out = NULL;
+	if (out)
+		output_close(out, err);
 }
 
 bool procs_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid, int fd)
@@ -1000,26 +554,9 @@ bool procs_on_spawned(struct sandbox *sb, uint32_t seq, pid_t pid, int fd)
 	}
 	if (p->in_queue && p->in_ev)
 		event_add(p->in_ev, NULL);
-	struct http_req *req = p->start_req;
-	p->start_req = NULL;
-	struct attach *placeholder = p->start_attach;
-	p->start_attach = NULL;
-	if (req && placeholder) {
-		struct cove_err err = { 0 };
-		struct attach *a = attach_start(p, req, true, &err);
-		if (a)
-			a->kill_on_close = placeholder->kill_on_close;
-		else
-			reply_error(req, &err);
-	} else if (req && p->session) {
-		sessions_on_started(p->session, req);
-	} else if (req) {
-		json_t *j = json_pack("{s:i}", "pid", pid);
-		if (proc_tag(p))
-			json_object_set_new(j, "tag", json_string(proc_tag(p)));
-		reply_json(req, 200, j);
-	}
-	free(placeholder);
+	if (p->kill_at_spawn)
+		signal_proc(p, SIGKILL, WIRE_FLAG_TREE);
+	answer_start(p);
 	return true;
 }
 
@@ -1028,16 +565,11 @@ bool procs_on_spawn_failed(struct sandbox *sb, uint32_t seq, int stage, int errn
 	struct proc *p = find_seq(sb, seq);
 	if (!p)
 		return false;
-	if (p->start_req) {
-		struct cove_err err = { 0 };
-		int code = (stage == WIRE_STAGE_EXEC || stage == WIRE_STAGE_CWD || stage == WIRE_STAGE_USER)
-				   ? COVE_EINVAL
-				   : COVE_EINTERNAL;
-		err_set(&err, code, "%s: %s", wire_stage_name(stage), strerror(errnum));
-		reply_error(p->start_req, &err);
-	}
-	free(p->start_attach);
-	p->start_attach = NULL;
+	struct cove_err err = { 0 };
+	int code = (stage == WIRE_STAGE_EXEC || stage == WIRE_STAGE_CWD || stage == WIRE_STAGE_USER) ? COVE_EINVAL
+												     : COVE_EINTERNAL;
+	err_set(&err, code, "%s: %s", wire_stage_name(stage), strerror(errnum));
+	fail_start(p, &err);
 	p->exited = p->ended = true; /* nothing to release: init kept nothing */
 	proc_free(p);
 	return true;
@@ -1119,35 +651,18 @@ void procs_abort_all(struct sandbox *sb)
 {
 	while (sb->procs) {
 		struct proc *p = sb->procs;
-		if (p->start_req) {
-			struct cove_err err = { 0 };
-			err_set(&err, COVE_ESTATE, "sandbox %s stopped", sb->id);
-			reply_error(p->start_req, &err);
-			p->start_req = NULL;
-		}
-		free(p->start_attach);
-		p->start_attach = NULL;
+		struct cove_err err = { 0 };
+		err_set(&err, COVE_ESTATE, "sandbox %s stopped", sb->id);
+		fail_start(p, &err);
 		p->exited = true;
 		proc_free(p);
 	}
 }
 
-/* ---- handlers ---- */
+/* ---- control ---- */
 
-/* The {pid or tag} segment after /processes/ in the request's path. */
-static struct proc *lookup_proc(struct http_req *req, const char *id, struct sandbox **sbp, struct cove_err *err)
+struct proc *procs_find(struct sandbox *sb, const char *sel, struct cove_err *err)
 {
-	struct sandbox *sb = sandbox_find(engine_ctx, id);
-	if (!sb) {
-		err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
-		return NULL;
-	}
-	*sbp = sb;
-	const char *path = http_req_path(req);
-	const char *s = strstr(path, "/processes/");
-	char sel[80] = "";
-	if (s)
-		sscanf(s + strlen("/processes/"), "%79[^/]", sel);
 	struct proc *p = NULL;
 	char *end;
 	long pid = strtol(sel, &end, 10);
@@ -1162,197 +677,29 @@ static struct proc *lookup_proc(struct http_req *req, const char *id, struct san
 	return p && p->pid ? p : NULL;
 }
 
-int procs_list(struct http_req *req, const char *id, struct cove_err *err)
+json_t *procs_to_json(struct sandbox *sb)
 {
-	struct sandbox *sb = sandbox_find(engine_ctx, id);
-	if (!sb)
-		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	json_t *a = json_array();
 	for (struct proc *p = sb->procs; p; p = p->next)
 		if (p->pid)
 			json_array_insert_new(a, 0, proc_to_json(p)); /* oldest first */
-	reply_json(req, 200, json_pack("{s:o}", "processes", a));
+	return a;
+}
+
+int proc_send_signal(struct proc *p, const struct signal_request *r, struct cove_err *err)
+{
+	if (p->exited)
+		return err_set(err, COVE_ESTATE, "process %d has ended", p->pid);
+	signal_proc(p, r->sig, r->tree ? WIRE_FLAG_TREE : 0);
 	return 0;
 }
 
-/* ?name=S, seconds from 0 to 86400; *ret untouched when absent. */
-static int get_seconds(const char *query, const char *name, double *ret, struct cove_err *err)
+int proc_resize(struct proc *p, int rows, int cols, struct cove_err *err)
 {
-	char v[32], *end;
-	int r = query_param(query, name, v, sizeof(v), err);
-	if (r <= 0)
-		return r;
-	double d = strtod(v, &end);
-	if (end == v || *end || !(d >= 0) || d > 86400)
-		return err_set(err, COVE_EINVAL, "'%s' must be a number of seconds from 0 to 86400", name);
-	*ret = d;
-	return 0;
-}
-
-int procs_get(struct http_req *req, const char *id, struct cove_err *err)
-{
-	struct sandbox *sb;
-	struct proc *p = lookup_proc(req, id, &sb, err);
-	if (!p)
-		return -1;
-	double wait = 0;
-	if (get_seconds(query_of(req), "wait", &wait, err) < 0)
-		return -1;
-	if (p->ended || wait == 0) {
-		reply_json(req, 200, proc_to_json(p));
-		return 0;
-	}
-	struct waiter *w = calloc(1, sizeof(*w));
-	if (!w)
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	w->p = p;
-	w->req = req;
-	w->conn = http_req_conn(req);
-	w->timer = evtimer_new(engine_ctx->base, on_wait_timer, w);
-	if (!w->timer || conn_set_hook(w->conn, on_waiter_closed, w) < 0) {
-		if (w->timer)
-			event_free(w->timer);
-		free(w);
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	}
-	struct timeval tv = { (time_t)wait, (suseconds_t)((wait - (time_t)wait) * 1e6) };
-	evtimer_add(w->timer, &tv);
-	w->next = p->waiters;
-	p->waiters = w;
-	return 0;
-}
-
-int procs_attach(struct http_req *req, const char *id, struct cove_err *err)
-{
-	struct sandbox *sb;
-	struct proc *p = lookup_proc(req, id, &sb, err);
-	if (!p)
-		return -1;
-	bool replay = true, foreground = false;
-	const char *protocol = NULL;
-	int upgrade = http_req_upgrade(req, &protocol);
-	if (get_flag(query_of(req), "replay", &replay, err) < 0 ||
-	    get_flag(query_of(req), "foreground", &foreground, err) < 0)
-		return -1;
-	if (upgrade < 0)
-		return err_set(err, COVE_EINVAL, "an upgrade needs both 'Connection: Upgrade' and 'Upgrade: tcp'");
-	if (upgrade > 0 && strcasecmp(protocol, "tcp") != 0)
-		return err_set(err, COVE_EINVAL, "cannot upgrade to '%.64s': only to 'tcp'", protocol);
-	if (upgrade > 0 && !p->tty)
-		return err_set(err, COVE_ESTATE,
-			       "process %d is not a terminal: attach without an upgrade, for its output as NDJSON",
-			       p->pid);
-	if (upgrade > 0)
-		return raw_attach_start(p, req, replay, foreground, err);
-	struct attach *a = attach_start(p, req, replay, err);
-	if (!a)
-		return -1;
-	a->kill_on_close = foreground;
-	attach_pump(a);
-	update_flow(p);
-	return 0;
-}
-
-int procs_stdin(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const fields[] = { "data", "data_b64", "eof", NULL };
-	struct sandbox *sb;
-	struct proc *p = lookup_proc(req, id, &sb, err);
-	json_t *j = p ? read_body(req, err) : NULL;
-	if (!j)
-		return -1;
-	const char *data = NULL, *b64 = NULL;
-	bool eof = false;
-	int r = check_fields(j, fields, err) < 0 || get_string(j, "data", &data, STDIN_MAX, err) < 0 ||
-				get_string(j, "data_b64", &b64, STDIN_MAX / 3 * 4 + 4, err) < 0 ||
-				get_bool(j, "eof", &eof, err) < 0
-			? -1
-			: 0;
-	if (r == 0 && data && b64)
-		r = err_set(err, COVE_EINVAL, "give 'data' or 'data_b64', not both");
-	if (r == 0 && (p->ended || p->in_fd < 0))
-		r = err_set(err, COVE_ESTATE, "process %d %s", p->pid,
-			    p->ended ? "has ended" : "has no open stdin (start it with \"stdin_open\": true)");
-	_cleanup_free_ unsigned char *bytes = NULL;
-	size_t n = data ? strlen(data) : 0;
-	if (r == 0 && b64) {
-		bytes = malloc(strlen(b64) / 4 * 3 + 3);
-		long m = bytes ? base64_decode(b64, strlen(b64), bytes) : -1;
-		if (m < 0)
-			r = err_set(err, COVE_EINVAL, "'data_b64' is not valid base64");
-		n = m < 0 ? 0 : (size_t)m;
-	}
-	if (r == 0)
-		r = queue_stdin(p, req, b64 ? (const void *)bytes : data, n, eof, err);
-	json_decref(j);
-	return r;
-}
-
-static int parse_signal(json_t *v, int *ret)
-{
-	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 65) {
-		*ret = (int)json_integer_value(v);
-		return 0;
-	}
-	const char *s = json_string_value(v);
-	if (!s)
-		return -1;
-	if (strncmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (int sig = 1; sig < 32; sig++)
-		if (sigabbrev_np(sig) && strcmp(sigabbrev_np(sig), s) == 0) {
-			*ret = sig;
-			return 0;
-		}
-	return -1;
-}
-
-int procs_signal(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const fields[] = { "signal", "tree", NULL };
-	struct sandbox *sb;
-	struct proc *p = lookup_proc(req, id, &sb, err);
-	json_t *j = p ? read_body(req, err) : NULL;
-	if (!j)
-		return -1;
-	int sig = SIGKILL;
-	bool tree = false;
-	json_t *v = json_object_get(j, "signal");
-	int r = check_fields(j, fields, err) < 0 || get_bool(j, "tree", &tree, err) < 0 ? -1 : 0;
-	if (r == 0 && v && parse_signal(v, &sig) < 0)
-		r = err_set(err, COVE_EINVAL, "'signal' must be a signal name (\"SIGTERM\", \"TERM\") or number");
-	if (r == 0 && p->exited)
-		r = err_set(err, COVE_ESTATE, "process %d has ended", p->pid);
-	if (r == 0) {
-		signal_proc(p, sig, tree ? WIRE_FLAG_TREE : 0);
-		reply_json(req, 200, json_object());
-	}
-	json_decref(j);
-	return r;
-}
-
-int procs_resize(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const fields[] = { "rows", "cols", NULL };
-	struct sandbox *sb;
-	struct proc *p = lookup_proc(req, id, &sb, err);
-	json_t *j = p ? read_body(req, err) : NULL;
-	if (!j)
-		return -1;
-	double rows = 0, cols = 0;
-	int r = check_fields(j, fields, err) < 0 || get_number(j, "rows", 1, 9999, &rows, err) < 0 ||
-				get_number(j, "cols", 1, 9999, &cols, err) < 0
-			? -1
-			: 0;
-	if (r == 0 && (!rows || !cols))
-		r = err_set(err, COVE_EINVAL, "'rows' and 'cols' are required");
-	if (r == 0 && (!p->tty || p->ended || p->in_fd < 0))
-		r = err_set(err, COVE_ESTATE, "process %d is not a running terminal", p->pid);
+	if (!p->tty || p->ended || p->in_fd < 0)
+		return err_set(err, COVE_ESTATE, "process %d is not a running terminal", p->pid);
 	struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
-	if (r == 0 && ioctl(p->in_fd, TIOCSWINSZ, &ws) < 0)
-		r = err_sys(err, errno, "resize");
-	if (r == 0)
-		reply_json(req, 200, json_object());
-	json_decref(j);
-	return r;
+	if (ioctl(p->in_fd, TIOCSWINSZ, &ws) < 0)
+		return err_sys(err, errno, "resize");
+	return 0;
 }

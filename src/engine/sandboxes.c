@@ -29,6 +29,7 @@
 #include "common/parse.h"
 #include "common/wire.h"
 #include "engine/engine.h"
+#include "engine/process.h"
 #include "store/store.h"
 #include "image/host_image.h"
 #include "sandbox/runtime.h"

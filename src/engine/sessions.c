@@ -21,8 +21,7 @@
  * stopped that way, so after a grace period the whole session goes. */
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include "daemon/http/httpd.h"
+#include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,17 +30,15 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "common/cleanup.h"
-#include "common/encoding.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/wire.h"
 #include "engine/engine.h"
+#include "engine/process.h"
 
 #define SESSIONS_MAX 32 /* per sandbox */
 #define SESSION_QUEUE_MAX 64
 #define SESSION_GRACE_S 2 /* after a timeout, before the whole session is killed */
-#define SESSION_HIGH_WATER (1u << 20)
 #define MARKER_SEP '\036'
 
 enum { OUT, ERR, NSTREAMS };
@@ -50,8 +47,7 @@ static const char *const stream_names[NSTREAMS] = { "stdout", "stderr" };
 struct session_cmd {
 	struct session_cmd *next;
 	struct session *s;
-	struct http_req *req; /* NULL once the client is gone */
-	struct http_conn *conn;
+	struct output *answer; /* NULL once answered, or the client is gone */
 	uint32_t seq;
 	bool stream;
 	bool started; /* written to the shell */
@@ -79,8 +75,12 @@ struct session {
 	struct evbuffer *pend[NSTREAMS]; /* read, not yet given to a command */
 	struct session_cmd *queue;       /* the first one runs */
 	uint32_t next_seq;
-	uint32_t sync_seq; /* after a restart: output up to this marker is stale */
-	bool paused;       /* a streaming client is behind */
+	/* After a restart: each stream's output up to this marker is stale
+	 * (stale[i] until it came on stream i: the two streams are read
+	 * apart, and a command sent meanwhile has its output behind it). */
+	uint32_t sync_seq;
+	bool stale[NSTREAMS];
+	bool paused; /* the running command's streaming client is behind */
 };
 
 static struct session *find_session(struct sandbox *sb, const char *id)
@@ -128,45 +128,39 @@ static void cmd_free(struct session_cmd *c)
 		event_free(c->timer);
 	if (c->grace)
 		event_free(c->grace);
-	if (c->conn)
-		conn_clear_hook(c->conn, c);
 	free(c);
-}
-
-static json_t *collected(struct session_cmd *c, json_t *j)
-{
-	for (int i = 0; i < NSTREAMS; i++)
-		exec_collected_json(j, stream_names[i], c->out[i], c->truncated[i]);
-	return j;
 }
 
 /* The command is over: answer, and run the next one. */
 static void start_next(struct session *s);
 
+/* The command's answer: its exit, or error. */
+static void cmd_answer(struct session_cmd *c, const char *error)
+{
+	struct output *o = c->answer;
+	c->answer = NULL;
+	if (!o)
+		return;
+	struct cove_err err = { 0 };
+	if (error) {
+		err_set(&err, COVE_ESTATE, "%s", error);
+		output_close(o, &err);
+		return;
+	}
+	struct out_exit x = { .status = c->status, .timed_out = c->timed_out, .duration_ms = elapsed_ms(&c->began) };
+	for (int i = 0; i < NSTREAMS && !c->stream; i++) {
+		x.collected[i] = c->out[i];
+		x.truncated[i] = c->truncated[i];
+	}
+	struct out_event ev = { .type = OUT_EXIT, .exit = &x };
+	output_write(o, &ev);
+	output_close(o, NULL);
+}
+
 static void cmd_finish(struct session_cmd *c, const char *error)
 {
 	struct session *s = c->s;
-	if (c->req && error && (!c->stream || !c->started)) {
-		struct cove_err err = { 0 };
-		err_set(&err, COVE_ESTATE, "%s", error);
-		reply_error(c->req, &err);
-	} else if (c->req && c->stream) {
-		if (error)
-			exec_send_event(c->req,
-					json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
-						  "wrong_state", "message", error),
-					NULL, NULL);
-		else
-			exec_send_event(c->req,
-					exec_exit_fields(json_pack("{s:s}", "type", "exit"), c->status, c->timed_out,
-							 elapsed_ms(&c->began)),
-					NULL, NULL);
-		http_reply_end(c->req);
-	} else if (c->req) {
-		json_t *j = exec_exit_fields(json_object(), c->status, c->timed_out, elapsed_ms(&c->began));
-		reply_json(c->req, 200, collected(c, j));
-	}
-	c->req = NULL;
+	cmd_answer(c, error);
 	if (s && s->queue == c) {
 		s->queue = c->next;
 		s->paused = false;
@@ -203,11 +197,11 @@ static void on_cmd_timeout(evutil_socket_t fd, short what, void *arg)
 	interrupt(c);
 }
 
-static void on_cmd_client_closed(struct http_conn *conn, void *arg)
+/* The command's client is gone. */
+static void on_cmd_cancel(void *arg)
 {
 	struct session_cmd *c = arg;
-	c->req = NULL;
-	c->conn = NULL;
+	c->answer = NULL;
 	if (c->started && c->s && c->s->queue == c) {
 		c->s->paused = false;
 		interrupt(c);
@@ -216,21 +210,34 @@ static void on_cmd_client_closed(struct http_conn *conn, void *arg)
 	/* a queued one stays queued and runs unseen: it was sent */
 }
 
-static void on_cmd_sent(struct http_conn *conn, void *arg)
+/* Its front end's back-pressure: the shell's output is read on while the
+ * client keeps up (a running command's only: its stream is the one). */
+static void on_cmd_pause(void *arg)
+{
+	struct session_cmd *c = arg;
+	if (c->s && c->s->queue == c)
+		c->s->paused = true;
+}
+
+static void on_cmd_resume(void *arg)
 {
 	struct session_cmd *c = arg;
 	struct session *s = c->s;
-	if (s && s->paused && c->req && exec_unsent_bytes(c->req) < SESSION_HIGH_WATER / 2) {
+	if (s && s->paused && s->queue == c) {
 		s->paused = false;
 		sessions_on_output(s);
 	}
 }
 
+static const struct output_producer cmd_producer = { .pause = on_cmd_pause,
+						     .resume = on_cmd_resume,
+						     .cancel = on_cmd_cancel };
+
 static void deliver(struct session_cmd *c, int i, struct evbuffer *from, size_t n)
 {
 	if (n == 0)
 		return;
-	if (!c->req) {
+	if (!c->answer) {
 		evbuffer_drain(from, n);
 		return;
 	}
@@ -242,11 +249,11 @@ static void deliver(struct session_cmd *c, int i, struct evbuffer *from, size_t 
 		c->truncated[i] |= take < n;
 		return;
 	}
-	const char *d = (const char *)evbuffer_pullup(from, n);
-	exec_send_event(c->req, exec_data_event(stream_names[i], d, n), on_cmd_sent, c);
+	struct out_event ev = { .type = i == OUT ? OUT_STDOUT : OUT_STDERR,
+				.data = (const char *)evbuffer_pullup(from, n),
+				.len = n };
+	output_write(c->answer, &ev);
 	evbuffer_drain(from, n);
-	if (exec_unsent_bytes(c->req) > SESSION_HIGH_WATER)
-		c->s->paused = true;
 }
 
 static void start_next(struct session *s)
@@ -255,19 +262,16 @@ static void start_next(struct session *s)
 	if (!c || c->started)
 		return;
 	struct cove_err err = { 0 };
-	size_t n = evbuffer_get_length(c->line);
-	if (proc_write_stdin(s->p, evbuffer_pullup(c->line, -1), n, &err) < 0) {
+	struct stdin_request in = { .data = evbuffer_pullup(c->line, -1), .len = evbuffer_get_length(c->line) };
+	if (proc_write_stdin(s->p, &in, NULL, &err) < 0) {
 		cmd_finish(c, err.msg);
 		return;
 	}
 	c->started = true;
 	clock_gettime(CLOCK_MONOTONIC, &c->began);
-	if (c->req && c->stream) {
-		evhttp_add_header(http_req_out_headers(c->req), "Content-Type", "application/x-ndjson");
-		http_reply_start(c->req, 200, "OK");
-		exec_send_event(c->req,
-				json_pack("{s:s, s:i, s:s}", "type", "start", "pid", proc_pid(s->p), "session", s->id),
-				NULL, NULL);
+	if (c->answer && c->stream) {
+		struct out_event ev = { .type = OUT_START, .pid = proc_pid(s->p) };
+		output_write(c->answer, &ev);
 	}
 	if (c->timeout > 0) {
 		struct timeval tv = { (time_t)c->timeout, (suseconds_t)((c->timeout - (time_t)c->timeout) * 1e6) };
@@ -336,7 +340,7 @@ static void process_stream(struct session *s, int i)
 		int r = find_marker(s, b, &at, &len, &seq, &status, &hold);
 		if (r == -2) { /* not our marker after all (a lookalike): pass its separator on */
 			struct evbuffer_ptr p = evbuffer_search(b, "\036", 1, NULL);
-			if (c && !s->sync_seq)
+			if (c && !s->stale[i])
 				deliver(c, i, b, p.pos + 1);
 			else
 				evbuffer_drain(b, p.pos + 1);
@@ -344,20 +348,20 @@ static void process_stream(struct session *s, int i)
 		}
 		if (r < 0) {
 			size_t n = evbuffer_get_length(b) - hold;
-			if (c && !s->sync_seq)
+			if (c && !s->stale[i])
 				deliver(c, i, b, n);
 			else
 				evbuffer_drain(b, n); /* between commands, or stale: nobody's */
 			return;
 		}
-		if (c && !s->sync_seq)
+		if (c && !s->stale[i])
 			deliver(c, i, b, at);
 		else
 			evbuffer_drain(b, at);
 		evbuffer_drain(b, len);
-		if (s->sync_seq) {
-			if (seq == s->sync_seq && i == ERR)
-				s->sync_seq = 0;
+		if (s->stale[i]) {
+			if (seq == s->sync_seq)
+				s->stale[i] = false;
 			continue;
 		}
 		if (c && seq == c->seq) {
@@ -475,14 +479,16 @@ void sessions_on_kept(struct sandbox *sb, struct proc *p)
 		r = (uint32_t)time(NULL);
 	s->sync_seq = (r & 0x3fffffff) + 1;
 	s->next_seq = s->sync_seq + 1;
+	s->stale[OUT] = s->stale[ERR] = true;
 	struct cove_err err = { 0 };
 	char line[64];
 	snprintf(line, sizeof(line), "__cove_end %u 0\n", s->sync_seq);
-	if (proc_write_stdin(p, line, strlen(line), &err) < 0)
+	struct stdin_request in = { .data = line, .len = strlen(line) };
+	if (proc_write_stdin(p, &in, NULL, &err) < 0)
 		log_warn("sandbox %s: session %s: %s", sb->id, s->id, err.msg);
 }
 
-static json_t *session_to_json(const struct session *s)
+json_t *session_to_json(const struct session *s)
 {
 	int n = 0;
 	for (struct session_cmd *c = s->queue; c; c = c->next)
@@ -491,117 +497,76 @@ static json_t *session_to_json(const struct session *s)
 			 (json_int_t)s->created_at, "busy", s->queue != NULL, "queued", n);
 }
 
-int sessions_create(struct http_req *req, const char *id, struct cove_err *err)
+static int count_sessions(struct sandbox *sb)
 {
-	static const char *const fields[] = { "cwd", "env", "user", NULL };
-	struct sandbox *sb = sandbox_find(engine_ctx, id);
-	if (!sb)
-		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
-	json_t *j = read_body(req, err);
-	if (!j)
-		return -1;
-	struct exec_request er = { .stdin_open = true, .background = true };
-	json_t *env = json_object_get(j, "env");
-	int r = check_fields(j, fields, err) < 0 || get_string(j, "cwd", &er.cwd, 4095, err) < 0 ||
-				get_string(j, "user", &er.user, 63, err) < 0
-			? -1
-			: 0;
-	if (r == 0 && env && !json_is_null(env)) {
-		const char *k;
-		json_t *v;
-		if (!json_is_object(env))
-			r = err_set(err, COVE_EINVAL, "'env' must be an object of strings");
-		json_object_foreach(env, k, v) if (r == 0 && (!json_is_string(v) || !*k || strchr(k, '='))) r =
-			err_set(err, COVE_EINVAL, "'env' must map names (without '=') to strings");
-		er.env = env;
-	}
-	if (r == 0 && er.cwd && *er.cwd != '/')
-		r = err_set(err, COVE_EINVAL, "'cwd' must be an absolute path");
-	int count = 0;
+	int n = 0;
 	for (struct session *x = sb->sessions; x; x = x->next)
-		count++;
-	if (r == 0 && count >= SESSIONS_MAX)
-		r = err_set(err, COVE_EFULL, "sandbox %s has %d sessions already", sb->id, SESSIONS_MAX);
-	char hex[13], token[33];
-	if (r == 0 && (random_hex(hex, 6) < 0 || random_hex(token, 16) < 0))
-		r = err_set(err, COVE_EINTERNAL, "no random bytes for a session");
-	struct session *s = r == 0 ? session_new(sb) : NULL;
-	if (r == 0 && !s)
-		r = err_set(err, COVE_EINTERNAL, "out of memory");
-	if (r == 0) {
-		snprintf(s->id, sizeof(s->id), "ss_%s", hex);
-		snprintf(s->token, sizeof(s->token), "%s", token);
-		s->created_at = sandbox_now_ms();
-		er.argv = json_pack("[s, s, s]", "/bin/bash", "--noprofile", "--norc");
-		er.cmd = er.argv;
-		json_t *meta = json_pack("{s:{s:s, s:s}}", "session", "id", s->id, "token", s->token);
-		struct proc *p = NULL;
-		r = proc_spawn_kept(sb, req, &er, meta, &p, err);
-		json_decref(meta);
-		json_decref(er.argv);
-		if (r == 0) {
-			s->p = p;
-			proc_set_session(p, s);
-			struct evbuffer *b = evbuffer_new();
-			prologue(s, b);
-			r = proc_write_stdin(p, evbuffer_pullup(b, -1), evbuffer_get_length(b), err);
-			evbuffer_free(b);
-		}
-		if (r < 0) {
-			if (s->p) /* spawn was sent: its answer goes to req */
-				proc_signal(s->p, SIGKILL, WIRE_FLAG_TREE);
-			else
-				sessions_on_gone(s);
-			r = s->p ? 0 : -1;
-		}
-	}
-	json_decref(j);
+		n++;
+	return n;
+}
+
+/* The shell's first lines, which define __cove_end. */
+static int write_prologue(struct session *s, struct cove_err *err)
+{
+	struct evbuffer *b = evbuffer_new();
+	if (!b)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	prologue(s, b);
+	struct stdin_request in = { .data = evbuffer_pullup(b, -1), .len = evbuffer_get_length(b) };
+	int r = proc_write_stdin(s->p, &in, NULL, err);
+	evbuffer_free(b);
 	return r;
 }
 
-void sessions_on_started(struct session *s, struct http_req *req)
+int sessions_create(struct sandbox *sb, const struct session_request *req, struct output *out, struct cove_err *err)
 {
-	reply_json(req, 201, session_to_json(s));
-}
-
-int sessions_list(struct http_req *req, const char *id, struct cove_err *err)
-{
-	struct sandbox *sb = sandbox_find(engine_ctx, id);
-	if (!sb)
-		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
-	json_t *a = json_array();
-	for (struct session *s = sb->sessions; s; s = s->next)
-		json_array_insert_new(a, 0, session_to_json(s));
-	reply_json(req, 200, json_pack("{s:o}", "sessions", a));
+	if (count_sessions(sb) >= SESSIONS_MAX)
+		return err_set(err, COVE_EFULL, "sandbox %s has %d sessions already", sb->id, SESSIONS_MAX);
+	char hex[13], token[33];
+	if (random_hex(hex, 6) < 0 || random_hex(token, 16) < 0)
+		return err_set(err, COVE_EINTERNAL, "no random bytes for a session");
+	struct session *s = session_new(sb);
+	if (!s)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	snprintf(s->id, sizeof(s->id), "ss_%s", hex);
+	snprintf(s->token, sizeof(s->token), "%s", token);
+	s->created_at = sandbox_now_ms();
+	struct exec_request er = {
+		.stdin_open = true, .background = true, .cwd = req->cwd, .user = req->user, .env = req->env
+	};
+	er.argv = json_pack("[s, s, s]", "/bin/bash", "--noprofile", "--norc");
+	er.cmd = er.argv;
+	json_t *meta = json_pack("{s:{s:s, s:s}}", "session", "id", s->id, "token", s->token);
+	struct proc *p = NULL;
+	int r = proc_spawn_kept(sb, &er, meta, out, &p, err);
+	json_decref(meta);
+	json_decref(er.argv);
+	if (r < 0) {
+		sessions_on_gone(s);
+		return -1;
+	}
+	s->p = p;
+	proc_set_session(p, s);
+	if (write_prologue(s, err) < 0) /* spawn was sent: its answer goes to out */
+		proc_signal(s->p, SIGKILL, WIRE_FLAG_TREE);
 	return 0;
 }
 
-static struct session *lookup_session(struct http_req *req, const char *id, struct cove_err *err)
+json_t *sessions_to_json(struct sandbox *sb)
 {
-	struct sandbox *sb = sandbox_find(engine_ctx, id);
-	if (!sb) {
-		err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
-		return NULL;
-	}
-	const char *path = http_req_path(req);
-	const char *p = strstr(path, "/sessions/");
-	char sid[32] = "";
-	if (p)
-		sscanf(p + strlen("/sessions/"), "%31[^/]", sid);
-	struct session *s = find_session(sb, sid);
-	if (!s)
-		err_set(err, COVE_ENOTFOUND, "no session '%s' in sandbox %s", sid, sb->id);
-	return s;
+	json_t *a = json_array();
+	for (struct session *s = sb->sessions; s; s = s->next)
+		json_array_insert_new(a, 0, session_to_json(s));
+	return a;
 }
 
-int sessions_delete(struct http_req *req, const char *id, struct cove_err *err)
+int sessions_delete(struct sandbox *sb, const char *id, struct cove_err *err)
 {
-	struct session *s = lookup_session(req, id, err);
+	struct session *s = find_session(sb, id);
 	if (!s)
-		return -1;
+		return err_set(err, COVE_ENOTFOUND, "no session '%s' in sandbox %s", id, sb->id);
 	proc_signal(s->p, SIGKILL, WIRE_FLAG_TREE);
 	sessions_on_gone(s);
-	reply_json(req, 200, json_object());
 	return 0;
 }
 
@@ -626,7 +591,7 @@ static int command_text(const struct exec_request *er, struct evbuffer *b, struc
 	return 0;
 }
 
-int sessions_exec(struct sandbox *sb, struct http_req *req, const struct exec_request *er, const char *session,
+int sessions_exec(struct sandbox *sb, const struct exec_request *er, const char *session, struct output *out,
 		  struct cove_err *err)
 {
 	struct session *s = find_session(sb, session);
@@ -645,7 +610,6 @@ int sessions_exec(struct sandbox *sb, struct http_req *req, const struct exec_re
 	if (!c)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	c->s = s;
-	c->req = req;
 	c->seq = s->next_seq++;
 	c->stream = er->stream;
 	c->max_output = er->max_output;
@@ -666,12 +630,8 @@ int sessions_exec(struct sandbox *sb, struct http_req *req, const struct exec_re
 		evbuffer_add(c->line, " </dev/null", 11);
 	}
 	evbuffer_add_printf(c->line, "; __cove_end %u \"$?\"\n", c->seq);
-	c->conn = http_req_conn(req);
-	if (conn_set_hook(c->conn, on_cmd_client_closed, c) < 0) {
-		c->conn = NULL;
-		cmd_free(c);
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	}
+	c->answer = out;
+	output_attach(out, &cmd_producer, c);
 	struct session_cmd **pp = &s->queue;
 	while (*pp)
 		pp = &(*pp)->next;

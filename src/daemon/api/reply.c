@@ -99,13 +99,17 @@ static void on_hangup(evutil_socket_t fd, short what, void *arg)
 		http_conn_close(ho->conn);
 }
 
-static void on_sent(struct http_conn *conn, void *arg)
+void http_output_drained(struct http_output *ho)
 {
-	struct http_output *ho = arg;
 	if (ho->paused && ho->req && reply_unsent(ho) < REPLY_HIGH_WATER / 2) {
 		ho->paused = false;
 		output_resume(&ho->out);
 	}
+}
+
+static void on_sent(struct http_conn *conn, void *arg)
+{
+	http_output_drained(arg);
 }
 
 static void output_http_write(struct output *o, const struct out_event *ev)

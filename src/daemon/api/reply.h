@@ -71,3 +71,7 @@ void reply_chunk(struct http_output *ho, struct evbuffer *buf);
 void reply_end(struct http_output *ho);
 /* Bytes of the answer still waiting in coved for the client. */
 size_t reply_unsent(struct http_output *ho);
+/* Some of it went out: resume a paused producer below half the high-water
+ * mark. Chunks sent with reply_chunk call it themselves; an upgraded
+ * connection's handler calls it from its on_drained. */
+void http_output_drained(struct http_output *ho);

@@ -78,6 +78,24 @@ int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err)
 	return 0;
 }
 
+int check_env(json_t *env, struct cove_err *err)
+{
+	if (!env || json_is_null(env))
+		return 0;
+	if (!json_is_object(env))
+		return err_set(err, COVE_EINVAL, "'env' must be an object of strings");
+	const char *k;
+	json_t *v;
+	json_object_foreach(env, k, v)
+	{
+		if (!env_name_valid(k))
+			return err_set(err, COVE_EINVAL, "bad environment variable name '%s'", k);
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return err_set(err, COVE_EINVAL, "environment variable '%s' must be a string", k);
+	}
+	return 0;
+}
+
 /* ---- query strings ---- */
 
 const char *query_of(struct http_req *req)
@@ -167,24 +185,6 @@ int get_flag(const char *query, const char *name, bool *ret, struct cove_err *er
 	return 0;
 }
 
-
-int check_env(json_t *env, struct cove_err *err)
-{
-	if (!env || json_is_null(env))
-		return 0;
-	if (!json_is_object(env))
-		return err_set(err, COVE_EINVAL, "'env' must be an object of strings");
-	const char *k;
-	json_t *v;
-	json_object_foreach(env, k, v)
-	{
-		if (!env_name_valid(k))
-			return err_set(err, COVE_EINVAL, "bad environment variable name '%s'", k);
-		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-			return err_set(err, COVE_EINVAL, "environment variable '%s' must be a string", k);
-	}
-	return 0;
-}
 
 
 /* "memory": bytes as a number or a string like "512M". */
