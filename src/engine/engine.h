@@ -269,26 +269,7 @@ void sessions_on_kept(struct sandbox *sb, struct proc *p);
 /* How far the session has read its shell's stream (0 stdout, 1 stderr). */
 uint64_t sessions_read_position(const struct session *s, int stream);
 
-/* files.c: the Files API's handlers (routes in api.c) */
-int files_get(struct http_req *req, const char *id, struct cove_err *err);
-int files_put(struct http_req *req, const char *id, struct cove_err *err);
-int files_delete(struct http_req *req, const char *id, struct cove_err *err);
-int files_mkdir(struct http_req *req, const char *id, struct cove_err *err);
-int files_move(struct http_req *req, const char *id, struct cove_err *err);
-int files_chmod(struct http_req *req, const char *id, struct cove_err *err);
-/* files_tar.c: GET streams a folder as a tar, PUT extracts a tar into one */
-int files_tar_get(struct http_req *req, const char *id, struct cove_err *err);
-int files_tar_put(struct http_req *req, const char *id, struct cove_err *err);
-/* export.c: a folder as a tar or a zip, and the portable JSON snapshot out and in */
-int export_get(struct http_req *req, const char *id, struct cove_err *err);
-int portable_get(struct http_req *req, const char *id, struct cove_err *err);
-int portable_post(struct http_req *req, const char *id, struct cove_err *err);
-/* From the init connection; files_on_opened takes fd (-1 if none came). */
-void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd);
-void files_on_failed(struct sandbox *sb, uint32_t seq, int errnum);
-void files_on_done(struct sandbox *sb, uint32_t seq, int errnum, bool changed);
-/* The sandbox is going away: fail and free all its file requests. */
-void files_abort_all(struct sandbox *sb, const char *why);
+/* files.c, files_tar.c, export.c: engine/files.h; watch.c: engine/watch.h */
 
 /* locks.c: named locks of a sandbox, in memory (see there). Leases and
  * waits are in seconds, > 0 and >= 0; names are checked here. */
@@ -333,11 +314,3 @@ typedef void (*worker_fn)(void *arg);
 int worker_start(struct event_base *base, worker_fn work, worker_fn done, void *arg, struct cove_err *err);
 /* Some job's done has not run yet. */
 bool worker_busy(void);
-/* watch.c: file-change events under a folder, streamed (route in api.c) */
-int watch_start(struct http_req *req, const char *id, struct cove_err *err);
-/* From the init connection: a WIRE_OPENED (fd, or -1 if none came) or
- * WIRE_OPEN_FAILED (errnum) reply. Returns false, touching nothing, when seq
- * is not a watch's; true when it was (fd taken). */
-bool watch_on_init_reply(struct sandbox *sb, uint32_t seq, bool opened, int errnum, int fd);
-/* The sandbox is going away: end all its watches with an error event. */
-void watch_abort_all(struct sandbox *sb, const char *why);

@@ -29,6 +29,8 @@
 #include "common/parse.h"
 #include "common/wire.h"
 #include "engine/engine.h"
+#include "engine/files.h"
+#include "engine/watch.h"
 #include "store/store.h"
 #include "image/host_image.h"
 #include "sandbox/runtime.h"
