@@ -61,11 +61,9 @@ static int portable_check(const char *doc, size_t len, struct cove_err *err)
 int files_portable_in(struct sandbox *sb, const struct files_tree_req *rq, files_done_fn done, void *arg,
 		      struct file_op **ret, struct cove_err *err)
 {
-	struct file_request fr = { .kind = FK_EXTRACT,
-				   .type = WIRE_OPEN,
-				   .value = WIRE_OPEN_EXTRACT,
-				   .user = rq->user,
-				   .format = TREE_JSON };
+	struct file_request fr = {
+		.kind = FK_EXTRACT, .type = WIRE_OPEN, .value = WIRE_OPEN_EXTRACT, .user = rq->user, .format = TREE_JSON
+	};
 	struct file_caller c = { .done = done, .arg = arg, .doc = rq->doc, .doc_len = rq->doc_len };
 	if (files_sandbox_ready(sb, err) < 0 || portable_check(rq->doc, rq->doc_len, err) < 0)
 		return -1;

@@ -613,8 +613,8 @@ static int start_one(struct sandbox *sb, const struct file_request *fr, files_do
 	return files_start(sb, fr, &c, ret, err);
 }
 
-int files_read(struct sandbox *sb, const struct files_read_req *rq, files_done_fn done, void *arg,
-	       struct file_op **ret, struct cove_err *err)
+int files_read(struct sandbox *sb, const struct files_read_req *rq, files_done_fn done, void *arg, struct file_op **ret,
+	       struct cove_err *err)
 {
 	struct file_request fr = { .kind = rq->stat ? FK_STAT : FK_READ,
 				   .type = WIRE_OPEN,
@@ -634,7 +634,8 @@ int files_write(struct sandbox *sb, const struct files_write_req *rq, files_read
 				   .type = WIRE_OPEN,
 				   .value = WIRE_OPEN_WRITE,
 				   .mode = rq->mode_given ? rq->mode : 0644,
-				   .flags = (rq->mode_given ? WIRE_FLAG_MODE : 0) | (rq->parents ? WIRE_FLAG_PARENTS : 0),
+				   .flags = (rq->mode_given ? WIRE_FLAG_MODE : 0) |
+					    (rq->parents ? WIRE_FLAG_PARENTS : 0),
 				   .path = rq->path,
 				   .user = rq->user };
 	struct file_caller c = { .done = done, .ready = ready, .arg = arg };
@@ -664,8 +665,8 @@ int files_mkdir(struct sandbox *sb, const struct files_mkdir_req *rq, files_done
 	return start_one(sb, &fr, done, arg, ret, err);
 }
 
-int files_move(struct sandbox *sb, const struct files_move_req *rq, files_done_fn done, void *arg,
-	       struct file_op **ret, struct cove_err *err)
+int files_move(struct sandbox *sb, const struct files_move_req *rq, files_done_fn done, void *arg, struct file_op **ret,
+	       struct cove_err *err)
 {
 	struct file_request fr = { .kind = FK_MOVE,
 				   .type = WIRE_FSOP,

@@ -45,8 +45,8 @@ int files_sandbox_ready(const struct sandbox *sb, struct cove_err *err);
 struct files_read_req {
 	const char *path;
 	const char *user;
-	bool stat;  /* the path itself (a symlink not followed), not its bytes */
-	int depth;  /* a directory's listing: 1 (its own entries) to FILES_MAX_DEPTH */
+	bool stat; /* the path itself (a symlink not followed), not its bytes */
+	int depth; /* a directory's listing: 1 (its own entries) to FILES_MAX_DEPTH */
 };
 
 struct files_write_req {
@@ -134,9 +134,9 @@ struct files_result {
 	const struct files_entry *stat;
 	/* remove: it was deleted; mkdir, write, extraction: it was made */
 	bool changed;
-	uint32_t mode;     /* a chmod's */
-	uint64_t entries;  /* an extraction's: entries made */
-	unsigned skipped;  /* an extraction's: special files passed over */
+	uint32_t mode;    /* a chmod's */
+	uint64_t entries; /* an extraction's: entries made */
+	unsigned skipped; /* an extraction's: special files passed over */
 };
 
 typedef void (*files_done_fn)(void *arg, const struct files_result *res, const struct cove_err *err);
@@ -147,8 +147,8 @@ typedef void (*files_ready_fn)(void *arg);
 
 /* A file's bytes (res->fd, res->size), a directory's listing, or with
  * rq->stat the path's own entry. */
-int files_read(struct sandbox *sb, const struct files_read_req *rq, files_done_fn done, void *arg,
-	       struct file_op **ret, struct cove_err *err);
+int files_read(struct sandbox *sb, const struct files_read_req *rq, files_done_fn done, void *arg, struct file_op **ret,
+	       struct cove_err *err);
 /* The file is opened (created or truncated); then ready(arg), after which
  * the caller feeds the body: files_write_data as it comes, files_write_end
  * at its end (done then answers res->size, res->changed). */
@@ -158,8 +158,8 @@ int files_remove(struct sandbox *sb, const struct files_remove_req *rq, files_do
 		 struct file_op **ret, struct cove_err *err);
 int files_mkdir(struct sandbox *sb, const struct files_mkdir_req *rq, files_done_fn done, void *arg,
 		struct file_op **ret, struct cove_err *err);
-int files_move(struct sandbox *sb, const struct files_move_req *rq, files_done_fn done, void *arg,
-	       struct file_op **ret, struct cove_err *err);
+int files_move(struct sandbox *sb, const struct files_move_req *rq, files_done_fn done, void *arg, struct file_op **ret,
+	       struct cove_err *err);
 int files_chmod(struct sandbox *sb, const struct files_chmod_req *rq, files_done_fn done, void *arg,
 		struct file_op **ret, struct cove_err *err);
 

@@ -64,8 +64,8 @@
 
 #define WATCH_MAX_STREAMS 64
 #define WATCH_MAX_DIRS 8192
-#define WATCH_MAX_DEPTH 128         /* folders below the watched one that are watched */
-#define WATCH_OPEN_TIMEOUT 300      /* seconds; cove-init answers or its child dies: a backstop */
+#define WATCH_MAX_DEPTH 128    /* folders below the watched one that are watched */
+#define WATCH_OPEN_TIMEOUT 300 /* seconds; cove-init answers or its child dies: a backstop */
 #define WATCH_MAX_USER 63
 #define WATCH_PATH_MAX ((WATCH_MAX_DEPTH + 2) * (NAME_MAX + 1)) /* a relative name, at most */
 #define WATCH_MASK \
@@ -316,9 +316,9 @@ static void watch_cancel(void *arg)
 	watch_free(arg);
 }
 
-static const struct output_producer watch_producer = {
-	.pause = watch_pause, .resume = watch_resume, .cancel = watch_cancel
-};
+static const struct output_producer watch_producer = { .pause = watch_pause,
+						       .resume = watch_resume,
+						       .cancel = watch_cancel };
 
 /* ---- walking folders ---- */
 

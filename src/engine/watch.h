@@ -28,8 +28,8 @@ enum watch_event_type {
 	WATCH_CREATE,
 	WATCH_WRITE,
 	WATCH_REMOVE,
-	WATCH_RENAME, /* each half: moved says which, cookie pairs them */
-	WATCH_CHMOD,  /* mode, owner, times */
+	WATCH_RENAME,   /* each half: moved says which, cookie pairs them */
+	WATCH_CHMOD,    /* mode, owner, times */
 	WATCH_OVERFLOW, /* events were lost: look again */
 };
 

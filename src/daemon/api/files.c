@@ -188,8 +188,7 @@ static json_t *listing_json(const struct files_listing *l)
 	json_t *entries = json_array();
 	for (size_t i = 0; entries && i < l->n; i++)
 		json_array_append_new(entries, entry_json(&l->entries[i]));
-	return json_pack("{s:o, s:o, s:b}", "path", json_text(l->path), "entries", entries, "truncated",
-			 l->truncated);
+	return json_pack("{s:o, s:o, s:b}", "path", json_text(l->path), "entries", entries, "truncated", l->truncated);
 }
 
 /* A file's bytes, sent from its fd (sendfile); a listing; a stat. */
@@ -444,9 +443,7 @@ static void tree_free(struct http_output *ho)
 	free(ho->arg);
 }
 
-static const struct http_output_route tree_route = {
-	.encode = tree_encode, .finish = tree_finish, .free = tree_free
-};
+static const struct http_output_route tree_route = { .encode = tree_encode, .finish = tree_finish, .free = tree_free };
 
 static int tree_out(struct http_req *req, struct sandbox *sb, const struct files_tree_req *rq, struct cove_err *err)
 {

@@ -22,8 +22,8 @@
 static void watch_encode(struct http_output *ho, const struct out_event *ev)
 {
 	static const char *const types[] = {
-		[WATCH_START] = "start",   [WATCH_CREATE] = "create", [WATCH_WRITE] = "write",
-		[WATCH_REMOVE] = "remove", [WATCH_RENAME] = "rename", [WATCH_CHMOD] = "chmod",
+		[WATCH_START] = "start",       [WATCH_CREATE] = "create", [WATCH_WRITE] = "write",
+		[WATCH_REMOVE] = "remove",     [WATCH_RENAME] = "rename", [WATCH_CHMOD] = "chmod",
 		[WATCH_OVERFLOW] = "overflow",
 	};
 	const struct watch_event *e = ev->event;
@@ -71,9 +71,9 @@ static void watch_free(struct http_output *ho)
 	free(ho);
 }
 
-static const struct http_output_route watch_route = {
-	.encode = watch_encode, .finish = watch_finish, .free = watch_free
-};
+static const struct http_output_route watch_route = { .encode = watch_encode,
+						      .finish = watch_finish,
+						      .free = watch_free };
 
 static int parse_watch(const char *q, struct watch_request *rq, char path[PATH_MAX], char user[64],
 		       struct cove_err *err)
