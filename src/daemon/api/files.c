@@ -96,14 +96,26 @@ struct call {
 	struct http_conn *conn;
 	struct file_op *op;
 	void (*answer)(struct http_req *req, const struct files_result *res);
+	/* Inside http_req_take_body, which may call on_data and on_end in a
+	 * row: an end meanwhile (ended) frees c only once it returns. */
+	bool taking, ended;
 };
+
+/* c is done with: now, or once http_req_take_body returns. */
+static void call_free(struct call *c)
+{
+	if (c->taking)
+		c->ended = true;
+	else
+		free(c);
+}
 
 /* The client is gone: the engine forgets the operation. */
 static void on_conn_closed(struct http_conn *conn, void *arg)
 {
 	struct call *c = arg;
 	files_cancel(c->op);
-	free(c);
+	call_free(c);
 }
 
 static void on_done(void *arg, const struct files_result *res, const struct cove_err *err)
@@ -114,7 +126,7 @@ static void on_done(void *arg, const struct files_result *res, const struct cove
 		reply_error(c->req, err);
 	else
 		c->answer(c->req, res);
-	free(c);
+	call_free(c);
 }
 
 /* A call for req, watching its connection; NULL with err. */
@@ -245,20 +257,26 @@ static void answer_extract(struct http_req *req, const struct files_result *res)
 static void on_body_data(struct http_req *req, struct evbuffer *buf, void *arg)
 {
 	struct call *c = arg;
-	(void)files_write_data(c->op, buf); /* -1: answered, c is gone */
+	if (!c->ended)
+		(void)files_write_data(c->op, buf); /* -1: answered (c ended) */
 }
 
 static void on_body_end(struct http_req *req, void *arg)
 {
 	struct call *c = arg;
-	files_write_end(c->op);
+	if (!c->ended)
+		files_write_end(c->op);
 }
 
 /* The engine wants the body: from now on, as it comes (what came already
  * at once, and its end too if it is whole). */
 static void take_body(struct call *c)
 {
+	c->taking = true;
 	http_req_take_body(c->req, on_body_data, on_body_end, c);
+	c->taking = false;
+	if (c->ended)
+		free(c);
 }
 
 static void on_ready(void *arg)
