@@ -13,13 +13,6 @@
 #include "sys/cgroup.h"
 #include "sys/pool.h"
 
-/* TRANSITIONAL, while the operations move out of the HTTP layer: the engine
- * must include nothing of daemon/ (issue 9). Each converted module drops
- * its use of these; the last one removes the includes. */
-#include "daemon/api/reply.h"
-#include "daemon/api/request.h"
-#include "daemon/http/conn.h"
-
 #define MAX_SANDBOXES 4096 /* uid slots: 65536 host ids each */
 #define UID_BASE 0x10000000u
 
@@ -185,26 +178,7 @@ int sandbox_fork(struct engine *d, struct sandbox *sb, int count, struct sandbox
 
 /* exec.c, procs.c, procs_attach.c, sessions.c: engine/process.h */
 
-/* files.c: the Files API's handlers (routes in api.c) */
-int files_get(struct http_req *req, const char *id, struct cove_err *err);
-int files_put(struct http_req *req, const char *id, struct cove_err *err);
-int files_delete(struct http_req *req, const char *id, struct cove_err *err);
-int files_mkdir(struct http_req *req, const char *id, struct cove_err *err);
-int files_move(struct http_req *req, const char *id, struct cove_err *err);
-int files_chmod(struct http_req *req, const char *id, struct cove_err *err);
-/* files_tar.c: GET streams a folder as a tar, PUT extracts a tar into one */
-int files_tar_get(struct http_req *req, const char *id, struct cove_err *err);
-int files_tar_put(struct http_req *req, const char *id, struct cove_err *err);
-/* export.c: a folder as a tar or a zip, and the portable JSON snapshot out and in */
-int export_get(struct http_req *req, const char *id, struct cove_err *err);
-int portable_get(struct http_req *req, const char *id, struct cove_err *err);
-int portable_post(struct http_req *req, const char *id, struct cove_err *err);
-/* From the init connection; files_on_opened takes fd (-1 if none came). */
-void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd);
-void files_on_failed(struct sandbox *sb, uint32_t seq, int errnum);
-void files_on_done(struct sandbox *sb, uint32_t seq, int errnum, bool changed);
-/* The sandbox is going away: fail and free all its file requests. */
-void files_abort_all(struct sandbox *sb, const char *why);
+/* files.c, files_tar.c, export.c: engine/files.h; watch.c: engine/watch.h */
 
 #include "engine/locks.h"
 
@@ -235,11 +209,3 @@ typedef void (*worker_fn)(void *arg);
 int worker_start(struct event_base *base, worker_fn work, worker_fn done, void *arg, struct cove_err *err);
 /* Some job's done has not run yet. */
 bool worker_busy(void);
-/* watch.c: file-change events under a folder, streamed (route in api.c) */
-int watch_start(struct http_req *req, const char *id, struct cove_err *err);
-/* From the init connection: a WIRE_OPENED (fd, or -1 if none came) or
- * WIRE_OPEN_FAILED (errnum) reply. Returns false, touching nothing, when seq
- * is not a watch's; true when it was (fd taken). */
-bool watch_on_init_reply(struct sandbox *sb, uint32_t seq, bool opened, int errnum, int fd);
-/* The sandbox is going away: end all its watches with an error event. */
-void watch_abort_all(struct sandbox *sb, const char *why);

@@ -4,7 +4,7 @@
  *   GET  /v1/sandboxes/{id}/snapshot.json[?path=DIR]    the portable snapshot (portable.h)
  *   POST /v1/sandboxes/{id}/snapshot.json[?path=DIR]    its files made in DIR
  *
- * These are the Files API's tree transfers (files_tar.c) in other formats:
+ * These are the Files tree transfers (files_tar.c) in other formats:
  * init's child walks DIR as the sandbox's user and coved writes the tar,
  * the zip or the JSON as the entry stream comes, with the same
  * backpressure; an import is validated whole, then made by init's child
@@ -17,67 +17,56 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/files.h"
+#include "engine/files_op.h"
+#include "engine/portable.h"
 
-/* DIR from the query, or the default, into fr. */
-static int tree_path(struct http_req *req, struct sandbox *sb, char path[PATH_MAX], struct file_request *fr,
-		     struct cove_err *err)
+/* The tree's folder: rq->path, or the workspace. flags gets
+ * WIRE_FLAG_HOME when init is to look the user's home up. */
+static const char *tree_path(const struct sandbox *sb, const struct files_tree_req *rq, uint32_t *flags)
 {
-	int r = query_param(query_of(req), "path", path, PATH_MAX, err);
-	if (r < 0)
+	if (rq->path)
+		return rq->path;
+	if (sb->spec.cwd[0])
+		return sb->spec.cwd;
+	*flags |= sb->spec.external ? 0 : WIRE_FLAG_HOME;
+	return "/";
+}
+
+int files_tree_out(struct sandbox *sb, const struct files_tree_req *rq, struct output *o, struct cove_err *err)
+{
+	struct file_request fr = {
+		.kind = FK_TAR, .type = WIRE_OPEN, .value = WIRE_OPEN_TAR, .user = rq->user, .format = rq->format
+	};
+	struct file_caller c = { .out = o };
+	if (rq->format != TREE_TAR && rq->format != TREE_ZIP && rq->format != TREE_JSON)
+		return err_set(err, COVE_EINVAL, "'format' must be tar or zip");
+	fr.path = tree_path(sb, rq, &fr.flags);
+	return files_start(sb, &fr, &c, NULL, err);
+}
+
+/* The first pass over a portable snapshot: all of it valid, before
+ * anything changes. */
+static int portable_check(const char *doc, size_t len, struct cove_err *err)
+{
+	struct portable_doc *d = NULL;
+	if (!doc || len == 0)
+		return err_set(err, COVE_EINVAL,
+			       "the body must be a portable snapshot {\"version\": 1, \"files\": [...]}");
+	if (portable_parse(doc, len, &d, err) < 0)
 		return -1;
-	if (r == 1 && path[0] != '/')
-		return err_set(err, COVE_EINVAL, "'path' must be an absolute path");
-	if (r == 0 && sb->spec.cwd[0]) {
-		snprintf(path, PATH_MAX, "%s", sb->spec.cwd);
-	} else if (r == 0) {
-		snprintf(path, PATH_MAX, "/");
-		fr->flags |= sb->spec.external ? 0 : WIRE_FLAG_HOME;
-	}
+	portable_doc_free(d);
 	return 0;
 }
 
-static int start_tree(struct http_req *req, const char *id, struct file_request *fr,
-		      int (*check)(struct http_req *req, struct cove_err *err), struct cove_err *err)
+int files_portable_in(struct sandbox *sb, const struct files_tree_req *rq, files_done_fn done, void *arg,
+		      struct file_op **ret, struct cove_err *err)
 {
-	char path[PATH_MAX];
-	struct sandbox *sb = sandbox_find(engine_ctx, id);
-	if (!sb)
-		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
-	if (tree_path(req, sb, path, fr, err) < 0)
+	struct file_request fr = {
+		.kind = FK_EXTRACT, .type = WIRE_OPEN, .value = WIRE_OPEN_EXTRACT, .user = rq->user, .format = TREE_JSON
+	};
+	struct file_caller c = { .done = done, .arg = arg, .doc = rq->doc, .doc_len = rq->doc_len };
+	if (files_sandbox_ready(sb, err) < 0 || portable_check(rq->doc, rq->doc_len, err) < 0)
 		return -1;
-	fr->path = path;
-	return files_start(req, id, fr, check, err);
-}
-
-int export_get(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const params[] = { "format", "path", NULL };
-	struct file_request fr = { .kind = FK_TAR, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_TAR };
-	char format[8] = "tar";
-	if (!sandbox_find(engine_ctx, id))
-		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
-	if (query_param(query_of(req), "format", format, sizeof(format), err) < 0 ||
-	    (strcmp(format, "tar") != 0 && strcmp(format, "zip") != 0))
-		return err_set(err, COVE_EINVAL, "'format' must be tar or zip");
-	fr.format = strcmp(format, "zip") == 0 ? TREE_ZIP : TREE_TAR;
-	return start_tree(req, id, &fr, NULL, err);
-}
-
-int portable_get(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const params[] = { "path", NULL };
-	struct file_request fr = {
-		.kind = FK_TAR, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_TAR, .format = TREE_JSON
-	};
-	return start_tree(req, id, &fr, NULL, err);
-}
-
-int portable_post(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const params[] = { "path", NULL };
-	struct file_request fr = {
-		.kind = FK_EXTRACT, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_EXTRACT, .format = TREE_JSON
-	};
-	return start_tree(req, id, &fr, portable_check_body, err);
+	fr.path = tree_path(sb, rq, &fr.flags);
+	return files_start(sb, &fr, &c, ret, err);
 }

@@ -1,5 +1,5 @@
-/* The Files API: read, write, list, stat, remove, mkdir and move paths of a
- * sandbox.
+/* The Files operations: read, write, list, stat, remove, mkdir, move and
+ * chmod paths of a sandbox (engine/files.h).
  *
  * coved never walks a sandbox path itself: the sandbox's root exists only in
  * its mount namespace, and a walk from the host would follow the sandbox's
@@ -12,36 +12,50 @@
  * (files_tar.c).
  *
  * Each request is one file_op, answered when init's reply with its seq
- * arrives (or on a timeout, or when the sandbox goes away). A file is sent
- * with sendfile from the fd (evbuffer_add_file), never read into memory; a
- * written body goes to the fd as it comes (PUT is a streaming route,
- * httpd.h), so coved holds a few MiB of an upload of any size. A client
- * gone mid-upload leaves the file as far as it was written. */
+ * arrives (or on a timeout, or when the sandbox goes away). A file's answer
+ * is its open fd, which the REST front end sends with sendfile, never
+ * reading it into memory; a written body goes to the fd as it comes
+ * (files_write_data writes before it returns), so coved holds what its
+ * front end buffers (a few MiB) of an upload of any size. A caller gone
+ * mid-upload leaves the file as far as it was written. */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <fcntl.h>
-#include <event2/bufferevent.h>
-#include "daemon/http/httpd.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/cleanup.h"
-#include "common/encoding.h"
 #include "common/log.h"
 #include "common/wire.h"
 #include "engine/engine.h"
-#include "engine/files.h"
+#include "engine/files_op.h"
+#include "engine/output.h"
 
 #define FILES_TIMEOUT_SECONDS 300 /* init's child answers or dies; this is a backstop */
-#define FILES_MAX_ENTRIES 100000  /* a listing stops here, "truncated": true */
-#define FILES_MAX_DEPTH 256       /* of a listing */
 #define FILES_READ_CHUNK 65536
 #define FILES_READS_PER_EVENT 16 /* then the loop serves others */
+
+/* A listing's entries so far; each entry's path and target are one block. */
+struct listing {
+	struct files_entry *entries;
+	size_t n, cap;
+};
+
+static void listing_free(struct listing *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free((char *)l->entries[i].path);
+	free(l->entries);
+	free(l);
+}
 
 static void stream_free(struct entry_stream *s)
 {
@@ -70,36 +84,17 @@ static void op_detach(struct file_op *op)
 	tar_free(op);
 	stream_free(op->st);
 	op->st = NULL;
-	json_decref(op->entries);
-	op->entries = NULL;
+	listing_free(op->list);
+	op->list = NULL;
 }
 
-void op_free(struct file_op *op)
+static void op_free(struct file_op *op)
 {
 	op_detach(op);
-	if (op->conn)
-		conn_clear_hook(op->conn, op);
 	if (op->body_fd >= 0)
 		close(op->body_fd);
 	free(op->spooled);
 	free(op);
-}
-
-void op_abort(struct file_op *op)
-{
-	struct http_conn *conn = op->req ? http_req_conn(op->req) : NULL;
-	struct bufferevent *bev = conn ? http_conn_bev(conn) : NULL;
-	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-	op_detach(op);
-	if (fd < 0 || !op->conn) {
-		op_free(op);
-		return;
-	}
-	/* libevent sees the connection fail and closes it, which frees op
-	 * (on_client_closed): until then a callback of the reply may still
-	 * point at it. */
-	op->aborted = true;
-	(void)shutdown(fd, SHUT_RDWR);
 }
 
 static struct file_op *op_find(struct sandbox *sb, uint32_t seq)
@@ -117,7 +112,26 @@ static const char *verb_of(enum file_kind k)
 	return verbs[k];
 }
 
-/* An errno from init, as an API error about op's path. */
+/* A result about op: its paths, no fd. */
+static struct files_result result_of(const struct file_op *op)
+{
+	return (struct files_result){ .path = op->path, .path2 = op->path2, .fd = -1 };
+}
+
+void op_end(struct file_op *op, const struct files_result *res, const struct cove_err *err)
+{
+	bool gone = op->gone;
+	op->gone = true; /* nothing the caller does from here reaches it again */
+	if (!gone && op->out)
+		output_close(op->out, err);
+	else if (!gone && op->done)
+		op->done(op->arg, res, err);
+	else if (res && res->fd >= 0)
+		close(res->fd);
+	op_free(op);
+}
+
+/* An errno from init, as an error about op's path. */
 static void op_fail(struct file_op *op, int errnum)
 {
 	op_fail_entry(op, errnum, NULL);
@@ -145,59 +159,14 @@ void op_fail_entry(struct file_op *op, int errnum, const char *entry)
 			errnum == ELOOP ? "a symbolic link is on the way" : strerror(errnum));
 	else
 		err_set(&err, code, "%s '%s': %s", verb_of(op->kind), op->path, strerror(errnum));
-	if (op->reply_started) {
+	if (op->started) /* the stream is cut: its consumer gets no error body */
 		log_warn("sandbox %s: %s", op->sb ? op->sb->id : "?", err.msg);
-		op_abort(op);
-		return;
-	}
-	if (op->req)
-		reply_error(op->req, &err);
-	op_free(op);
+	op_end(op, NULL, &err);
 }
 
-void op_reply(struct file_op *op, int status, json_t *body)
+static enum files_type type_of_mode(mode_t m)
 {
-	if (!body) {
-		op_fail(op, ENOMEM);
-		return;
-	}
-	if (op->req)
-		reply_json(op->req, status, body);
-	else
-		json_decref(body);
-	op_free(op);
-}
-
-static const char *type_name(mode_t m)
-{
-	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "symlink" : "other";
-}
-
-/* Text for JSON: a file name need not be UTF-8; its invalid bytes show as
- * U+FFFD. */
-json_t *json_text(const char *s)
-{
-	size_t n = strlen(s);
-	int valid;
-	if (utf8_valid_prefix(s, n, &valid) == n && valid)
-		return json_stringn(s, n);
-	_cleanup_free_ char *t = malloc(3 * n + 1);
-	return t ? json_stringn(t, utf8_sanitize(s, n, t, 3 * n + 1)) : NULL;
-}
-
-/* {name, path, type, size, mode, mtime, uid, gid[, target]}: a stat's and
- * a listing entry's shape. */
-static json_t *entry_json(const char *name, const char *path, const char *type, uint64_t size, uint32_t mode,
-			  int64_t mtime, uint32_t uid, uint32_t gid, const char *target)
-{
-	char m[8];
-	snprintf(m, sizeof(m), "%04o", (unsigned)(mode & 07777));
-	json_t *j = json_pack("{s:o, s:o, s:s, s:I, s:s, s:I, s:I, s:I}", "name", json_text(name), "path",
-			      json_text(path), "type", type, "size", (json_int_t)size, "mode", m, "mtime",
-			      (json_int_t)mtime, "uid", (json_int_t)uid, "gid", (json_int_t)gid);
-	if (j && target)
-		json_object_set_new(j, "target", json_text(target));
-	return j;
+	return S_ISREG(m) ? FILES_FILE : S_ISDIR(m) ? FILES_DIR : S_ISLNK(m) ? FILES_SYMLINK : FILES_OTHER;
 }
 
 static const char *base_name(const char *path)
@@ -207,7 +176,7 @@ static const char *base_name(const char *path)
 }
 
 /* fd is an O_PATH fd of the path itself (a symlink is not followed). */
-static void reply_stat(struct file_op *op, int fd)
+static void stat_done(struct file_op *op, int fd)
 {
 	struct stat st;
 	char target[PATH_MAX];
@@ -217,9 +186,18 @@ static void reply_stat(struct file_op *op, int fd)
 	}
 	ssize_t n = S_ISLNK(st.st_mode) ? readlinkat(fd, "", target, sizeof(target) - 1) : -1;
 	target[n > 0 ? n : 0] = '\0';
-	op_reply(op, 200,
-		 entry_json(base_name(op->path), op->path, type_name(st.st_mode), (uint64_t)st.st_size, st.st_mode,
-			    st.st_mtim.tv_sec, st.st_uid, st.st_gid, S_ISLNK(st.st_mode) ? target : NULL));
+	struct files_entry e = { .name = base_name(op->path),
+				 .path = op->path,
+				 .type = type_of_mode(st.st_mode),
+				 .size = (uint64_t)st.st_size,
+				 .mode = st.st_mode & 07777,
+				 .mtime = st.st_mtim.tv_sec,
+				 .uid = st.st_uid,
+				 .gid = st.st_gid,
+				 .target = S_ISLNK(st.st_mode) ? target : NULL };
+	struct files_result res = result_of(op);
+	res.stat = &e;
+	op_end(op, &res, NULL);
 }
 
 /* ---- entry streams ---- */
@@ -268,33 +246,61 @@ enum stream_event entry_stream_next(struct entry_stream *s, const char **ret_buf
 	return SE_ENTRY;
 }
 
-static const char *const entry_type_names[] = {
-	[WIRE_ENTRY_FILE] = "file",     [WIRE_ENTRY_DIR] = "dir",     [WIRE_ENTRY_SYMLINK] = "symlink",
-	[WIRE_ENTRY_HARDLINK] = "file", [WIRE_ENTRY_OTHER] = "other",
+static const enum files_type entry_types[] = {
+	[WIRE_ENTRY_FILE] = FILES_FILE,     [WIRE_ENTRY_DIR] = FILES_DIR,     [WIRE_ENTRY_SYMLINK] = FILES_SYMLINK,
+	[WIRE_ENTRY_HARDLINK] = FILES_FILE, [WIRE_ENTRY_OTHER] = FILES_OTHER,
 };
 
-/* A listing's records into JSON. 1 once op is answered (and freed). */
+/* The stream's current record as the listing's next entry, its path
+ * joined to the directory's (dir_len bytes of op->path). 0 or -ENOMEM. */
+static int listing_add(struct file_op *op, size_t dir_len)
+{
+	struct listing *l = op->list;
+	struct entry_stream *s = op->st;
+	bool link = s->e.type == WIRE_ENTRY_SYMLINK;
+	struct files_entry *entries = array_room_for_one(l->entries, l->n, &l->cap, sizeof(*entries), 64);
+	if (!entries)
+		return -ENOMEM;
+	l->entries = entries;
+	size_t plen = dir_len + 1 + strlen(s->path), tlen = link ? strlen(s->link) : 0;
+	char *block = malloc(plen + 1 + tlen + 1);
+	if (!block)
+		return -ENOMEM;
+	snprintf(block, plen + 1, "%.*s/%s", (int)dir_len, op->path, s->path);
+	if (link)
+		memcpy(block + plen + 1, s->link, tlen + 1);
+	l->entries[l->n++] = (struct files_entry){ .name = base_name(block),
+						   .path = block,
+						   .type = entry_types[s->e.type],
+						   .size = s->e.size,
+						   .mode = s->e.mode & 07777,
+						   .mtime = s->e.mtime,
+						   .uid = s->e.uid,
+						   .gid = s->e.gid,
+						   .target = link ? block + plen + 1 : NULL };
+	return 0;
+}
+
+/* A listing's records into its entries. 1 once op is answered (and freed). */
 static int listing_consume(struct file_op *op)
 {
 	struct entry_stream *s = op->st;
 	const char *buf;
 	size_t len;
 	enum stream_event ev;
-	char path[PATH_MAX + WIRE_ENTRY_MAX_PATH + 2];
 	bool truncated = false;
 	size_t dir_len = strlen(op->path);
 	while (dir_len > 0 && op->path[dir_len - 1] == '/') /* "/" and "/tmp/" join as "" and "/tmp" */
 		dir_len--;
 	while ((ev = entry_stream_next(s, &buf, &len)) == SE_ENTRY) {
-		if (json_array_size(op->entries) >= FILES_MAX_ENTRIES) {
+		if (op->list->n >= FILES_MAX_ENTRIES) {
 			truncated = true;
 			break;
 		}
-		snprintf(path, sizeof(path), "%.*s/%s", (int)dir_len, op->path, s->path);
-		json_t *j =
-			entry_json(base_name(s->path), path, entry_type_names[s->e.type], s->e.size, s->e.mode,
-				   s->e.mtime, s->e.uid, s->e.gid, s->e.type == WIRE_ENTRY_SYMLINK ? s->link : NULL);
-		json_array_append_new(op->entries, j);
+		if (listing_add(op, dir_len) < 0) {
+			op_fail(op, ENOMEM);
+			return 1;
+		}
 	}
 	if (ev == SE_MORE)
 		return 0;
@@ -302,9 +308,12 @@ static int listing_consume(struct file_op *op)
 		op_fail(op, EIO);
 		return 1;
 	}
-	op_reply(op, 200,
-		 json_pack("{s:o, s:O, s:b}", "path", json_text(op->path), "entries", op->entries, "truncated",
-			   truncated));
+	struct files_listing listing = {
+		.path = op->path, .entries = op->list->entries, .n = op->list->n, .truncated = truncated
+	};
+	struct files_result res = result_of(op);
+	res.listing = &listing;
+	op_end(op, &res, NULL);
 	return 1;
 }
 
@@ -339,42 +348,37 @@ static void start_stream(struct file_op *op, int fd)
 		tar_start(op);
 		return;
 	}
-	op->entries = json_array();
+	op->list = calloc(1, sizeof(*op->list));
 	op->st->ev = event_new(engine_ctx->base, fd, EV_READ | EV_PERSIST, on_listing_readable, op);
-	if (!op->entries || !op->st->ev) {
+	if (!op->list || !op->st->ev) {
 		op_fail(op, ENOMEM);
 		return;
 	}
 	event_add(op->st->ev, NULL);
 }
 
-/* A regular file's bytes, sent from the fd (sendfile). Takes fd. */
-static void reply_file(struct file_op *op, int fd, const struct stat *st)
+/* A regular file's answer: its fd, for the caller to send. Takes fd. */
+static void file_done(struct file_op *op, int fd, const struct stat *st)
 {
-	if (!op->req) {
-		close(fd);
-		op_free(op);
-		return;
-	}
-	evhttp_add_header(http_req_out_headers(op->req), "Content-Type", "application/octet-stream");
-	http_send_file(op->req, 200, "OK", fd, (uint64_t)st->st_size);
-	op_free(op);
+	struct files_result res = result_of(op);
+	res.fd = fd;
+	res.size = (uint64_t)st->st_size;
+	op_end(op, &res, NULL);
 }
 
-/* A piece of the body, into the file. */
-static void on_body_data(struct http_req *req, struct evbuffer *buf, void *arg)
+int files_write_data(struct file_op *op, struct evbuffer *buf)
 {
-	struct file_op *op = arg;
 	while (evbuffer_get_length(buf) > 0) {
 		int n = evbuffer_write(buf, op->body_fd);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			op_fail(op, errno);
-			return;
+			return -1;
 		}
 		op->written += (uint64_t)n;
 	}
+	return 0;
 }
 
 static int op_send(struct file_op *op, const struct file_request *fr, struct cove_err *err);
@@ -386,34 +390,39 @@ static void spool_done(struct file_op *op)
 	_cleanup_free_ struct file_request *fr = TAKE_PTR(op->spooled);
 	if (fr->check_spool(op->body_fd, &err) == 0 && op_send(op, fr, &err) == 0)
 		return;
-	reply_error(op->req, &err);
-	op_free(op);
+	op_end(op, NULL, &err);
 }
 
-static void on_body_end(struct http_req *req, void *arg)
+void files_write_end(struct file_op *op)
 {
-	struct file_op *op = arg;
 	if (op->spooled) {
 		spool_done(op);
 		return;
 	}
-	op_reply(op, op->created ? 201 : 200,
-		 json_pack("{s:o, s:I}", "path", json_text(op->path), "size", (json_int_t)op->written));
+	struct files_result res = result_of(op);
+	res.size = op->written;
+	res.changed = op->created;
+	op_end(op, &res, NULL);
 }
 
-/* The request's body into the file, as it comes. Takes fd. */
+void files_cancel(struct file_op *op)
+{
+	op->gone = true;
+	/* A stream stops at once (its child sees its socket close), and so
+	 * does a body; a request to init waits for its answer, which closes
+	 * what it brings. */
+	if (op->st || op->body_fd >= 0)
+		op_free(op);
+}
+
+/* The body into the file, as it comes. Takes fd. */
 static void write_body(struct file_op *op, int fd, bool created)
 {
-	if (!op->req) {
-		close(fd);
-		op_free(op);
-		return;
-	}
 	op->body_fd = fd;
 	op->created = created;
 	/* The upload takes as long as it takes: the client is the limit. */
 	evtimer_del(op->timeout_ev);
-	http_req_take_body(op->req, on_body_data, on_body_end, op);
+	op->ready(op->arg);
 }
 
 void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd)
@@ -422,7 +431,7 @@ void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd)
 	struct stat st;
 	if (op && op->st)
 		op = NULL; /* answered already */
-	if (op && !op->req && fd >= 0) {
+	if (op && op->gone && fd >= 0) {
 		close(fd);
 		op_free(op);
 		return;
@@ -440,7 +449,7 @@ void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd)
 		return;
 	}
 	if (op->kind == FK_STAT) {
-		reply_stat(op, fd);
+		stat_done(op, fd);
 		close(fd);
 	} else if (op->kind == FK_WRITE) {
 		write_body(op, fd, flags & WIRE_FLAG_CREATED);
@@ -451,7 +460,7 @@ void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd)
 		close(fd);
 		op_fail(op, EINVAL);
 	} else {
-		reply_file(op, fd, &st);
+		file_done(op, fd, &st);
 	}
 }
 
@@ -469,33 +478,20 @@ void files_on_done(struct sandbox *sb, uint32_t seq, int errnum, bool changed)
 		return;
 	if (errnum) {
 		op_fail(op, errnum);
-	} else if (op->kind == FK_REMOVE) {
-		op_reply(op, 200, json_pack("{s:o, s:b}", "path", json_text(op->path), "deleted", changed));
-	} else if (op->kind == FK_MKDIR) {
-		op_reply(op, changed ? 201 : 200,
-			 json_pack("{s:o, s:b}", "path", json_text(op->path), "created", changed));
-	} else if (op->kind == FK_CHMOD) {
-		char mode[8];
-		snprintf(mode, sizeof(mode), "%04o", (unsigned)op->mode);
-		op_reply(op, 200, json_pack("{s:o, s:s}", "path", json_text(op->path), "mode", mode));
-	} else {
-		op_reply(op, 200, json_pack("{s:o, s:o}", "from", json_text(op->path), "to", json_text(op->path2)));
+		return;
 	}
+	struct files_result res = result_of(op);
+	res.changed = changed;
+	res.mode = op->mode;
+	op_end(op, &res, NULL);
 }
 
 void files_abort_all(struct sandbox *sb, const char *why)
 {
 	while (sb->file_ops) {
-		struct file_op *op = sb->file_ops;
 		struct cove_err err = { 0 };
 		err_set(&err, COVE_ESTATE, "%s", why);
-		if (op->reply_started) {
-			op_abort(op);
-			continue;
-		}
-		if (op->req)
-			reply_error(op->req, &err);
-		op_free(op);
+		op_end(sb->file_ops, NULL, &err);
 	}
 }
 
@@ -505,189 +501,10 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	struct cove_err err = { 0 };
 	log_warn("sandbox %s: %s '%s': cove-init did not answer", op->sb->id, verb_of(op->kind), op->path);
 	err_set(&err, COVE_EINTERNAL, "%s '%s': no answer from the sandbox", verb_of(op->kind), op->path);
-	if (op->req)
-		reply_error(op->req, &err);
-	op_free(op);
-}
-
-/* The client went away: the answer, when it comes, goes nowhere; a stream
- * stops at once (its child sees its socket close). */
-static void on_client_closed(struct http_conn *conn, void *arg)
-{
-	struct file_op *op = arg;
-	op->req = NULL;
-	op->conn = NULL;
-	if (op->st || op->aborted || op->body_fd >= 0)
-		op_free(op);
+	op_end(op, NULL, &err);
 }
 
 /* ---- requests ---- */
-
-/* "0644" or "644": permission bits, octal. */
-static int get_mode(const char *query, uint32_t *ret, bool *given, struct cove_err *err)
-{
-	char v[16], *end;
-	int r = query_param(query, "mode", v, sizeof(v), err);
-	if (r <= 0)
-		return r;
-	unsigned long m = strtoul(v, &end, 8);
-	if (!v[0] || *end || m > 07777)
-		return err_set(err, COVE_EINVAL, "'mode' must be octal permission bits, like 0644");
-	*ret = (uint32_t)m;
-	*given = true;
-	return 0;
-}
-
-/* "depth": 1 (the directory's own entries) to FILES_MAX_DEPTH. */
-static int get_depth(const char *query, int *ret, struct cove_err *err)
-{
-	char v[16], *end;
-	int r = query_param(query, "depth", v, sizeof(v), err);
-	if (r <= 0)
-		return r;
-	long d = strtol(v, &end, 10);
-	if (!v[0] || *end || d < 1 || d > FILES_MAX_DEPTH)
-		return err_set(err, COVE_EINVAL, "'depth' must be an integer from 1 to %d", FILES_MAX_DEPTH);
-	*ret = (int)d;
-	return 0;
-}
-
-int files_get(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const params[] = { "path", "stat", "user", "depth", NULL };
-	struct file_request fr = {
-		.kind = FK_READ, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_READ, .depth = 1
-	};
-	bool stat = false;
-	if (get_flag(query_of(req), "stat", &stat, err) < 0 || get_depth(query_of(req), &fr.depth, err) < 0)
-		return -1;
-	if (stat) {
-		fr.kind = FK_STAT;
-		fr.value = WIRE_OPEN_STAT;
-	}
-	return files_start(req, id, &fr, NULL, err);
-}
-
-int files_put(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const params[] = { "path", "mode", "user", "parents", NULL };
-	struct file_request fr = {
-		.kind = FK_WRITE, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_WRITE, .mode = 0644
-	};
-	bool given = false, parents = false;
-	if (get_mode(query_of(req), &fr.mode, &given, err) < 0 || get_flag(query_of(req), "parents", &parents, err) < 0)
-		return -1;
-	fr.flags = (given ? WIRE_FLAG_MODE : 0) | (parents ? WIRE_FLAG_PARENTS : 0);
-	return files_start(req, id, &fr, NULL, err);
-}
-
-int files_delete(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const params[] = { "path", "recursive", "user", NULL };
-	struct file_request fr = { .kind = FK_REMOVE, .params = params, .type = WIRE_FSOP, .value = WIRE_FS_REMOVE };
-	bool recursive = false;
-	if (get_flag(query_of(req), "recursive", &recursive, err) < 0)
-		return -1;
-	fr.flags = recursive ? WIRE_FLAG_RECURSIVE : 0;
-	return files_start(req, id, &fr, NULL, err);
-}
-
-int files_mkdir(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const params[] = { "path", "user", NULL };
-	struct file_request fr = { .kind = FK_MKDIR, .params = params, .type = WIRE_FSOP, .value = WIRE_FS_MKDIR };
-	return files_start(req, id, &fr, NULL, err);
-}
-
-int files_move(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const params[] = { "from", "to", "overwrite", "user", NULL };
-	struct file_request fr = { .kind = FK_MOVE, .params = params, .type = WIRE_FSOP, .value = WIRE_FS_RENAME };
-	bool overwrite = false;
-	if (get_flag(query_of(req), "overwrite", &overwrite, err) < 0)
-		return -1;
-	fr.flags = overwrite ? WIRE_FLAG_OVERWRITE : 0;
-	return files_start(req, id, &fr, NULL, err);
-}
-
-/* chmod's body: {"path", "mode": "0755" (octal) or 493, "user"}. */
-static int parse_chmod(struct http_req *req, char path[PATH_MAX], struct file_request *fr, struct cove_err *err)
-{
-	struct evbuffer *b = http_req_body(req);
-	json_error_t je;
-	const char *key, *p = NULL, *user = NULL;
-	json_t *v, *mode = NULL;
-	size_t n = evbuffer_get_length(b);
-	json_t *j = n ? json_loadb((const char *)evbuffer_pullup(b, -1), n, JSON_REJECT_DUPLICATES, &je) : NULL;
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return err_set(err, COVE_EINVAL, "the body must be a JSON object {\"path\", \"mode\"}");
-	}
-	int r = 0;
-	json_object_foreach(j, key, v)
-	{
-		if (strcmp(key, "mode") == 0)
-			mode = v;
-		else if (strcmp(key, "path") == 0 && json_is_string(v))
-			p = json_string_value(v);
-		else if (strcmp(key, "user") == 0 && json_is_string(v))
-			user = json_string_value(v);
-		else if (r == 0)
-			r = err_set(err, COVE_EINVAL, "unknown field or wrong type: '%s'", key);
-	}
-	char *end = NULL;
-	long m = json_is_integer(mode)  ? (long)json_integer_value(mode)
-		 : json_is_string(mode) ? strtol(json_string_value(mode), &end, 8)
-					: -1;
-	if (r == 0 && (m < 0 || m > 07777 || (end && (*end || !json_string_length(mode)))))
-		r = err_set(err, COVE_EINVAL,
-			    "'mode' must be permission bits: an octal string like \"0755\" or a number");
-	if (r == 0 &&
-	    (!p || p[0] != '/' || strlen(p) >= PATH_MAX || strlen(p) != json_string_length(json_object_get(j, "path"))))
-		r = err_set(err, COVE_EINVAL, "'path' must be an absolute path");
-	if (r == 0 && user && (strlen(user) >= sizeof(fr->user) || !user[0]))
-		r = err_set(err, COVE_EINVAL, "'user' must be a user name or uid");
-	if (r == 0) {
-		snprintf(path, PATH_MAX, "%s", p);
-		snprintf(fr->user, sizeof(fr->user), "%s", user ? user : "");
-		fr->mode = (uint32_t)m;
-	}
-	json_decref(j);
-	return r;
-}
-
-int files_chmod(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const params[] = { NULL };
-	char path[PATH_MAX];
-	struct file_request fr = { .kind = FK_CHMOD, .params = params, .type = WIRE_FSOP, .value = WIRE_FS_CHMOD };
-	if (!sandbox_find(engine_ctx, id))
-		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
-	if (parse_chmod(req, path, &fr, err) < 0)
-		return -1;
-	fr.path = path;
-	return files_start(req, id, &fr, NULL, err);
-}
-
-/* Validate the common parameters into op, then send the request to init. */
-static int parse_common(struct http_req *req, struct sandbox *sb, struct file_request *fr, struct file_op *op,
-			struct cove_err *err)
-{
-	const char *q = query_of(req);
-	if (check_params(q, fr->params, err) < 0)
-		return -1;
-	if (fr->path)
-		snprintf(op->path, sizeof(op->path), "%s", fr->path);
-	else if (fr->kind == FK_MOVE ? get_path(q, "from", op->path, err) < 0 || get_path(q, "to", op->path2, err) < 0
-				     : get_path(q, "path", op->path, err) < 0)
-		return -1;
-	int r = fr->path ? (fr->user[0] != '\0') : query_param(q, "user", fr->user, sizeof(fr->user), err);
-	if (r < 0)
-		return -1;
-	if (r == 0)
-		snprintf(fr->user, sizeof(fr->user), "%s", sb->spec.user);
-	return 0;
-}
 
 static int send_request(struct sandbox *sb, struct file_op *op, const struct file_request *fr, struct cove_err *err)
 {
@@ -695,7 +512,7 @@ static int send_request(struct sandbox *sb, struct file_op *op, const struct fil
 	struct wire_hdr h = {
 		.type = fr->type, .seq = op->seq, .pid = fr->depth, .value = fr->value, .flags = fr->flags
 	};
-	struct wire_path p = { .mode = fr->mode, .path = op->path, .path2 = op->path2, .user = fr->user };
+	struct wire_path p = { .mode = fr->mode, .path = op->path, .path2 = op->path2, .user = op->user };
 	long len = wire_encode_path(pkt, sizeof(pkt), &h, &p);
 	if (len < 0)
 		return err_set(err, COVE_EINVAL, "bad path");
@@ -723,51 +540,156 @@ static int spool_open(struct file_op *op, const struct file_request *fr, struct 
 	if (!op->spooled)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	*op->spooled = *fr;
-	op->spooled->path = NULL; /* in op->path already */
+	op->spooled->path = op->spooled->path2 = op->spooled->user = NULL; /* in op already */
 	op->body_fd = open(engine_ctx->data_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (op->body_fd < 0)
 		return err_sys(err, errno, "a temporary file for the body in '%s'", engine_ctx->data_dir);
 	return 0;
 }
 
-int files_start(struct http_req *req, const char *id, struct file_request *fr,
-		int (*check)(struct http_req *req, struct cove_err *err), struct cove_err *err)
+int files_sandbox_ready(const struct sandbox *sb, struct cove_err *err)
 {
-	struct sandbox *sb = sandbox_find(engine_ctx, id);
-	if (!sb)
-		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
 	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
 		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
-	_cleanup_free_ struct file_op *op = calloc(1, sizeof(*op));
-	if (!op)
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	if (parse_common(req, sb, fr, op, err) < 0 || (check && check(req, err) < 0))
-		return -1;
+	return 0;
+}
+
+/* The request's paths and user into op. */
+static int op_init(struct file_op *op, struct sandbox *sb, const struct file_request *fr, struct cove_err *err)
+{
+	const char *user = fr->user ? fr->user : sb->spec.user;
+	if (!fr->path || fr->path[0] != '/' || strlen(fr->path) >= sizeof(op->path) ||
+	    (fr->path2 && (fr->path2[0] != '/' || strlen(fr->path2) >= sizeof(op->path2))))
+		return err_set(err, COVE_EINVAL, "a path must be absolute, and shorter than %d bytes", PATH_MAX);
+	if (strlen(user) >= sizeof(op->user))
+		return err_set(err, COVE_EINVAL, "'user' is too long");
+	snprintf(op->path, sizeof(op->path), "%s", fr->path);
+	snprintf(op->path2, sizeof(op->path2), "%s", fr->path2 ? fr->path2 : "");
+	snprintf(op->user, sizeof(op->user), "%s", user);
 	op->sb = sb;
-	op->req = req;
 	op->body_fd = -1;
 	op->kind = fr->kind;
-	op->depth = fr->depth;
 	op->mode = fr->mode;
 	op->format = fr->format;
 	op->seq = sb->next_seq++ ?: sb->next_seq++;
 	op->timeout_ev = evtimer_new(engine_ctx->base, on_timeout, op);
 	if (!op->timeout_ev)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
-	op->conn = http_req_conn(req);
-	if (conn_set_hook(op->conn, on_client_closed, op) < 0) {
-		op->conn = NULL;
-		op_free(TAKE_PTR(op));
+	return 0;
+}
+
+int files_start(struct sandbox *sb, const struct file_request *fr, const struct file_caller *c, struct file_op **ret,
+		struct cove_err *err)
+{
+	if (files_sandbox_ready(sb, err) < 0)
+		return -1;
+	struct file_op *op = calloc(1, sizeof(*op));
+	if (!op)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
-	}
-	if ((fr->check_spool ? spool_open(op, fr, err) : op_send(op, fr, err)) < 0) {
-		op_free(TAKE_PTR(op));
+	op->done = c->done;
+	op->ready = c->ready;
+	op->arg = c->arg;
+	op->out = c->out;
+	op->doc = c->doc;
+	op->doc_len = c->doc_len;
+	if (op_init(op, sb, fr, err) < 0 || (fr->check_spool ? spool_open(op, fr, err) : op_send(op, fr, err)) < 0) {
+		op_free(op);
 		return -1;
 	}
-	struct file_op *linked = TAKE_PTR(op);
-	linked->next = sb->file_ops;
-	sb->file_ops = linked;
-	if (linked->spooled) /* may be answered at once, and freed: last */
-		http_req_take_body(req, on_body_data, on_body_end, linked);
+	if (op->out)
+		output_attach(op->out, &tar_producer, op);
+	op->next = sb->file_ops;
+	sb->file_ops = op;
+	if (ret)
+		*ret = op;
 	return 0;
+}
+
+/* An operation with one answer. */
+static int start_one(struct sandbox *sb, const struct file_request *fr, files_done_fn done, void *arg,
+		     struct file_op **ret, struct cove_err *err)
+{
+	struct file_caller c = { .done = done, .arg = arg };
+	return files_start(sb, fr, &c, ret, err);
+}
+
+int files_read(struct sandbox *sb, const struct files_read_req *rq, files_done_fn done, void *arg, struct file_op **ret,
+	       struct cove_err *err)
+{
+	struct file_request fr = { .kind = rq->stat ? FK_STAT : FK_READ,
+				   .type = WIRE_OPEN,
+				   .value = rq->stat ? WIRE_OPEN_STAT : WIRE_OPEN_READ,
+				   .depth = rq->depth ? rq->depth : 1,
+				   .path = rq->path,
+				   .user = rq->user };
+	if (fr.depth < 1 || fr.depth > FILES_MAX_DEPTH)
+		return err_set(err, COVE_EINVAL, "'depth' must be an integer from 1 to %d", FILES_MAX_DEPTH);
+	return start_one(sb, &fr, done, arg, ret, err);
+}
+
+int files_write(struct sandbox *sb, const struct files_write_req *rq, files_ready_fn ready, files_done_fn done,
+		void *arg, struct file_op **ret, struct cove_err *err)
+{
+	struct file_request fr = { .kind = FK_WRITE,
+				   .type = WIRE_OPEN,
+				   .value = WIRE_OPEN_WRITE,
+				   .mode = rq->mode_given ? rq->mode : 0644,
+				   .flags = (rq->mode_given ? WIRE_FLAG_MODE : 0) |
+					    (rq->parents ? WIRE_FLAG_PARENTS : 0),
+				   .path = rq->path,
+				   .user = rq->user };
+	struct file_caller c = { .done = done, .ready = ready, .arg = arg };
+	if (rq->mode_given && rq->mode > 07777)
+		return err_set(err, COVE_EINVAL, "'mode' must be octal permission bits, like 0644");
+	return files_start(sb, &fr, &c, ret, err);
+}
+
+int files_remove(struct sandbox *sb, const struct files_remove_req *rq, files_done_fn done, void *arg,
+		 struct file_op **ret, struct cove_err *err)
+{
+	struct file_request fr = { .kind = FK_REMOVE,
+				   .type = WIRE_FSOP,
+				   .value = WIRE_FS_REMOVE,
+				   .flags = rq->recursive ? WIRE_FLAG_RECURSIVE : 0,
+				   .path = rq->path,
+				   .user = rq->user };
+	return start_one(sb, &fr, done, arg, ret, err);
+}
+
+int files_mkdir(struct sandbox *sb, const struct files_mkdir_req *rq, files_done_fn done, void *arg,
+		struct file_op **ret, struct cove_err *err)
+{
+	struct file_request fr = {
+		.kind = FK_MKDIR, .type = WIRE_FSOP, .value = WIRE_FS_MKDIR, .path = rq->path, .user = rq->user
+	};
+	return start_one(sb, &fr, done, arg, ret, err);
+}
+
+int files_move(struct sandbox *sb, const struct files_move_req *rq, files_done_fn done, void *arg, struct file_op **ret,
+	       struct cove_err *err)
+{
+	struct file_request fr = { .kind = FK_MOVE,
+				   .type = WIRE_FSOP,
+				   .value = WIRE_FS_RENAME,
+				   .flags = rq->overwrite ? WIRE_FLAG_OVERWRITE : 0,
+				   .path = rq->from,
+				   .path2 = rq->to,
+				   .user = rq->user };
+	if (!rq->to)
+		return err_set(err, COVE_EINVAL, "'to' is required");
+	return start_one(sb, &fr, done, arg, ret, err);
+}
+
+int files_chmod(struct sandbox *sb, const struct files_chmod_req *rq, files_done_fn done, void *arg,
+		struct file_op **ret, struct cove_err *err)
+{
+	struct file_request fr = { .kind = FK_CHMOD,
+				   .type = WIRE_FSOP,
+				   .value = WIRE_FS_CHMOD,
+				   .mode = rq->mode,
+				   .path = rq->path,
+				   .user = rq->user };
+	if (rq->mode > 07777)
+		return err_set(err, COVE_EINVAL, "'mode' must be permission bits");
+	return start_one(sb, &fr, done, arg, ret, err);
 }

@@ -4,13 +4,13 @@
  * coved walks nothing and creates nothing itself. For a download, init's
  * child walks DIR as the request's user and writes an entry stream with the
  * files' bytes (common/wire.h); coved turns it into a pax tar with libarchive,
- * whose output goes to the client chunk by chunk. Backpressure as in exec.c:
- * above STREAM_HIGH_WATER bytes not yet sent to the client, coved stops
- * reading the stream, the child blocks on its socket, and coved's memory
- * for a download stays near that bound however large the tree.
+ * whose output goes to the client chunk by chunk. Backpressure is the output's
+ * (engine/output.h): paused (the consumer is behind), coved stops reading
+ * the stream, the child blocks on its socket, and coved's memory for a
+ * download stays near the consumer's bound however large the tree.
  *
  * For an upload, the body goes as it comes into an unlinked temporary file
- * under the data root (files.c spools it: check_spool), so a tar of any
+ * under the data root (files.c spools it as the caller feeds it: check_spool), so a tar of any
  * size takes disk, not coved's memory; libarchive then reads that file
  * twice. The first pass, once the body is whole, refuses before anything
  * changes what is not an uncompressed tar, a member with a ".." component,
@@ -26,9 +26,8 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <locale.h>
-#include <event2/bufferevent.h>
-#include "daemon/http/httpd.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +35,10 @@
 
 #include "common/encoding.h"
 #include "common/log.h"
-#include "engine/files.h"
+#include "engine/files_op.h"
+#include "engine/output.h"
 #include "engine/portable.h"
 
-#define STREAM_HIGH_WATER (1 << 20)   /* unsent to the client: stop reading the stream */
 #define UPLOAD_HIGH_WATER (256 << 10) /* entry stream bytes made ahead of the socket */
 #define TAR_READS_PER_EVENT 16
 #define SPOOL_READ_BLOCK (128 << 10) /* libarchive's reads of the spooled body */
@@ -103,30 +102,44 @@ static la_ssize_t tar_output(struct archive *a, void *arg, const void *buf, size
 	return (la_ssize_t)n;
 }
 
-static size_t unsent_bytes(struct http_req *req)
-{
-	struct http_conn *c = http_req_conn(req);
-	struct bufferevent *bev = c ? http_conn_bev(c) : NULL;
-	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
-}
-
 static void download_readable(evutil_socket_t fd, short what, void *arg);
 
-static void on_chunk_sent(struct http_conn *conn, void *arg)
+/* The consumer is behind: the stream is not read until it catches up. */
+static void tar_pause(void *arg)
 {
 	struct file_op *op = arg;
-	if (op->aborted || !op->req || !op->tar || !op->tar->paused || unsent_bytes(op->req) >= STREAM_HIGH_WATER / 2)
+	if (!op->tar || op->tar->paused)
+		return;
+	op->tar->paused = true;
+	event_del(op->st->ev);
+}
+
+static void tar_resume(void *arg)
+{
+	struct file_op *op = arg;
+	if (!op->tar || !op->tar->paused)
 		return;
 	op->tar->paused = false;
 	event_add(op->st->ev, NULL);
 	download_readable(op->st->sock, EV_READ, op);
 }
 
+static void tar_cancel(void *arg)
+{
+	files_cancel(arg);
+}
+
+const struct output_producer tar_producer = { .pause = tar_pause, .resume = tar_resume, .cancel = tar_cancel };
+
+/* What the archive made so far, to the consumer (what it leaves is dropped). */
 static void flush_out(struct file_op *op)
 {
 	struct tar_state *t = op->tar;
-	if (evbuffer_get_length(t->out) > 0)
-		http_reply_chunk_with_cb(op->req, t->out, on_chunk_sent, op);
+	if (evbuffer_get_length(t->out) == 0)
+		return;
+	struct out_event ev = { .type = OUT_BYTES, .buf = t->out };
+	output_write(op->out, &ev);
+	evbuffer_drain(t->out, evbuffer_get_length(t->out));
 }
 
 static int write_header(struct file_op *op)
@@ -208,13 +221,14 @@ static int download_consume(struct file_op *op)
 			continue;
 		if (ev == SE_END && sink_end(op, &err) == 0) {
 			flush_out(op);
-			http_reply_end(op->req);
-			op_free(op);
+			op_end(op, NULL, NULL);
 			return 1;
 		}
+		if (ev == SE_BAD)
+			err_set(&err, COVE_EINTERNAL, "a malformed entry stream");
 		log_warn("sandbox %s: %s of '%s' cut short: %s", op->sb->id, format_names[op->format], op->path,
-			 ev == SE_BAD ? "a malformed entry stream" : err.msg);
-		op_abort(op);
+			 err.msg);
+		op_end(op, NULL, &err);
 		return 1;
 	}
 }
@@ -229,15 +243,13 @@ static void download_readable(evutil_socket_t fd, short what, void *arg)
 		if (download_consume(op))
 			return;
 		if (n <= 0) { /* the child died before the end */
+			struct cove_err err = { 0 };
+			err_set(&err, COVE_EINTERNAL, "the stream ended early");
 			log_warn("sandbox %s: tar of '%s' cut short: the stream ended early", op->sb->id, op->path);
-			op_abort(op);
+			op_end(op, NULL, &err);
 			return;
 		}
-		flush_out(op);
-		if (unsent_bytes(op->req) > STREAM_HIGH_WATER) {
-			op->tar->paused = true;
-			event_del(op->st->ev);
-		}
+		flush_out(op); /* may pause it */
 	}
 	flush_out(op);
 }
@@ -259,9 +271,6 @@ static int open_archive(struct tar_state *t, enum tree_format format)
 
 static int start_download(struct file_op *op)
 {
-	static const char *const types[] = {
-		[TREE_TAR] = "application/x-tar", [TREE_ZIP] = "application/zip", [TREE_JSON] = "application/json"
-	};
 	struct tar_state *t = op->tar;
 	op->st->data = true;
 	if (op->format == TREE_JSON ? !(t->json = portable_writer_new(t->out)) : open_archive(t, op->format) < 0)
@@ -269,12 +278,12 @@ static int start_download(struct file_op *op)
 	op->st->ev = event_new(engine_ctx->base, op->st->sock, EV_READ | EV_PERSIST, download_readable, op);
 	if (!op->st->ev)
 		return -1;
-	/* The client sets the pace from here: no backstop timeout. */
+	/* The consumer sets the pace from here: no backstop timeout. */
 	event_free(op->timeout_ev);
 	op->timeout_ev = NULL;
-	evhttp_add_header(http_req_out_headers(op->req), "Content-Type", types[op->format]);
-	http_reply_start(op->req, 200, "OK");
-	op->reply_started = true;
+	struct out_event ev = { .type = OUT_START };
+	output_write(op->out, &ev);
+	op->started = true;
 	event_add(op->st->ev, NULL);
 	return 0;
 }
@@ -535,9 +544,11 @@ static void upload_readable(evutil_socket_t fd, short what, void *arg)
 	} else if (s->e.errnum) {
 		op_fail_entry(op, s->e.errnum, s->path[0] ? s->path : op->path);
 	} else {
-		op_reply(op, 200,
-			 json_pack("{s:o, s:I, s:i, s:b}", "path", json_text(op->path), "entries",
-				   (json_int_t)s->e.size, "skipped", (int)op->tar->skipped, "created", op->created));
+		struct files_result res = { .path = op->path, .path2 = op->path2, .fd = -1 };
+		res.entries = s->e.size;
+		res.skipped = op->tar->skipped;
+		res.changed = op->created;
+		op_end(op, &res, NULL);
 	}
 }
 
@@ -545,9 +556,8 @@ static int start_upload(struct file_op *op)
 {
 	struct tar_state *t = op->tar;
 	struct cove_err err = { 0 };
-	struct evbuffer *body = http_req_body(op->req);
 	if (op->format == TREE_JSON) /* the first pass took it: this one does too */
-		(void)portable_parse((const char *)evbuffer_pullup(body, -1), evbuffer_get_length(body), &t->doc, &err);
+		(void)portable_parse(op->doc, op->doc_len, &t->doc, &err);
 	else
 		t->ar = open_spool(op->body_fd, &err);
 	op->st->ev = event_new(engine_ctx->base, op->st->sock, EV_READ | EV_PERSIST, upload_readable, op);
@@ -569,36 +579,15 @@ void tar_start(struct file_op *op)
 
 /* ---- requests ---- */
 
-int files_tar_get(struct http_req *req, const char *id, struct cove_err *err)
+int files_tar_in(struct sandbox *sb, const struct files_tree_req *rq, files_done_fn done, void *arg,
+		 struct file_op **ret, struct cove_err *err)
 {
-	static const char *const params[] = { "path", "user", NULL };
-	struct file_request fr = { .kind = FK_TAR, .params = params, .type = WIRE_OPEN, .value = WIRE_OPEN_TAR };
-	return files_start(req, id, &fr, NULL, err);
-}
-
-int files_tar_put(struct http_req *req, const char *id, struct cove_err *err)
-{
-	static const char *const params[] = { "path", "user", NULL };
 	struct file_request fr = { .kind = FK_EXTRACT,
-				   .params = params,
 				   .type = WIRE_OPEN,
 				   .value = WIRE_OPEN_EXTRACT,
+				   .path = rq->path,
+				   .user = rq->user,
 				   .check_spool = check_spool };
-	return files_start(req, id, &fr, NULL, err);
-}
-
-/* The first pass over a portable snapshot: all of it valid, before
- * anything changes. */
-int portable_check_body(struct http_req *req, struct cove_err *err)
-{
-	struct evbuffer *body = http_req_body(req);
-	struct portable_doc *doc = NULL;
-	size_t n = evbuffer_get_length(body);
-	if (n == 0)
-		return err_set(err, COVE_EINVAL,
-			       "the body must be a portable snapshot {\"version\": 1, \"files\": [...]}");
-	if (portable_parse((const char *)evbuffer_pullup(body, -1), n, &doc, err) < 0)
-		return -1;
-	portable_doc_free(doc);
-	return 0;
+	struct file_caller c = { .done = done, .arg = arg };
+	return files_start(sb, &fr, &c, ret, err);
 }

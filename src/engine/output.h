@@ -39,12 +39,12 @@ struct evbuffer;
 struct output;
 
 enum out_type {
-	OUT_START,     /* a process runs: pid */
+	OUT_START,     /* a process runs: pid; or a byte stream begins (its bytes follow) */
 	OUT_STDOUT,    /* data, len: output as it comes */
 	OUT_STDERR,    /* data, len */
 	OUT_EXIT,      /* a process ended: exit; a collected exec's output in it */
 	OUT_EVENT,     /* a subsystem's own typed event: event (see its header) */
-	OUT_BYTES,     /* data, len: a byte stream's next bytes (an archive) */
+	OUT_BYTES,     /* buf, or data and len: a byte stream's next bytes (an archive) */
 	OUT_GAP,       /* stream, lost: a slow consumer missed lost bytes of a kept process's output */
 	OUT_KEEPALIVE, /* nothing happened for a while: lets a front end prove the consumer is there */
 };
@@ -65,6 +65,7 @@ struct out_event {
 	enum out_type type;
 	const char *data; /* OUT_STDOUT, OUT_STDERR, OUT_BYTES; borrowed for the call */
 	size_t len;
+	struct evbuffer *buf;       /* OUT_BYTES, instead of data: the consumer drains what it takes */
 	pid_t pid;                  /* OUT_START */
 	const char *tag;            /* OUT_START: a kept process's tag, or NULL */
 	int stream;                 /* OUT_GAP: 0 stdout, 1 stderr */

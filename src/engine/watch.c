@@ -1,5 +1,6 @@
-/* Watch: file-change events under a folder of a sandbox, streamed as NDJSON
- * (GET /v1/sandboxes/{id}/files/watch?path=DIR&recursive=1).
+/* Watch: file-change events under a folder of a sandbox, streamed onto an
+ * output (engine/watch.h; over HTTP: GET /v1/sandboxes/{id}/files/watch,
+ * NDJSON).
  *
  * coved never resolves a sandbox's path itself (see files.c): cove-init
  * opens the folder inside the sandbox's root, as the request's user, and
@@ -22,28 +23,26 @@
  * client should take overflow as "look again". Names are relative to the
  * watched folder, as E2B's WatchDir gives them.
  *
- * Events, one JSON object a line: {"type":"start"} once watching; then
- * {"type","name","is_dir"} with type create (IN_CREATE), write (IN_MODIFY:
- * one per write, as envd reports fsnotify's WRITE), remove (IN_DELETE),
- * rename (IN_MOVED_FROM with the old name and "moved":"from", IN_MOVED_TO
- * with the new name and "moved":"to"; both halves carry the same "cookie"),
- * chmod (IN_ATTRIB: mode, owner, times); {"type":"overflow"} when the
- * kernel's queue overflowed and events were lost; {"type":"keepalive"} after
- * a silence; {"type":"error","error":{code,message}} as the last line when
- * coved ends the stream (the folder removed, the sandbox deleted, too many
- * folders). Otherwise the stream lasts until the client disconnects, which
- * frees everything it held.
+ * Events (struct watch_event): start once watching; then create
+ * (IN_CREATE), write (IN_MODIFY: one per write, as envd reports fsnotify's
+ * WRITE), remove (IN_DELETE), rename (IN_MOVED_FROM with the old name and
+ * moved from, IN_MOVED_TO with the new name and moved to; both halves carry
+ * the same cookie), chmod (IN_ATTRIB: mode, owner, times); overflow when
+ * the kernel's queue overflowed and events were lost; a keepalive after a
+ * silence; the output's close with an error when coved ends the stream
+ * (the folder removed, the sandbox deleted, too many folders). Otherwise
+ * the stream lasts until the consumer cancels it, which frees everything
+ * it held.
  *
  * Bounded: WATCH_MAX_STREAMS streams (inotify instances are a scarce host
  * resource: 128 per user by default), WATCH_MAX_DIRS folders a stream, and
- * a client that reads slower than events come makes coved stop reading the
- * inotify fd: the kernel's queue fills and overflows, and the client gets
- * an overflow event instead of coved's memory growing. */
+ * a consumer that reads slower than events come pauses the output: coved
+ * stops reading the inotify fd, the kernel's queue fills and overflows,
+ * and the consumer gets an overflow event instead of coved's memory
+ * growing. */
 #include <dirent.h>
 #include <errno.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include "daemon/http/httpd.h"
+#include <event2/event.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -60,14 +59,13 @@
 #include "common/log.h"
 #include "common/wire.h"
 #include "engine/engine.h"
+#include "engine/output.h"
+#include "engine/watch.h"
 
 #define WATCH_MAX_STREAMS 64
 #define WATCH_MAX_DIRS 8192
-#define WATCH_MAX_DEPTH 128         /* folders below the watched one that are watched */
-#define WATCH_OPEN_TIMEOUT 300      /* seconds; cove-init answers or its child dies: a backstop */
-#define WATCH_KEEPALIVE 30          /* seconds of silence before a keepalive */
-#define WATCH_MAX_KEEPALIVE 3600    /* the most a request may ask for */
-#define WATCH_HIGH_WATER (1u << 20) /* stop reading events above this much unsent output */
+#define WATCH_MAX_DEPTH 128    /* folders below the watched one that are watched */
+#define WATCH_OPEN_TIMEOUT 300 /* seconds; cove-init answers or its child dies: a backstop */
 #define WATCH_MAX_USER 63
 #define WATCH_PATH_MAX ((WATCH_MAX_DEPTH + 2) * (NAME_MAX + 1)) /* a relative name, at most */
 #define WATCH_MASK \
@@ -84,12 +82,11 @@ struct watched_dir {
 struct watch {
 	struct watch *next;
 	struct sandbox *sb;
-	struct http_req *req;   /* NULL once the client is gone */
-	struct http_conn *conn; /* whose close callback points here, or NULL */
-	uint32_t seq;           /* of the open request to init; 0 once answered */
+	struct output *out;
+	uint32_t seq; /* of the open request to init; 0 once answered */
 	bool recursive;
-	bool started; /* the reply has begun */
-	bool paused;  /* the client is behind: not reading the inotify fd */
+	bool started; /* WATCH_START went out */
+	bool paused;  /* the consumer is behind: not reading the inotify fd */
 	int keepalive;
 	int root_fd; /* the watched folder */
 	int ino_fd;
@@ -97,7 +94,6 @@ struct watch {
 	struct event *ino_ev;
 	struct event *tick;       /* every second: see on_tick */
 	int seconds;              /* waiting for init's answer, then silent */
-	struct evbuffer *out;     /* lines of the events being handled, sent as one chunk */
 	struct watched_dir *dirs; /* sorted by wd */
 	size_t n_dirs, cap_dirs;
 	int moved_wd; /* a watched folder moved away (0: none): where to, the next event tells */
@@ -120,8 +116,6 @@ static void watch_free(struct watch *w)
 		event_free(w->ino_ev);
 	if (w->tick)
 		event_free(w->tick);
-	if (w->out)
-		evbuffer_free(w->out);
 	if (w->ino_fd >= 0)
 		close(w->ino_fd);
 	if (w->root_fd >= 0)
@@ -129,8 +123,6 @@ static void watch_free(struct watch *w)
 	for (size_t i = 0; i < w->n_dirs; i++)
 		free(w->dirs[i].name);
 	free(w->dirs);
-	if (w->conn)
-		conn_clear_hook(w->conn, w);
 	free(w);
 }
 
@@ -259,33 +251,30 @@ static const char *rel_path(struct watch *w, int wd, const char *name, char *buf
 
 /* ---- output ---- */
 
-static void send_chunk(struct watch *w);
-
-static void emit(struct watch *w, json_t *event)
+static void emit(struct watch *w, const struct watch_event *e)
 {
-	char *s = json_dumps(event, JSON_COMPACT);
-	json_decref(event);
-	if (s)
-		evbuffer_add_printf(w->out, "%s\n", s);
-	free(s);
+	struct out_event ev = { .type = OUT_EVENT, .event = e };
+	output_write(w->out, &ev);
+	w->seconds = 0;
 }
 
-static void emit_change(struct watch *w, const char *type, int wd, const char *name, bool is_dir, json_t *extra)
+static void emit_type(struct watch *w, enum watch_event_type type)
+{
+	struct watch_event e = { .type = type };
+	emit(w, &e);
+}
+
+static void emit_change(struct watch *w, enum watch_event_type type, int wd, const char *name, bool is_dir,
+			enum watch_moved moved, uint32_t cookie)
 {
 	static char buf[WATCH_PATH_MAX];
 	const char *rel = rel_path(w, wd, name, buf, sizeof(buf));
-	json_t *j = json_pack("{s:s, s:s, s:b}", "type", type, "name", rel ? rel : "", "is_dir", is_dir);
-	if (extra)
-		json_object_update(j, extra);
-	json_decref(extra);
+	struct watch_event e = { .type = type, .name = rel, .is_dir = is_dir, .moved = moved, .cookie = cookie };
 	if (rel)
-		emit(w, j);
-	else
-		json_decref(j);
+		emit(w, &e);
 }
 
-/* End the stream with an error line, or answer with an error when it has
- * not begun. Frees w. */
+/* End the stream (or, before it began, the watch) with an error. Frees w. */
 static void end_with_error(struct watch *w, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void end_with_error(struct watch *w, int code, const char *fmt, ...)
 {
@@ -294,49 +283,42 @@ static void end_with_error(struct watch *w, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
 	va_end(ap);
-	if (w->req && w->started) {
-		emit(w, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code", err_code_name(code),
-				  "message", err.msg));
-		send_chunk(w);
-		http_reply_end(w->req);
-	} else if (w->req) {
-		reply_error(w->req, &err);
-	}
+	output_close(w->out, &err);
 	watch_free(w);
-}
-
-static size_t unsent_bytes(struct watch *w)
-{
-	struct http_conn *c = http_req_conn(w->req);
-	struct bufferevent *bev = c ? http_conn_bev(c) : NULL;
-	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
 static int read_events(struct watch *w);
 
-static void on_chunk_sent(struct http_conn *conn, void *arg)
+/* The consumer is behind: the inotify fd is not read until it catches up
+ * (the kernel's queue overflows meanwhile, not coved's memory). */
+static void watch_pause(void *arg)
 {
 	struct watch *w = arg;
-	if (w->paused && w->req && unsent_bytes(w) < WATCH_HIGH_WATER / 2) {
-		w->paused = false;
-		event_add(w->ino_ev, NULL);
-		(void)read_events(w); /* may free w */
-	}
+	if (w->paused || !w->ino_ev)
+		return;
+	w->paused = true;
+	event_del(w->ino_ev);
 }
 
-/* What the events handled so far produced, as one chunk. */
-static void send_chunk(struct watch *w)
+static void watch_resume(void *arg)
 {
-	if (!w->req || evbuffer_get_length(w->out) == 0)
+	struct watch *w = arg;
+	if (!w->paused)
 		return;
-	http_reply_chunk_with_cb(w->req, w->out, on_chunk_sent, w);
-	evbuffer_drain(w->out, evbuffer_get_length(w->out));
-	w->seconds = 0;
-	if (unsent_bytes(w) > WATCH_HIGH_WATER && !w->paused) {
-		w->paused = true;
-		event_del(w->ino_ev);
-	}
+	w->paused = false;
+	event_add(w->ino_ev, NULL);
+	(void)read_events(w); /* may free w */
 }
+
+/* The consumer is gone: nothing it held stays. */
+static void watch_cancel(void *arg)
+{
+	watch_free(arg);
+}
+
+static const struct output_producer watch_producer = { .pause = watch_pause,
+						       .resume = watch_resume,
+						       .cancel = watch_cancel };
 
 /* ---- walking folders ---- */
 
@@ -394,7 +376,7 @@ static int walk(struct watch *w, int fd, int wd, int depth, bool report)
 		if (e->d_type == DT_UNKNOWN)
 			is_dir = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 		if (report)
-			emit_change(w, "create", wd, e->d_name, is_dir, NULL);
+			emit_change(w, WATCH_CREATE, wd, e->d_name, is_dir, WATCH_MOVED_NONE, 0);
 		if (!is_dir || depth > WATCH_MAX_DEPTH)
 			continue;
 		int child = open_dir_beneath(dirfd(d), e->d_name);
@@ -445,19 +427,20 @@ static int add_new_dir(struct watch *w, int parent_wd, const char *name)
 
 /* ---- events ---- */
 
-static const char *type_of(uint32_t mask)
+/* The event's type, or WATCH_START for none reported. */
+static enum watch_event_type type_of(uint32_t mask)
 {
 	if (mask & IN_CREATE)
-		return "create";
+		return WATCH_CREATE;
 	if (mask & IN_MODIFY)
-		return "write";
+		return WATCH_WRITE;
 	if (mask & IN_DELETE)
-		return "remove";
+		return WATCH_REMOVE;
 	if (mask & (IN_MOVED_FROM | IN_MOVED_TO))
-		return "rename";
+		return WATCH_RENAME;
 	if (mask & IN_ATTRIB)
-		return "chmod";
-	return NULL;
+		return WATCH_CHMOD;
+	return WATCH_START;
 }
 
 /* A folder of the watch moved away last time; unless this event is its
@@ -506,7 +489,7 @@ static int follow_dirs(struct watch *w, const struct inotify_event *ev)
 static int handle_event(struct watch *w, const struct inotify_event *ev)
 {
 	if (ev->mask & IN_Q_OVERFLOW) {
-		emit(w, json_pack("{s:s}", "type", "overflow"));
+		emit_type(w, WATCH_OVERFLOW);
 		return 0;
 	}
 	settle_move(w, ev);
@@ -518,16 +501,15 @@ static int handle_event(struct watch *w, const struct inotify_event *ev)
 		end_with_error(w, COVE_ENOTFOUND, "watch '%s': the folder was removed", w->path);
 		return -1;
 	}
-	const char *type = type_of(ev->mask);
+	enum watch_event_type type = type_of(ev->mask);
 	/* Events on a folder itself (no name) are reported by its parent. */
-	if (!type || ev->len == 0 || !ev->name[0] || !dir_find(w, ev->wd))
+	if (type == WATCH_START || ev->len == 0 || !ev->name[0] || !dir_find(w, ev->wd))
 		return 0;
 	bool is_dir = ev->mask & IN_ISDIR;
-	json_t *extra = NULL;
-	if (ev->mask & (IN_MOVED_FROM | IN_MOVED_TO))
-		extra = json_pack("{s:s, s:I}", "moved", (ev->mask & IN_MOVED_FROM) ? "from" : "to", "cookie",
-				  (json_int_t)ev->cookie);
-	emit_change(w, type, ev->wd, ev->name, is_dir, extra);
+	enum watch_moved moved = (ev->mask & IN_MOVED_FROM) ? WATCH_MOVED_FROM
+				 : (ev->mask & IN_MOVED_TO) ? WATCH_MOVED_TO
+							    : WATCH_MOVED_NONE;
+	emit_change(w, type, ev->wd, ev->name, is_dir, moved, moved ? ev->cookie : 0);
 	if (w->recursive && is_dir)
 		return follow_dirs(w, ev);
 	return 0;
@@ -538,7 +520,7 @@ static int handle_event(struct watch *w, const struct inotify_event *ev)
 static int read_events(struct watch *w)
 {
 	char buf[65536] __attribute__((aligned(__alignof__(struct inotify_event))));
-	while (w->req && !w->paused) {
+	while (!w->paused) {
 		ssize_t n = read(w->ino_fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -550,7 +532,6 @@ static int read_events(struct watch *w)
 				return -1;
 			off += (ssize_t)sizeof(*ev) + ev->len;
 		}
-		send_chunk(w);
 	}
 	return 0;
 }
@@ -579,21 +560,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		if (read_events(w) == 0) /* what came before, first */
 			end_with_error(w, COVE_ENOTFOUND, "watch '%s': the folder was removed", w->path);
 	} else if (w->seconds >= w->keepalive) {
-		emit(w, json_pack("{s:s}", "type", "keepalive"));
-		send_chunk(w);
+		struct out_event ev = { .type = OUT_KEEPALIVE };
+		output_write(w->out, &ev);
+		w->seconds = 0;
 	}
 }
 
 /* ---- starting ---- */
-
-/* The client went away: nothing it held stays. */
-static void on_client_closed(struct http_conn *conn, void *arg)
-{
-	struct watch *w = arg;
-	w->req = NULL;
-	w->conn = NULL; /* being freed by libevent */
-	watch_free(w);
-}
 
 static void open_failed(struct watch *w, int errnum)
 {
@@ -617,10 +590,6 @@ static void begin(struct watch *w, int fd)
 {
 	struct stat st;
 	w->root_fd = fd;
-	if (!w->req) {
-		watch_free(w);
-		return;
-	}
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		open_failed(w, EINVAL);
 		return;
@@ -648,11 +617,8 @@ static void begin(struct watch *w, int fd)
 		return;
 	}
 	event_add(w->ino_ev, NULL);
-	evhttp_add_header(http_req_out_headers(w->req), "Content-Type", "application/x-ndjson");
-	http_reply_start(w->req, 200, "OK");
 	w->started = true;
-	emit(w, json_pack("{s:s}", "type", "start"));
-	send_chunk(w);
+	emit_type(w, WATCH_START);
 }
 
 bool watch_on_init_reply(struct sandbox *sb, uint32_t seq, bool opened, int errnum, int fd)
@@ -683,32 +649,6 @@ void watch_abort_all(struct sandbox *sb, const char *why)
 	}
 }
 
-static int parse_request(struct http_req *req, struct watch *w, char user[WATCH_MAX_USER + 1], struct cove_err *err)
-{
-	static const char *const params[] = { "path", "recursive", "user", "keepalive", NULL };
-	const char *q = query_of(req);
-	char v[16], *end;
-	if (check_params(q, params, err) < 0 || get_path(q, "path", w->path, err) < 0 ||
-	    get_flag(q, "recursive", &w->recursive, err) < 0)
-		return -1;
-	int r = query_param(q, "user", user, WATCH_MAX_USER + 1, err);
-	if (r < 0)
-		return -1;
-	if (r == 0)
-		snprintf(user, WATCH_MAX_USER + 1, "%s", w->sb->spec.user);
-	w->keepalive = WATCH_KEEPALIVE;
-	if ((r = query_param(q, "keepalive", v, sizeof(v), err)) < 0)
-		return -1;
-	if (r > 0) {
-		long s = strtol(v, &end, 10);
-		if (!v[0] || *end || s < 1 || s > WATCH_MAX_KEEPALIVE)
-			return err_set(err, COVE_EINVAL, "'keepalive' must be seconds from 1 to %d",
-				       WATCH_MAX_KEEPALIVE);
-		w->keepalive = (int)s;
-	}
-	return 0;
-}
-
 /* Ask init for the folder, opened inside the sandbox as user. */
 static int send_open(struct watch *w, const char *user, struct cove_err *err)
 {
@@ -724,40 +664,39 @@ static int send_open(struct watch *w, const char *user, struct cove_err *err)
 	return 0;
 }
 
-int watch_start(struct http_req *req, const char *id, struct cove_err *err)
+int watch_start(struct sandbox *sb, const struct watch_request *rq, struct output *o, struct cove_err *err)
 {
-	char user[WATCH_MAX_USER + 1];
-	struct sandbox *sb = sandbox_find(engine_ctx, id);
-	if (!sb)
-		return err_set(err, COVE_ENOTFOUND, "no sandbox '%s'", id ? id : "");
+	const char *user = rq->user ? rq->user : sb->spec.user;
 	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
 		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
+	if (!rq->path || rq->path[0] != '/' || strlen(rq->path) >= PATH_MAX)
+		return err_set(err, COVE_EINVAL, "'path' must be an absolute path");
+	if (strlen(user) > WATCH_MAX_USER)
+		return err_set(err, COVE_EINVAL, "'user' is too long");
+	if (rq->keepalive < 0 || rq->keepalive > WATCH_MAX_KEEPALIVE)
+		return err_set(err, COVE_EINVAL, "'keepalive' must be seconds from 1 to %d", WATCH_MAX_KEEPALIVE);
+	if (n_watches >= WATCH_MAX_STREAMS)
+		return err_set(err, COVE_EFULL, "too many watches (at most %d at once)", WATCH_MAX_STREAMS);
 	_cleanup_free_ struct watch *w = calloc(1, sizeof(*w));
 	if (!w)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	w->sb = sb;
+	w->out = o;
 	w->root_fd = w->ino_fd = -1;
-	if (parse_request(req, w, user, err) < 0)
-		return -1;
-	if (n_watches >= WATCH_MAX_STREAMS)
-		return err_set(err, COVE_EFULL, "too many watches (at most %d at once)", WATCH_MAX_STREAMS);
+	snprintf(w->path, sizeof(w->path), "%s", rq->path);
+	w->recursive = rq->recursive;
+	w->keepalive = rq->keepalive ? rq->keepalive : WATCH_KEEPALIVE;
 	w->seq = sb->next_seq++ ?: sb->next_seq++;
 	w->next = watches;
 	watches = w;
 	n_watches++;
-	w->out = evbuffer_new();
 	w->tick = event_new(engine_ctx->base, -1, EV_PERSIST, on_tick, w);
-	struct http_conn *conn = http_req_conn(req);
-	int r = !w->out || !w->tick || conn_set_hook(conn, on_client_closed, w) < 0
-			? err_set(err, COVE_EINTERNAL, "out of memory")
-			: 0;
-	if (r == 0)
-		w->conn = conn;
+	int r = !w->tick ? err_set(err, COVE_EINTERNAL, "out of memory") : 0;
 	if (r < 0 || send_open(w, user, err) < 0) {
 		watch_free(TAKE_PTR(w));
 		return -1;
 	}
-	w->req = req;
+	output_attach(o, &watch_producer, w);
 	struct timeval second = { 1, 0 };
 	event_add(w->tick, &second);
 	TAKE_PTR(w);

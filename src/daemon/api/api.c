@@ -13,6 +13,7 @@
 #include "common/encoding.h"
 #include "common/parse.h"
 #include "daemon/api/api.h"
+#include "daemon/api/files.h"
 #include "daemon/api/processes.h"
 #include "daemon/api/reply.h"
 #include "daemon/api/request.h"
@@ -46,11 +47,11 @@ static const struct route {
 	{ HTTP_DELETE, "/v1/sandboxes/*", h_delete },
 	{ HTTP_POST, "/v1/sandboxes/*/exec", api_exec },
 	{ HTTP_POST, "/v1/sandboxes/*/timeout", h_timeout },
-	{ HTTP_GET, "/v1/sandboxes/*/files", files_get },
-	{ HTTP_PUT | STREAMING, "/v1/sandboxes/*/files", files_put },
-	{ HTTP_DELETE, "/v1/sandboxes/*/files", files_delete },
-	{ HTTP_POST, "/v1/sandboxes/*/files/mkdir", files_mkdir },
-	{ HTTP_POST, "/v1/sandboxes/*/files/move", files_move },
+	{ HTTP_GET, "/v1/sandboxes/*/files", api_files_get },
+	{ HTTP_PUT | STREAMING, "/v1/sandboxes/*/files", api_files_put },
+	{ HTTP_DELETE, "/v1/sandboxes/*/files", api_files_delete },
+	{ HTTP_POST, "/v1/sandboxes/*/files/mkdir", api_files_mkdir },
+	{ HTTP_POST, "/v1/sandboxes/*/files/move", api_files_move },
 	{ HTTP_POST, "/v1/sandboxes/*/snapshots", h_snapshot },
 	{ HTTP_POST, "/v1/sandboxes/*/fork", h_fork },
 	{ HTTP_GET, "/v1/snapshots", h_snapshot_list },
@@ -70,18 +71,18 @@ static const struct route {
 	{ HTTP_GET, "/v1/sandboxes/*/locks", h_lock_list },
 	{ HTTP_POST, "/v1/sandboxes/*/locks/release", h_lock_release },
 	{ HTTP_POST, "/v1/sandboxes/*/locks/renew", h_lock_renew },
-	{ HTTP_POST, "/v1/sandboxes/*/files/chmod", files_chmod },
-	{ HTTP_GET, "/v1/sandboxes/*/files/tar", files_tar_get },
-	{ HTTP_PUT | STREAMING, "/v1/sandboxes/*/files/tar", files_tar_put },
+	{ HTTP_POST, "/v1/sandboxes/*/files/chmod", api_files_chmod },
+	{ HTTP_GET, "/v1/sandboxes/*/files/tar", api_files_tar_get },
+	{ HTTP_PUT | STREAMING, "/v1/sandboxes/*/files/tar", api_files_tar_put },
 	{ HTTP_POST, "/v1/sandboxes/*/checkpoints", h_checkpoint },
 	{ HTTP_GET, "/v1/sandboxes/*/checkpoints", h_history },
 	{ HTTP_DELETE, "/v1/sandboxes/*/checkpoints", h_history_delete },
 	{ HTTP_POST, "/v1/sandboxes/*/rollback", h_rollback },
 	{ HTTP_POST, "/v1/sandboxes/*/branch", h_branch },
-	{ HTTP_GET, "/v1/sandboxes/*/files/watch", watch_start },
-	{ HTTP_GET, "/v1/sandboxes/*/export", export_get },
-	{ HTTP_GET, "/v1/sandboxes/*/snapshot.json", portable_get },
-	{ HTTP_POST, "/v1/sandboxes/*/snapshot.json", portable_post },
+	{ HTTP_GET, "/v1/sandboxes/*/files/watch", api_files_watch },
+	{ HTTP_GET, "/v1/sandboxes/*/export", api_export_get },
+	{ HTTP_GET, "/v1/sandboxes/*/snapshot.json", api_portable_get },
+	{ HTTP_POST, "/v1/sandboxes/*/snapshot.json", api_portable_post },
 };
 
 /* The route of req's method and path, or NULL. */

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/encoding.h"
 #include "daemon/api/reply.h"
@@ -218,6 +219,23 @@ void reply_end(struct http_output *ho)
 {
 	http_reply_end(ho->req);
 	ho->req = NULL;
+}
+
+void reply_abort(struct http_output *ho)
+{
+	struct bufferevent *bev = ho->conn ? http_conn_bev(ho->conn) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	if (ho->req) { /* no callback of ours after this: the empty chunk unsets on_sent */
+		struct evbuffer *none = evbuffer_new();
+		if (none)
+			http_reply_chunk_with_cb(ho->req, none, NULL, NULL);
+		if (none)
+			evbuffer_free(none);
+	}
+	ho->req = NULL;
+	/* libevent sees the connection fail and closes it. */
+	if (fd >= 0)
+		(void)shutdown(fd, SHUT_RDWR);
 }
 
 size_t reply_unsent(struct http_output *ho)

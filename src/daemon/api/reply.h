@@ -69,6 +69,9 @@ void reply_line(struct http_output *ho, json_t *j);
 void reply_chunk(struct http_output *ho, struct evbuffer *buf);
 /* The end of a started answer. */
 void reply_end(struct http_output *ho);
+/* Cut a started answer short: the client sees a body without its end (a
+ * cut tar must not look whole). The connection closes; ho is done with it. */
+void reply_abort(struct http_output *ho);
 /* Bytes of the answer still waiting in coved for the client. */
 size_t reply_unsent(struct http_output *ho);
 /* Some of it went out: resume a paused producer below half the high-water
