@@ -16,7 +16,7 @@
  * symlinks 0777), "mtime" to the import's time. An import is validated
  * whole before anything is made: at most PORTABLE_MAX_ENTRIES entries and
  * PORTABLE_MAX_BYTES of decoded content (the request body itself is
- * bounded by coved's max-body-bytes, as evhttp buffers it). */
+ * bounded by coved's --max-body-bytes: the front end buffers it whole). */
 #pragma once
 #include <event2/buffer.h>
 #include <stdbool.h>
