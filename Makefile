@@ -83,6 +83,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) $(call obj,$(CLIENT_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
 
+# The engine's own test drives it without any server: it links the engine.
+$(BUILD)/tests/test_engine: tests/unit/test_engine.c $(ENGINE_OBJ) $(CORE_OBJ) $(call obj,$(CLIENT_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
+
 unit: $(UNIT_BIN)
 	@scripts/run-unit.sh $(UNIT_BIN)
 

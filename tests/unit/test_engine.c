@@ -1,0 +1,216 @@
+/* The engine alone, with no server: this test is its only front end. It
+ * opens an engine on a data root of its own, creates a sandbox, runs `true`
+ * and a command that writes a file through a struct output that records
+ * what it is told, reads the file back with files_read, and deletes the
+ * sandbox. What issue 9 asks of the engine's shape: it can be driven
+ * without HTTP. Needs root, as coved does (loop-backed pool, namespaces,
+ * cgroups); everything lives in a mkdtemp data root, whose pool is
+ * unmounted at the end. */
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "engine/files.h"
+#include "engine/output.h"
+#include "engine/process.h"
+#include "tap.h"
+
+static char root[] = "/var/tmp/cove-test-engine-XXXXXX";
+static struct engine eng;
+
+/* ---- a struct output that records ---- */
+
+struct recorder {
+	struct output out;
+	int starts, exits, closes;
+	pid_t pid;
+	int status;
+	char collected[256];
+	bool failed;
+	char why[256];
+};
+
+static void rec_write(struct output *o, const struct out_event *ev)
+{
+	struct recorder *r = (struct recorder *)o;
+	if (ev->type == OUT_START) {
+		r->starts++;
+		r->pid = ev->pid;
+	} else if (ev->type == OUT_EXIT) {
+		r->exits++;
+		r->status = ev->exit->status;
+		r->pid = ev->exit->pid;
+		struct evbuffer *b = ev->exit->collected[0];
+		size_t n = b ? evbuffer_get_length(b) : 0;
+		if (n >= sizeof(r->collected))
+			n = sizeof(r->collected) - 1;
+		if (b)
+			evbuffer_copyout(b, r->collected, n);
+		r->collected[n] = '\0';
+	}
+}
+
+static void rec_close(struct output *o, const struct cove_err *err)
+{
+	struct recorder *r = (struct recorder *)o;
+	r->closes++;
+	if (err) {
+		r->failed = true;
+		snprintf(r->why, sizeof(r->why), "%s", err->msg);
+	}
+	event_base_loopbreak(eng.base);
+}
+
+static const struct output_ops recorder_ops = { .write = rec_write, .close = rec_close };
+
+/* Run argv (collected) in sb and wait for its end on the engine's loop. */
+static int run(struct sandbox *sb, const char *cmd, struct recorder *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->out.ops = &recorder_ops;
+	struct exec_request er = { .argv = json_pack("[s, s, s]", "/bin/sh", "-c", cmd), .max_output = 1 << 20 };
+	er.cmd = er.argv;
+	struct cove_err err = { 0 };
+	int rc = exec_start(sb, &er, &r->out, &err);
+	json_decref(er.argv);
+	if (rc < 0) {
+		printf("# exec_start: %s\n", err.msg);
+		return -1;
+	}
+	struct timeval limit = { 30, 0 };
+	event_base_loopexit(eng.base, &limit);
+	event_base_dispatch(eng.base);
+	return r->closes == 1 ? 0 : -1;
+}
+
+/* ---- a file read, answered by a callback ---- */
+
+struct read_result {
+	bool done;
+	int fd;
+	uint64_t size;
+	char err[256];
+};
+
+static void on_read(void *arg, const struct files_result *res, const struct cove_err *err)
+{
+	struct read_result *rr = arg;
+	rr->done = true;
+	rr->fd = res ? res->fd : -1;
+	rr->size = res ? res->size : 0;
+	if (err)
+		snprintf(rr->err, sizeof(rr->err), "%s", err->msg);
+	event_base_loopbreak(eng.base);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+int main(int argc, char **argv)
+{
+	if (getuid() != 0) {
+		SKIP("needs root, as coved does");
+		return tap_done();
+	}
+	char init_path[1024], self[1024];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = '\0';
+	snprintf(init_path, sizeof(init_path), "%s/../cove-init", dirname(self));
+	if (!mkdtemp(root)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(eng.data_dir, sizeof(eng.data_dir), "%s", root);
+	eng.base = event_base_new();
+	engine_ctx = &eng;
+	struct cove_err err = { 0 };
+	int rc = engine_open(&eng, init_path, &err);
+	CHECK(rc == 0, "engine_open on a fresh data root: %s", err.msg);
+	if (rc == 0)
+		rc = sandboxes_load(&eng, &err);
+	CHECK(rc == 0 && eng.count == 0, "nothing to load on a fresh data root: %s", err.msg);
+
+	struct sandbox_spec spec = {
+		.image = "host", .memory = 256u << 20, .cpu_millis = 1000, .pids = 256, .env = json_object(),
+	};
+	struct sandbox *sb = NULL;
+	rc = rc == 0 ? sandbox_create(&eng, &spec, NULL, &sb, &err) : -1;
+	sandbox_spec_free(&spec);
+	CHECK(rc == 0 && sb && sandbox_find(&eng, sb->id) == sb, "a sandbox created through the engine: %s", err.msg);
+
+	struct recorder r;
+	if (sb && run(sb, "true", &r) == 0) {
+		CHECK(!r.failed && r.exits == 1 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && r.pid > 0,
+		      "exec true: one exit, status 0, a pid (%s)", r.why);
+	} else {
+		CHECK(false, "exec true ran to its end");
+	}
+	if (sb && run(sb, "echo engine > /tmp/made && cat /tmp/made; exit 3", &r) == 0) {
+		CHECK(r.exits == 1 && WEXITSTATUS(r.status) == 3, "exit status 3 reported");
+		CHECK_STR(r.collected, "engine\n", "stdout collected: '%s'", r.collected);
+	} else {
+		CHECK(false, "the writing command ran to its end");
+	}
+
+	struct read_result rr = { .fd = -1 };
+	struct files_read_req rq = { .path = "/tmp/made", .depth = 1 };
+	struct file_op *op = NULL;
+	rc = sb ? files_read(sb, &rq, on_read, &rr, &op, &err) : -1;
+	if (rc == 0 && !rr.done) {
+		struct timeval limit = { 30, 0 };
+		event_base_loopexit(eng.base, &limit);
+		event_base_dispatch(eng.base);
+	}
+	char got[64] = "";
+	if (rr.fd >= 0) {
+		ssize_t k = pread(rr.fd, got, sizeof(got) - 1, 0);
+		got[k > 0 ? k : 0] = '\0';
+		close(rr.fd);
+	}
+	CHECK(rc == 0 && rr.done && rr.size == 7, "files_read of the file: %zu bytes (%s%s)", (size_t)rr.size,
+	      err.msg, rr.err);
+	CHECK(strcmp(got, "engine\n") == 0, "its bytes, through the fd the engine gave: '%s'", got);
+
+	struct read_result missing = { .fd = -1 };
+	rq.path = "/tmp/no-such-file";
+	rc = sb ? files_read(sb, &rq, on_read, &missing, &op, &err) : -1;
+	if (rc == 0 && !missing.done) {
+		struct timeval limit = { 30, 0 };
+		event_base_loopexit(eng.base, &limit);
+		event_base_dispatch(eng.base);
+	}
+	CHECK(missing.done && missing.fd < 0 && strstr(missing.err, "No such file"),
+	      "a missing file is an error, not a file: '%s'", missing.err);
+
+	rc = sb ? sandbox_delete(&eng, sb, &err) : -1;
+	CHECK(rc == 0 && eng.count == 0, "delete through the engine: %s", err.msg);
+	/* The deletion finishes when the sandbox's init has died. */
+	for (int i = 0; i < 100 && eng.sandboxes[0]; i++) {
+		struct timeval tick = { 0, 50000 };
+		event_base_loopexit(eng.base, &tick);
+		event_base_dispatch(eng.base);
+	}
+	bool gone = true;
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		gone = gone && !eng.sandboxes[i];
+	CHECK(gone, "the sandbox's slot is released once its init is gone");
+
+	engine_close(&eng);
+	char pool[600];
+	snprintf(pool, sizeof(pool), "%s/pool", root);
+	(void)umount2(pool, MNT_DETACH);
+	(void)nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	event_base_free(eng.base);
+	return tap_done();
+}
