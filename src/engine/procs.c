@@ -87,6 +87,16 @@ static void signal_proc(struct proc *p, int sig, uint32_t flags)
 
 /* ---- lifetime ---- */
 
+void proc_close_input(struct proc *p)
+{
+	if (p->in_ev)
+		event_free(p->in_ev);
+	p->in_ev = NULL;
+	if (p->in_fd >= 0)
+		close(p->in_fd);
+	p->in_fd = -1;
+}
+
 void proc_release_kept(struct proc *p, int index)
 {
 	struct wire_hdr h = { .type = WIRE_RELEASE, .pid = p->pid, .value = index };
@@ -206,12 +216,7 @@ static void maybe_end(struct proc *p)
 	p->ended_at = sandbox_now_ms();
 	if (p->timeout_ev)
 		event_del(p->timeout_ev);
-	if (p->in_ev)
-		event_free(p->in_ev);
-	p->in_ev = NULL;
-	if (p->in_fd >= 0)
-		close(p->in_fd);
-	p->in_fd = -1;
+	proc_close_input(p);
 	stdin_fail_all(p, "the process has ended");
 	proc_release_kept(p, -1);
 	attach_pump_all(p);

@@ -321,12 +321,7 @@ static void stdin_answer(struct stdin_req *s, const char *msg)
  * queued with the bytes: see queue_stdin.) */
 static void close_stdin(struct proc *p)
 {
-	if (p->in_ev)
-		event_free(p->in_ev);
-	p->in_ev = NULL;
-	if (p->in_fd >= 0)
-		close(p->in_fd);
-	p->in_fd = -1;
+	proc_close_input(p);
 	if (!p->exited)
 		proc_release_kept(p, KEPT_STDIN);
 }

@@ -62,6 +62,8 @@ enum { KEPT_RING, KEPT_OUT, KEPT_ERR, KEPT_STDIN };
 enum { KEPT_TTY_MASTER = 1 };
 
 const char *proc_tag(const struct proc *p);
+/* Close the process's input: its stdin pipe, or its pty's master. */
+void proc_close_input(struct proc *p);
 /* Tell init to close its copy of kept fd index (-1: all of them). */
 void proc_release_kept(struct proc *p, int index);
 char *proc_ring_data(struct proc *p, int i);
