@@ -11,12 +11,12 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(SAN)
 PIE_CFLAGS = -fPIE
 PIE_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN)
 
-LIBS_DAEMON := -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lpthread
+LIBS_DAEMON := -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lnftables -lpthread
 LIBS_CLIENT := -ljansson -larchive -lacl
 
 COMMON_SRC := $(wildcard src/common/*.c)
 SYS_SRC    := $(wildcard src/sys/*.c)
-SANDBOX_SRC:= $(wildcard src/sandbox/*.c) $(wildcard src/image/*.c)
+SANDBOX_SRC:= $(wildcard src/sandbox/*.c) $(wildcard src/image/*.c) $(wildcard src/net/*.c)
 DAEMON_SRC := $(wildcard src/daemon/*.c)
 CLIENT_SRC := $(wildcard src/client/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
@@ -58,8 +58,9 @@ $(BUILD)/libcove.a: $(CLIENT_OBJ)
 # forks for every sandbox start (setup, user-namespace helper, init), and
 # each fork copies and each exit unmaps every mapping of every shared
 # library. libarchive's 14 shared libraries made a create 0.7-1 ms slower.
+# libnftables (src/sys/nftables.c) ships as a shared library only in Debian.
 COVED_LIBS := -Wl,-Bstatic -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lacl -lnettle \
-              -lzstd -llz4 -lbz2 -Wl,-Bdynamic -lxml2 -llzma -lz -lm -lpthread
+              -lzstd -llz4 -lbz2 -Wl,-Bdynamic -lxml2 -llzma -lz -lnftables -lm -lpthread
 
 $(BUILD)/coved: $(DAEMON_OBJ) $(CORE_OBJ)
 	$(CC) $(PIE_LDFLAGS) -o $@ $^ $(COVED_LIBS)
