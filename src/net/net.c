@@ -190,6 +190,8 @@ static int host_side(int nl, const char *ifname, const struct net_addrs *a, stru
 	if (r == 0 && a->has_v6)
 		r = netlink_addr_add(nl, idx, AF_INET6, a->gw6, 126);
 	if (r == 0)
+		r = netlink_link_no_link_local(nl, idx);
+	if (r == 0)
 		r = netlink_link_up(nl, idx);
 	return r < 0 ? err_sys(err, -r, "set up '%s'", ifname) : 0;
 }
@@ -204,6 +206,8 @@ static int sandbox_side(int nl, const struct net_addrs *a, struct cove_err *err)
 		r = netlink_addr_add(nl, idx, AF_INET, a->sb4, 30);
 	if (r == 0 && a->has_v6)
 		r = netlink_addr_add(nl, idx, AF_INET6, a->sb6, 126);
+	if (r == 0)
+		r = netlink_link_no_link_local(nl, idx);
 	if (r == 0)
 		r = netlink_link_up(nl, idx);
 	if (r == 0)
@@ -233,8 +237,7 @@ static int veth_make(const char *ifname, const struct net_addrs *a, int netns_fd
 	return host_side(host, ifname, a, err) < 0 || sandbox_side(inside, a, err) < 0 ? -1 : 0;
 }
 
-int net_sandbox_attach(const struct net_pool *pool, const struct net_sandbox *sb, int netns_fd,
-		       struct cove_err *err)
+int net_sandbox_attach(const struct net_pool *pool, const struct net_sandbox *sb, int netns_fd, struct cove_err *err)
 {
 	char ifname[16];
 	if (net_ifname(sb->id, ifname) < 0)
@@ -258,8 +261,8 @@ int net_sandbox_attach(const struct net_pool *pool, const struct net_sandbox *sb
 static int rules_remove(const char *id, const char *ifname, struct cove_err *err)
 {
 	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "delete element " TABLE " sandboxes { \"%s\" }\ndelete chain " TABLE " %s\n",
-		 ifname, id);
+	snprintf(cmd, sizeof(cmd), "delete element " TABLE " sandboxes { \"%s\" }\ndelete chain " TABLE " %s\n", ifname,
+		 id);
 	if (nftables_run(cmd, NULL) == 0)
 		return 0;
 	snprintf(cmd, sizeof(cmd), "delete element " TABLE " sandboxes { \"%s\" }\n", ifname);
@@ -345,7 +348,7 @@ static int reconcile_rules(const char *const *live, size_t n_live, struct cove_e
 {
 	_cleanup_free_ char *json = NULL;
 	struct cove_err e = { 0 };
-	if (nftables_list_json("list chains " TABLE "\n", &json, &e) < 0)
+	if (nftables_list_json("list table " TABLE "\n", &json, &e) < 0)
 		return strstr(e.msg, "No such file") ? 0 : err_set(err, e.code, "%s", e.msg);
 	json_error_t je;
 	json_t *root = json_loads(json, 0, &je);
@@ -357,7 +360,8 @@ static int reconcile_rules(const char *const *live, size_t n_live, struct cove_e
 	int r = 0;
 	size_t i;
 	json_t *it;
-	json_array_foreach(items, i, it) {
+	json_array_foreach(items, i, it)
+	{
 		json_t *chain = json_object_get(it, "chain");
 		const char *table = json_string_value(json_object_get(chain, "table"));
 		const char *name = json_string_value(json_object_get(chain, "name"));

@@ -65,8 +65,7 @@ int net_ifname(const char *id, char buf[16]);
  * veth pair: the host side with the gateway addresses, "eth0" in netns_fd
  * with the sandbox's addresses and default routes, and its loopback up. On
  * failure nothing is left. */
-int net_sandbox_attach(const struct net_pool *pool, const struct net_sandbox *sb, int netns_fd,
-		       struct cove_err *err);
+int net_sandbox_attach(const struct net_pool *pool, const struct net_sandbox *sb, int netns_fd, struct cove_err *err);
 /* Replaces the sandbox's policy in one transaction. Every packet is judged
  * by the policy in force, so a new policy holds for open connections too. */
 int net_sandbox_policy(const struct net_pool *pool, const struct net_sandbox *sb, struct cove_err *err);

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-
 static int addr_bytes(int family)
 {
 	return family == AF_INET ? 4 : 16;

@@ -87,8 +87,7 @@ static const struct cidr *clash(const struct cidr *c, const struct net_host_rout
 	return NULL;
 }
 
-static int pick_v4(struct cidr *ret, const char *subnet, const struct net_host_routes *host,
-		   struct cove_err *err)
+static int pick_v4(struct cidr *ret, const char *subnet, const struct net_host_routes *host, struct cove_err *err)
 {
 	char a[64], b[64];
 	if (subnet) {
@@ -116,8 +115,7 @@ static int pick_v4(struct cidr *ret, const char *subnet, const struct net_host_r
 	cidr_format(&(struct cidr){ .family = AF_INET, .addr = { 10, 200 }, .len = 16 }, a, sizeof(a));
 	cidr_format(&(struct cidr){ .family = AF_INET, .addr = { 10, 200 + DEFAULT_POOLS - 1 }, .len = 16 }, b,
 		    sizeof(b));
-	return err_set(err, COVE_EINVAL, "every default pool (%s to %s) overlaps a host route: give --subnet", a,
-		       b);
+	return err_set(err, COVE_EINVAL, "every default pool (%s to %s) overlaps a host route: give --subnet", a, b);
 }
 
 /* fdXX:XXXX:XXXX:c0e::/64 for the ULA id; another subnet ID if that one
@@ -137,8 +135,8 @@ static bool pick_v6(struct cidr *ret, const struct net_host_routes *host, const 
 	return false;
 }
 
-int net_pool_init(struct net_pool *p, const char *subnet, const struct net_host_routes *host,
-		  const uint8_t ula_id[5], struct cove_err *err)
+int net_pool_init(struct net_pool *p, const char *subnet, const struct net_host_routes *host, const uint8_t ula_id[5],
+		  struct cove_err *err)
 {
 	struct net_pool n = { 0 };
 	if (pick_v4(&n.v4, subnet, host, err) < 0)
@@ -225,5 +223,5 @@ int net_pool_alloc(struct net_pool *p, struct net_addrs *ret)
 void net_pool_release(struct net_pool *p, uint32_t slot)
 {
 	if (slot < p->slots)
-		p->used[slot / 8] &= (uint8_t)~(1U << (slot % 8));
+		p->used[slot / 8] &= (uint8_t) ~(1U << (slot % 8));
 }

@@ -52,8 +52,8 @@ void net_host_routes_free(struct net_host_routes *r);
  * the first of NET_POOL_DEFAULTS that overlaps no host route. A subnet that
  * overlaps a host route is refused (COVE_EINVAL), naming the route.
  * ula_id: the 40 bits of the ULA prefix (RFC 4193), stable per host. */
-int net_pool_init(struct net_pool *p, const char *subnet, const struct net_host_routes *host,
-		  const uint8_t ula_id[5], struct cove_err *err);
+int net_pool_init(struct net_pool *p, const char *subnet, const struct net_host_routes *host, const uint8_t ula_id[5],
+		  struct cove_err *err);
 void net_pool_free(struct net_pool *p);
 /* The ULA global ID of this host, derived from /etc/machine-id (hashed, so
  * a sandbox does not learn the machine ID from its address). */

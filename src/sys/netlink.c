@@ -144,6 +144,21 @@ static int transact(int nl, struct req *r, msg_fn fn, void *data)
 	}
 }
 
+int netlink_link_no_link_local(int nl, int ifindex)
+{
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = ifindex };
+	struct req req;
+	struct req *r = &req;
+	req_init(r, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+	struct rtattr *spec = nest_begin(r, IFLA_AF_SPEC);
+	struct rtattr *in6 = nest_begin(r, AF_INET6);
+	uint8_t mode = IN6_ADDR_GEN_MODE_NONE;
+	attr_put(r, IFLA_INET6_ADDR_GEN_MODE, &mode, 1);
+	nest_end(r, in6);
+	nest_end(r, spec);
+	return transact(nl, r, NULL, NULL);
+}
+
 int netlink_veth_create(int nl, const char *name, const char *peer_name, int peer_netns_fd)
 {
 	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
@@ -186,7 +201,9 @@ int netlink_link_index(int nl, const char *name)
 
 int netlink_link_up(int nl, int ifindex)
 {
-	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = IFF_UP, .ifi_change = IFF_UP };
+	struct ifinfomsg ifi = {
+		.ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = IFF_UP, .ifi_change = IFF_UP
+	};
 	struct req r;
 	req_init(&r, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
 	return transact(nl, &r, NULL, NULL);

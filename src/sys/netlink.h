@@ -16,6 +16,10 @@ int netlink_veth_create(int nl, const char *name, const char *peer_name, int pee
 /* The ifindex of name in nl's namespace, or -ENODEV. */
 int netlink_link_index(int nl, const char *name);
 int netlink_link_up(int nl, int ifindex);
+/* No IPv6 link-local address on ifindex (before it comes up): on a link
+ * with addresses of coved's, a link-local one only sits through duplicate
+ * address detection (a second and more), holding back neighbor discovery. */
+int netlink_link_no_link_local(int nl, int ifindex);
 /* Deletes the link (and a veth's peer with it). -ENODEV if there is none. */
 int netlink_link_del(int nl, const char *name);
 /* addr: 4 or 16 bytes by family. IPv6 addresses skip duplicate address

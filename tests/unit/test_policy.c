@@ -33,14 +33,14 @@ static bool cidr_refused(const char *s, const char *want)
 	return ok;
 }
 
-static struct cidr C(const char *s)
-{
+static struct cidr C(const char *s) {
 	struct cidr c = { 0 };
 	(void)cidr_parse(s, &c, NULL);
 	return c;
 }
 
-static void test_cidr(void)
+static void
+test_cidr(void)
 {
 	CHECK(cidr_is("10.0.0.0/8", "10.0.0.0/8"), "IPv4 CIDR");
 	CHECK(cidr_is("1.2.3.4", "1.2.3.4/32"), "bare IPv4 address is a /32");

@@ -1,0 +1,359 @@
+/* src/net/net.c against the kernel, as root, in network namespaces this
+ * test makes and nowhere else: the test moves itself into a namespace of
+ * its own ("the host", H) at once, and makes "the internet" (I) and the
+ * sandboxes (S1..S3) beside it. I holds the test's servers, among them one
+ * on 169.254.169.254. Every packet stays among these namespaces; the real
+ * host's namespace is only read (its ip_forward, before and after).
+ *
+ *   S1, S2, S3 ── veth cv-* ── H ── veth up0 ── I (198.51.100.2,
+ *                              198.51.100.1      203.0.113.10, 169.254.169.254,
+ *                                                2001:db8::10)
+ *
+ * I has no route back to the pool, so a sandbox reaching I at all shows
+ * H's forwarding and masquerade. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "net/net.h"
+#include "sys/netlink.h"
+#include "sys/nftables.h"
+#include "tap.h"
+
+static int home; /* H */
+
+static int ns_enter(int fd)
+{
+	return setns(fd, CLONE_NEWNET);
+}
+
+/* A new namespace, kept alive by the returned fd; the caller stays in H. */
+static int netns_new(void)
+{
+	if (unshare(CLONE_NEWNET) < 0)
+		return -1;
+	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (ns_enter(home) < 0)
+		abort();
+	return fd;
+}
+
+/* A socket living in namespace ns (made there, used from H). */
+static int socket_in(int ns, int family, int type)
+{
+	if (ns_enter(ns) < 0)
+		return -1;
+	int s = socket(family, type | SOCK_CLOEXEC, 0);
+	if (ns_enter(home) < 0)
+		abort();
+	return s;
+}
+
+static socklen_t sockaddr_of(const char *addr, int port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	struct sockaddr_in *in = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, addr, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		return sizeof(*in);
+	}
+	(void)inet_pton(AF_INET6, addr, &in6->sin6_addr);
+	in6->sin6_family = AF_INET6;
+	in6->sin6_port = htons((uint16_t)port);
+	return sizeof(*in6);
+}
+
+static int listen_in(int ns, const char *addr, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sockaddr_of(addr, port, &ss);
+	int s = socket_in(ns, ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK);
+	int one = 1;
+	(void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (s < 0 || bind(s, (struct sockaddr *)&ss, len) < 0 || listen(s, 16) < 0) {
+		printf("# listen %s:%d: %s\n", addr, port, strerror(errno));
+		return -1;
+	}
+	return s;
+}
+
+/* Whether a TCP connection from ns to addr:port completes within 400 ms
+ * (a dropped SYN just times out). */
+static bool reaches(int ns, const char *addr, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sockaddr_of(addr, port, &ss);
+	_cleanup_close_ int s = socket_in(ns, ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK);
+	if (s < 0)
+		return false;
+	if (connect(s, (struct sockaddr *)&ss, len) == 0)
+		return true;
+	if (errno != EINPROGRESS)
+		return false;
+	struct pollfd p = { .fd = s, .events = POLLOUT };
+	int err = 0;
+	socklen_t el = sizeof(err);
+	return poll(&p, 1, 400) == 1 && getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0;
+}
+
+/* The peer address of the next connection waiting on listener l. */
+static const char *accepted_from(int l)
+{
+	static char buf[INET6_ADDRSTRLEN];
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	struct pollfd p = { .fd = l, .events = POLLIN };
+	if (poll(&p, 1, 1000) != 1)
+		return "(none)";
+	_cleanup_close_ int c = accept4(l, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
+	if (c < 0)
+		return "(none)";
+	const void *a = ss.ss_family == AF_INET ? (void *)&((struct sockaddr_in *)&ss)->sin_addr
+						: (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+	return inet_ntop(ss.ss_family, a, buf, sizeof(buf)) ? buf : "?";
+}
+
+static void drain(int l)
+{
+	int c;
+	while ((c = accept4(l, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		close(c);
+}
+
+static int addr_add(int nl, const char *ifname, const char *addr, int len)
+{
+	uint8_t a[16];
+	int family = strchr(addr, ':') ? AF_INET6 : AF_INET;
+	int idx = netlink_link_index(nl, ifname);
+	if (idx < 0 || inet_pton(family, addr, a) != 1)
+		return -1;
+	return netlink_addr_add(nl, idx, family, a, len);
+}
+
+/* Up, without an IPv6 link-local address: the test's links use addresses
+ * of their own, and a link-local one would go through duplicate address
+ * detection, holding the link back for a second or more. */
+static int up(int nl, const char *ifname)
+{
+	int idx = netlink_link_index(nl, ifname);
+	if (idx > 0 && strcmp(ifname, "lo") != 0 && netlink_link_no_link_local(nl, idx) < 0)
+		return -1;
+	return idx < 0 ? idx : netlink_link_up(nl, idx);
+}
+
+/* H's uplink to I and I's addresses. */
+static bool make_internet(int inet_ns)
+{
+	_cleanup_close_ int h = netlink_open(-1), i = netlink_open(inet_ns);
+	uint8_t gw4[4], gw6[16];
+	inet_pton(AF_INET, "198.51.100.2", gw4);
+	inet_pton(AF_INET6, "fd99::2", gw6);
+	return h >= 0 && i >= 0 && netlink_veth_create(h, "up0", "eth0", inet_ns) == 0 &&
+	       addr_add(h, "up0", "198.51.100.1", 24) == 0 && addr_add(h, "up0", "fd99::1", 64) == 0 &&
+	       up(h, "up0") == 0 && up(h, "lo") == 0 &&
+	       netlink_route_default(h, AF_INET, gw4, netlink_link_index(h, "up0")) == 0 &&
+	       netlink_route_default(h, AF_INET6, gw6, netlink_link_index(h, "up0")) == 0 && up(i, "lo") == 0 &&
+	       addr_add(i, "eth0", "198.51.100.2", 24) == 0 && addr_add(i, "eth0", "fd99::2", 64) == 0 &&
+	       up(i, "eth0") == 0 && addr_add(i, "lo", "203.0.113.10", 32) == 0 &&
+	       addr_add(i, "lo", "169.254.169.254", 32) == 0 && addr_add(i, "lo", "2001:db8::10", 128) == 0;
+}
+
+static int read_forward(const char *path)
+{
+	char c = 0;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 && read(fd, &c, 1) == 1 ? c : -1;
+}
+
+/* The table's listing contains s. */
+static bool table_has(const char *s)
+{
+	_cleanup_free_ char *json = NULL;
+	if (nftables_list_json("list table inet cove", &json, NULL) < 0)
+		return false;
+	return strstr(json, s) != NULL;
+}
+
+static bool link_exists(int ns, const char *name)
+{
+	_cleanup_close_ int nl = netlink_open(ns);
+	return netlink_link_index(nl, name) > 0;
+}
+
+static struct net_pool pool;
+
+static bool attach(const char *id, int ns, struct net_sandbox *sb)
+{
+	struct cove_err e = { 0 };
+	*sb = (struct net_sandbox){ .id = id };
+	if (net_pool_alloc(&pool, &sb->addrs) < 0)
+		return false;
+	if (net_sandbox_attach(&pool, sb, ns, &e) < 0) {
+		printf("# attach %s: %s\n", id, e.msg);
+		return false;
+	}
+	return true;
+}
+
+/* Sets sb's lists from the given items (NULL-terminated). */
+static bool set_policy(struct net_sandbox *sb, const char *const *allow, const char *const *deny)
+{
+	static struct policy_list a, d;
+	size_t na = 0, nd = 0;
+	while (allow && allow[na])
+		na++;
+	while (deny && deny[nd])
+		nd++;
+	policy_list_free(&a);
+	policy_list_free(&d);
+	struct cove_err e = { 0 };
+	if (policy_list_parse("allow_out", allow, na, &a, &e) < 0 ||
+	    policy_list_parse("deny_out", deny, nd, &d, &e) < 0 ||
+	    (sb->allow = &a, sb->deny = &d, net_sandbox_policy(&pool, sb, &e)) < 0) {
+		printf("# policy: %s\n", e.msg);
+		return false;
+	}
+	return true;
+}
+
+static const char *addr4(const uint8_t *a)
+{
+	static char buf[4][INET6_ADDRSTRLEN];
+	static int n;
+	char *b = buf[n++ % 4];
+	return inet_ntop(AF_INET, a, b, INET6_ADDRSTRLEN);
+}
+
+static void test_egress(int inet_ns, int s1, int s2)
+{
+	struct net_sandbox a, b;
+	CHECK1(attach("sb_aaaaaaaaaaaa", s1, &a), "attach S1");
+	CHECK1(attach("sb_bbbbbbbbbbbb", s2, &b), "attach S2");
+	_cleanup_close_ int web = listen_in(inet_ns, "203.0.113.10", 8080);
+	_cleanup_close_ int web6 = listen_in(inet_ns, "2001:db8::10", 8080);
+	_cleanup_close_ int meta = listen_in(inet_ns, "169.254.169.254", 80);
+	_cleanup_close_ int dns = listen_in(home, "0.0.0.0", 53);
+	_cleanup_close_ int api = listen_in(home, "0.0.0.0", 7070);
+	_cleanup_close_ int other = listen_in(s2, "0.0.0.0", 8080);
+
+	CHECK(reaches(s1, "203.0.113.10", 8080), "S1 reaches the internet over IPv4");
+	const char *peer = accepted_from(web);
+	CHECK_STR(peer, "198.51.100.1", "masqueraded to H's uplink address (%s)", peer);
+	/* IPv6 settles for about a second after the links come up (seen: two
+	 * or three 400 ms tries; after a 2 s wait, the first). The sandbox's
+	 * IPv6 egress is held to 4 s here; what it waits for is an open item. */
+	int tries = 0;
+	while (tries++ < 10 && !reaches(s1, "2001:db8::10", 8080))
+		;
+	CHECK(pool.has_v6 && tries <= 10, "S1 reaches the internet over IPv6 (try %d)", tries);
+	peer = accepted_from(web6);
+	CHECK_STR(peer, "fd99::1", "IPv6 masqueraded too (%s)", peer);
+	CHECK(reaches(s1, addr4(a.addrs.gw4), 53), "S1 reaches the resolver port on its gateway");
+	drain(dns);
+	CHECK(!reaches(s1, addr4(a.addrs.gw4), 7070), "S1 does not reach another port of its gateway (coved's API)");
+	CHECK(!reaches(s1, "198.51.100.1", 53), "S1 does not reach the host's other addresses, even port 53");
+	CHECK(!reaches(s1, addr4(b.addrs.gw4), 53), "S1 does not reach S2's gateway");
+	CHECK(!reaches(s1, addr4(b.addrs.sb4), 8080), "S1 does not reach S2");
+	CHECK(!reaches(s1, "169.254.169.254", 80), "S1 does not reach link-local 169.254.169.254");
+
+	const char *deny_net[] = { "203.0.113.0/24", NULL };
+	CHECK1(set_policy(&a, NULL, deny_net), "deny_out 203.0.113.0/24");
+	CHECK(!reaches(s1, "203.0.113.10", 8080), "denied by CIDR");
+	CHECK(reaches(s2, "203.0.113.10", 8080), "S2's policy is its own");
+	drain(web);
+	const char *allow_one[] = { "203.0.113.10", "169.254.0.0/16", NULL },
+		   *deny_all[] = { "0.0.0.0/0", "::/0", NULL };
+	CHECK1(set_policy(&a, allow_one, deny_all), "allow_out one host over deny_out everything");
+	CHECK(reaches(s1, "203.0.113.10", 8080), "allowed host reached");
+	drain(web);
+	CHECK(!reaches(s1, "2001:db8::10", 8080), "the rest denied (IPv6)");
+	CHECK(!reaches(s1, "169.254.169.254", 80), "link-local denied even when allowed");
+	CHECK(!reaches(s1, addr4(a.addrs.gw4), 7070), "host denied even when everything else is");
+	CHECK1(set_policy(&a, NULL, NULL), "policy cleared");
+	CHECK(reaches(s1, "2001:db8::10", 8080), "reached again");
+	drain(web6);
+	drain(meta);
+	drain(api);
+	drain(other);
+
+	struct cove_err e = { 0 };
+	CHECK1(net_sandbox_detach("sb_aaaaaaaaaaaa", &e) == 0, "detach S1");
+	CHECK(!link_exists(home, "cv-aaaaaaaaaaaa") && !link_exists(s1, "eth0"), "both veth ends gone");
+	CHECK(!table_has("aaaaaaaaaaaa") && table_has("sb_bbbbbbbbbbbb"), "S1's chain and element gone, S2's kept");
+	CHECK1(net_sandbox_detach("sb_aaaaaaaaaaaa", &e) == 0, "detach again is no error");
+	net_pool_release(&pool, a.addrs.slot);
+}
+
+static void test_reconcile(int inet_ns, int s2, int s3)
+{
+	struct net_sandbox c;
+	CHECK1(attach("sb_cccccccccccc", s3, &c), "attach S3");
+	_cleanup_close_ int h = netlink_open(-1);
+	/* A stale veth with no rules, as a crash between the two could leave. */
+	CHECK1(netlink_veth_create(h, "cv-dddddddddddd", "peer0", -1) == 0, "a stray veth of ours");
+	CHECK1(netlink_veth_create(h, "cvx-notours", "peer1", -1) == 0, "a veth not of ours");
+	const char *live[] = { "sb_bbbbbbbbbbbb" };
+	struct cove_err e = { 0 };
+	CHECK1(net_reconcile(live, 1, &e) == 0, "reconcile with S2 live %s", e.msg);
+	CHECK(!link_exists(home, "cv-cccccccccccc") && !link_exists(home, "cv-dddddddddddd"), "dead veths removed");
+	CHECK(link_exists(home, "cvx-notours") && link_exists(home, "cv-bbbbbbbbbbbb"), "others kept");
+	CHECK(!table_has("cccccccccccc") && table_has("sb_bbbbbbbbbbbb"), "dead chain removed, live kept");
+	_cleanup_close_ int web = listen_in(inet_ns, "203.0.113.10", 8081);
+	CHECK(reaches(s2, "203.0.113.10", 8081), "S2 still reaches the internet");
+	CHECK1(net_reconcile(NULL, 0, &e) == 0, "reconcile with none live");
+	CHECK(!link_exists(home, "cv-bbbbbbbbbbbb") && !table_has("sb_"), "nothing of ours left");
+	CHECK1(net_fini(&e) == 0 && !table_has("cove"), "table removed");
+	(void)netlink_link_del(h, "cvx-notours");
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		SKIP("needs root");
+		return tap_done();
+	}
+	int host_fwd = read_forward("/proc/sys/net/ipv4/ip_forward");
+	_cleanup_close_ int real = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (unshare(CLONE_NEWNET) < 0) {
+		printf("# unshare: %s\n", strerror(errno));
+		return 1;
+	}
+	home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	int inet_ns = netns_new(), s1 = netns_new(), s2 = netns_new(), s3 = netns_new();
+	CHECK1(inet_ns >= 0 && s1 >= 0 && s2 >= 0 && s3 >= 0, "namespaces");
+	CHECK1(make_internet(inet_ns), "H's uplink to I");
+
+	struct net_forwarding fw;
+	struct cove_err e = { 0 };
+	CHECK1(net_forwarding_enable(true, &fw, &e) == 0 && fw.guard4 && fw.guard6, "forwarding on in H");
+	struct net_host_routes routes;
+	CHECK1(net_host_routes_read(&routes, &e) == 0 && routes.v6_default, "H's routes");
+	struct cove_err e2 = { 0 };
+	CHECK(net_pool_init(&pool, "198.51.100.0/25", &routes, (uint8_t[5]){ 1 }, &e2) < 0 &&
+		      strstr(e2.msg, "198.51.100.0/24"),
+	      "a pool over H's uplink refused: %s", e2.msg);
+	uint8_t ula[5];
+	net_pool_ula_id(ula);
+	CHECK1(net_pool_init(&pool, NULL, &routes, ula, &e) == 0 && pool.has_v6, "default pool, with IPv6");
+	CHECK1(net_init(&pool, &fw, &e) == 0, "table made: %s", e.msg);
+	CHECK1(net_init(&pool, &fw, &e) == 0, "and again (a restart): %s", e.msg);
+
+	test_egress(inet_ns, s1, s2);
+	test_reconcile(inet_ns, s2, s3);
+
+	net_host_routes_free(&routes);
+	net_pool_free(&pool);
+	CHECK1(ns_enter(real) == 0 && read_forward("/proc/sys/net/ipv4/ip_forward") == host_fwd,
+	       "the real host's ip_forward untouched");
+	return tap_done();
+}
