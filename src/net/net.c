@@ -182,6 +182,16 @@ int net_sandbox_policy(const struct net_pool *pool, const struct net_sandbox *sb
 	return script_run(&s, err);
 }
 
+/* fe80::N. Each veth end gets a fixed link-local address (the host side
+ * ::1, the sandbox ::2) instead of the kernel's, which would first go
+ * through duplicate address detection for a second or more; neighbor
+ * discovery without any link-local address proved unreliable. */
+static const uint8_t *link_local(uint8_t n)
+{
+	static uint8_t a[2][16] = { { 0xfe, 0x80, [15] = 1 }, { 0xfe, 0x80, [15] = 2 } };
+	return a[n - 1];
+}
+
 /* The host side: gateway addresses, up. */
 static int host_side(int nl, const char *ifname, const struct net_addrs *a, struct cove_err *err)
 {
@@ -189,6 +199,8 @@ static int host_side(int nl, const char *ifname, const struct net_addrs *a, stru
 	int r = idx < 0 ? idx : netlink_addr_add(nl, idx, AF_INET, a->gw4, 30);
 	if (r == 0 && a->has_v6)
 		r = netlink_addr_add(nl, idx, AF_INET6, a->gw6, 126);
+	if (r == 0 && a->has_v6)
+		r = netlink_addr_add(nl, idx, AF_INET6, link_local(1), 64);
 	if (r == 0)
 		r = netlink_link_no_link_local(nl, idx);
 	if (r == 0)
@@ -206,6 +218,8 @@ static int sandbox_side(int nl, const struct net_addrs *a, struct cove_err *err)
 		r = netlink_addr_add(nl, idx, AF_INET, a->sb4, 30);
 	if (r == 0 && a->has_v6)
 		r = netlink_addr_add(nl, idx, AF_INET6, a->sb6, 126);
+	if (r == 0 && a->has_v6)
+		r = netlink_addr_add(nl, idx, AF_INET6, link_local(2), 64);
 	if (r == 0)
 		r = netlink_link_no_link_local(nl, idx);
 	if (r == 0)
