@@ -63,6 +63,8 @@ static int script_run(struct script *s, struct cove_err *err)
 	return r;
 }
 
+static void common_rules(FILE *f, const struct net_pool *pool);
+
 static void base_rules(FILE *f, const struct net_pool *pool, const struct net_forwarding *fw)
 {
 	fprintf(f, "add table " TABLE "\n");
@@ -71,6 +73,7 @@ static void base_rules(FILE *f, const struct net_pool *pool, const struct net_fo
 	fprintf(f, "add chain " TABLE " forward { type filter hook forward priority filter; policy accept; }\n");
 	fprintf(f, "add chain " TABLE " post { type nat hook postrouting priority srcnat; policy accept; }\n");
 	fprintf(f, "flush chain " TABLE " input\nflush chain " TABLE " forward\nflush chain " TABLE " post\n");
+	common_rules(f, pool);
 	/* A veth without a chain (half made, or half removed) gets nothing. */
 	fprintf(f, "add rule " TABLE " input iifname \"" NET_IFPREFIX "*\" iifname vmap @sandboxes\n");
 	fprintf(f, "add rule " TABLE " input iifname \"" NET_IFPREFIX "*\" drop\n");
@@ -133,11 +136,48 @@ static void list_rules(FILE *f, const char *chain, const struct policy_list *l, 
 	}
 }
 
-/* The chain sb_X's rules, replacing what it had. Order is the argument:
- * spoofed sources, then what the host accepts (replies to the host's own
- * connections, NDP, DNS to the sandbox's own gateway), then every other
- * host address; then the always-denied; then the user's lists. */
-static void sandbox_rules(FILE *f, const struct net_pool *pool, const struct net_sandbox *sb)
+/* The checks every sandbox's chain starts with, in a chain of their own so
+ * that a sandbox's start adds only what is its own. Order is the argument:
+ * what the host accepts (replies to the host's own connections, NDP, DNS
+ * to the sandbox's own gateway), then every other host address; then the
+ * always-denied. A packet that passes returns to the sandbox's chain. */
+static void common_rules(FILE *f, const struct net_pool *pool)
+{
+	const char *c = "add rule " TABLE " sandbox_common";
+	fprintf(f, "add chain " TABLE " sandbox_common\nflush chain " TABLE " sandbox_common\n");
+	fprintf(f, "%s ct state established,related fib daddr type local accept\n", c);
+	fprintf(f, "%s icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n", c);
+	/* "fib daddr . iif": local on this very veth, i.e. its gateway; not
+	 * another sandbox's gateway, not any other address of the host. */
+	fprintf(f, "%s fib daddr . iif type local meta l4proto { tcp, udp } th dport 53 accept\n", c);
+	fprintf(f, "%s fib daddr type { local, broadcast, multicast, anycast } drop\n", c);
+	fprintf(f, "%s ip daddr { 169.254.0.0/16, ", c);
+	put_cidr(f, &pool->v4);
+	fprintf(f, ", 224.0.0.0/4, 255.255.255.255 } drop\n");
+	fprintf(f, "%s ip6 daddr { fe80::/10, ff00::/8", c);
+	if (pool->has_v6) {
+		fprintf(f, ", ");
+		put_cidr(f, &pool->v6);
+	}
+	fprintf(f, " } drop\n");
+}
+
+/* The conntrack mark of the sandbox id's flows, so that its entries can go
+ * with it (an established TCP entry would otherwise stay for five days).
+ * From the ID, not the slot: reconcile knows only the IDs of leftovers.
+ * The top bit set; two sandboxes sharing a mark (about one pair in 2^31)
+ * would only lose each other's entries at a delete. */
+static uint32_t ct_mark(const char *id)
+{
+	uint32_t h = 2166136261u;
+	for (const char *c = id; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	return h | 0x80000000u;
+}
+
+/* The chain sb_X's rules, replacing what it had: spoofed sources, the
+ * flow's mark, then the common checks, then the user's lists. */
+static void sandbox_rules(FILE *f, const struct net_sandbox *sb)
 {
 	const char *chain = sb->id;
 	const struct net_addrs *a = &sb->addrs;
@@ -151,34 +191,20 @@ static void sandbox_rules(FILE *f, const struct net_pool *pool, const struct net
 		put_addr(f, AF_INET6, a->sb6);
 	}
 	fprintf(f, " } drop\n");
-	fprintf(f, "add rule " TABLE " %s ct state established,related fib daddr type local accept\n", chain);
-	fprintf(f, "add rule " TABLE " %s icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n", chain);
-	/* "fib daddr . iif": local on this very veth, i.e. its gateway; not
-	 * another sandbox's gateway, not any other address of the host. */
-	fprintf(f, "add rule " TABLE " %s fib daddr . iif type local meta l4proto { tcp, udp } th dport 53 accept\n",
-		chain);
-	fprintf(f, "add rule " TABLE " %s fib daddr type { local, broadcast, multicast, anycast } drop\n", chain);
-	fprintf(f, "add rule " TABLE " %s ip daddr { 169.254.0.0/16, ", chain);
-	put_cidr(f, &pool->v4);
-	fprintf(f, ", 224.0.0.0/4, 255.255.255.255 } drop\n");
-	fprintf(f, "add rule " TABLE " %s ip6 daddr { fe80::/10, ff00::/8", chain);
-	if (pool->has_v6) {
-		fprintf(f, ", ");
-		put_cidr(f, &pool->v6);
-	}
-	fprintf(f, " } drop\n");
+	fprintf(f, "add rule " TABLE " %s ct mark set 0x%08x\n", chain, ct_mark(sb->id));
+	fprintf(f, "add rule " TABLE " %s jump sandbox_common\n", chain);
 	list_rules(f, chain, sb->allow, "accept");
 	list_rules(f, chain, sb->deny, "drop");
 	fprintf(f, "add rule " TABLE " %s accept\n", chain);
 }
 
-int net_sandbox_policy(const struct net_pool *pool, const struct net_sandbox *sb, struct cove_err *err)
+int net_sandbox_policy(const struct net_sandbox *sb, struct cove_err *err)
 {
 	if (!sandbox_id_valid(sb->id))
 		return err_set(err, COVE_EINVAL, "not a sandbox ID: '%s'", sb->id);
 	struct script s;
 	if (script_open(&s))
-		sandbox_rules(s.f, pool, sb);
+		sandbox_rules(s.f, sb);
 	return script_run(&s, err);
 }
 
@@ -251,20 +277,20 @@ static int veth_make(const char *ifname, const struct net_addrs *a, int netns_fd
 	return host_side(host, ifname, a, err) < 0 || sandbox_side(inside, a, err) < 0 ? -1 : 0;
 }
 
-int net_sandbox_attach(const struct net_pool *pool, const struct net_sandbox *sb, int netns_fd, struct cove_err *err)
+int net_sandbox_attach(const struct net_sandbox *sb, int netns_fd, struct cove_err *err)
 {
 	char ifname[16];
 	if (net_ifname(sb->id, ifname) < 0)
 		return err_set(err, COVE_EINVAL, "not a sandbox ID: '%s'", sb->id);
 	struct script s;
 	if (script_open(&s)) {
-		sandbox_rules(s.f, pool, sb);
+		sandbox_rules(s.f, sb);
 		fprintf(s.f, "add element " TABLE " sandboxes { \"%s\" : jump %s }\n", ifname, sb->id);
 	}
 	if (script_run(&s, err) < 0)
 		return -1;
 	if (veth_make(ifname, &sb->addrs, netns_fd, err) < 0) {
-		(void)net_sandbox_detach(sb->id, NULL);
+		(void)net_sandbox_detach(sb->id, true, NULL);
 		return -1;
 	}
 	return 0;
@@ -277,6 +303,10 @@ static int rules_remove(const char *id, const char *ifname, struct cove_err *err
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "delete element " TABLE " sandboxes { \"%s\" }\ndelete chain " TABLE " %s\n", ifname,
 		 id);
+	/* Its conntrack entries first: the chain that marks them is still
+	 * there, and a flow that goes on after this flush is cut by the veth's
+	 * removal anyway. */
+	(void)netlink_conntrack_flush_mark(ct_mark(id));
 	if (nftables_run(cmd, NULL) == 0)
 		return 0;
 	snprintf(cmd, sizeof(cmd), "delete element " TABLE " sandboxes { \"%s\" }\n", ifname);
@@ -288,17 +318,19 @@ static int rules_remove(const char *id, const char *ifname, struct cove_err *err
 	return 0;
 }
 
-int net_sandbox_detach(const char *id, struct cove_err *err)
+int net_sandbox_detach(const char *id, bool delete_link, struct cove_err *err)
 {
 	char ifname[16];
 	if (net_ifname(id, ifname) < 0)
 		return err_set(err, COVE_EINVAL, "not a sandbox ID: '%s'", id);
-	_cleanup_close_ int nl = netlink_open(-1);
-	if (nl < 0)
-		return err_sys(err, -nl, "netlink socket");
-	int r = netlink_link_del(nl, ifname);
-	if (r < 0 && r != -ENODEV)
-		return err_sys(err, -r, "delete veth '%s'", ifname);
+	if (delete_link) {
+		_cleanup_close_ int nl = netlink_open(-1);
+		if (nl < 0)
+			return err_sys(err, -nl, "netlink socket");
+		int r = netlink_link_del(nl, ifname);
+		if (r < 0 && r != -ENODEV)
+			return err_sys(err, -r, "delete veth '%s'", ifname);
+	}
 	return rules_remove(id, ifname, err);
 }
 

@@ -5,6 +5,9 @@
 #include <linux/if.h>
 #include <linux/if_addr.h>
 #include <linux/if_link.h>
+#include <arpa/inet.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
@@ -78,7 +81,7 @@ static void nest_end(struct req *r, struct rtattr *a)
 		a->rta_len = (unsigned short)((char *)req_tail(r) - (char *)a);
 }
 
-int netlink_open(int netns_fd)
+static int open_proto(int netns_fd, int proto)
 {
 	_cleanup_close_ int back = -1;
 	if (netns_fd >= 0) {
@@ -88,7 +91,7 @@ int netlink_open(int netns_fd)
 		if (setns(netns_fd, CLONE_NEWNET) < 0)
 			return -errno;
 	}
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, proto);
 	int saved = errno;
 	/* Back before anything else: a failure here would leave this thread
 	 * in the sandbox's namespace, which nothing may do. */
@@ -105,6 +108,11 @@ int netlink_open(int netns_fd)
 		return -saved;
 	}
 	return fd;
+}
+
+int netlink_open(int netns_fd)
+{
+	return open_proto(netns_fd, NETLINK_ROUTE);
 }
 
 typedef int (*msg_fn)(const struct nlmsghdr *h, void *data);
@@ -313,4 +321,20 @@ int netlink_routes(int nl, int family, netlink_route_fn fn, void *data)
 	req_init(&r, RTM_GETROUTE, NLM_F_DUMP, &rt, sizeof(rt));
 	struct route_walk w = { fn, data, family };
 	return transact(nl, &r, on_route, &w);
+}
+
+int netlink_conntrack_flush_mark(uint32_t mark)
+{
+	_cleanup_close_ int nl = open_proto(-1, NETLINK_NETFILTER);
+	if (nl < 0)
+		return nl;
+	/* No tuple: a flush, of the entries whose mark matches (any family). */
+	struct nfgenmsg g = { .nfgen_family = AF_UNSPEC, .version = NFNETLINK_V0 };
+	struct req r;
+	req_init(&r, (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE, 0, &g, sizeof(g));
+	uint32_t be = htonl(mark), mask = 0xffffffff;
+	attr_put(&r, CTA_MARK, &be, 4);
+	attr_put(&r, CTA_MARK_MASK, &mask, 4);
+	int ret = transact(nl, &r, NULL, NULL);
+	return ret == -ENOENT ? 0 : ret; /* none to flush */
 }

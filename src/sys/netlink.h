@@ -37,3 +37,7 @@ int netlink_links(int nl, netlink_link_fn fn, void *data);
  * (0 if none). */
 typedef int (*netlink_route_fn)(const uint8_t *dst, int prefix_len, int oif, void *data);
 int netlink_routes(int nl, int family, netlink_route_fn fn, void *data);
+
+/* Deletes every conntrack entry of the caller's namespace whose mark is
+ * mark (NETLINK_NETFILTER). 0 also when there was none. */
+int netlink_conntrack_flush_mark(uint32_t mark);

@@ -213,6 +213,20 @@ static bool table_has(const char *s)
 	return strstr(json, s) != NULL;
 }
 
+/* Whether H's conntrack table has an entry from src. */
+static bool conntrack_has(const char *src)
+{
+	char want[64], line[1024];
+	snprintf(want, sizeof(want), "src=%s ", src);
+	FILE *f = fopen("/proc/net/nf_conntrack", "re");
+	bool found = false;
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 static bool link_exists(int ns, const char *name)
 {
 	_cleanup_close_ int nl = netlink_open(ns);
@@ -227,7 +241,7 @@ static bool attach(const char *id, int ns, struct net_sandbox *sb)
 	*sb = (struct net_sandbox){ .id = id };
 	if (net_pool_alloc(&pool, &sb->addrs) < 0)
 		return false;
-	if (net_sandbox_attach(&pool, sb, ns, &e) < 0) {
+	if (net_sandbox_attach(sb, ns, &e) < 0) {
 		printf("# attach %s: %s\n", id, e.msg);
 		return false;
 	}
@@ -248,7 +262,7 @@ static bool set_policy(struct net_sandbox *sb, const char *const *allow, const c
 	struct cove_err e = { 0 };
 	if (policy_list_parse("allow_out", allow, na, &a, &e) < 0 ||
 	    policy_list_parse("deny_out", deny, nd, &d, &e) < 0 ||
-	    (sb->allow = &a, sb->deny = &d, net_sandbox_policy(&pool, sb, &e)) < 0) {
+	    (sb->allow = &a, sb->deny = &d, net_sandbox_policy(sb, &e)) < 0) {
 		printf("# policy: %s\n", e.msg);
 		return false;
 	}
@@ -324,12 +338,38 @@ static void test_egress(int inet_ns, int s1, int s2)
 	drain(api);
 	drain(other);
 
+	/* A connection left open: its conntrack entry would outlive S1 by
+	 * days. */
+	struct sockaddr_storage ss;
+	socklen_t sl = sockaddr_of("203.0.113.10", 8080, &ss);
+	_cleanup_close_ int open_conn = socket_in(s1, AF_INET, SOCK_STREAM);
+	CHECK1(connect(open_conn, (struct sockaddr *)&ss, sl) == 0, "a connection from S1 kept open");
+	CHECK(conntrack_has(addr4(a.addrs.sb4)), "S1 has conntrack entries");
 	struct cove_err e = { 0 };
-	CHECK1(net_sandbox_detach("sb_aaaaaaaaaaaa", &e) == 0, "detach S1");
+	CHECK1(net_sandbox_detach("sb_aaaaaaaaaaaa", true, &e) == 0, "detach S1");
+	CHECK(!conntrack_has(addr4(a.addrs.sb4)) && conntrack_has(addr4(b.addrs.sb4)),
+	      "S1's conntrack entries gone, S2's kept");
 	CHECK(!link_exists(home, "cv-aaaaaaaaaaaa") && !link_exists(s1, "eth0"), "both veth ends gone");
 	CHECK(!table_has("aaaaaaaaaaaa") && table_has("sb_bbbbbbbbbbbb"), "S1's chain and element gone, S2's kept");
-	CHECK1(net_sandbox_detach("sb_aaaaaaaaaaaa", &e) == 0, "detach again is no error");
+	CHECK1(net_sandbox_detach("sb_aaaaaaaaaaaa", true, &e) == 0, "detach again is no error");
 	net_pool_release(&pool, a.addrs.slot);
+}
+
+/* The namespace goes first (its last fd closed), then detach without
+ * deleting the link: the kernel removes the pair with the namespace. */
+static void test_detach_with_namespace(void)
+{
+	struct net_sandbox d;
+	int ns = netns_new();
+	CHECK1(attach("sb_eeeeeeeeeeee", ns, &d), "attach S4");
+	close(ns);
+	struct cove_err e = { 0 };
+	CHECK1(net_sandbox_detach("sb_eeeeeeeeeeee", false, &e) == 0, "detach S4, keeping the link");
+	bool gone = false;
+	for (int i = 0; i < 100 && !(gone = !link_exists(home, "cv-eeeeeeeeeeee")); i++)
+		usleep(20 * 1000);
+	CHECK(gone && !table_has("eeeeeeeeeeee"), "the pair went with the namespace, the rules with detach");
+	net_pool_release(&pool, d.addrs.slot);
 }
 
 static void test_reconcile(int inet_ns, int s2, int s3)
@@ -388,6 +428,7 @@ int main(void)
 	CHECK1(net_init(&pool, &fw, &e) == 0, "and again (a restart): %s", e.msg);
 
 	test_egress(inet_ns, s1, s2);
+	test_detach_with_namespace();
 	test_reconcile(inet_ns, s2, s3);
 
 	net_host_routes_free(&routes);
