@@ -142,7 +142,7 @@ static void on_upstream(evutil_socket_t fd, short what, void *arg)
 		send_attempt(qr);
 		return;
 	}
-	static uint8_t buf[ANSWER_MAX]; /* one loop thread: one buffer */
+	uint8_t buf[ANSWER_MAX]; /* on the stack: coved may run loops in several threads */
 	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;

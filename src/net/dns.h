@@ -8,7 +8,11 @@
  * with a random ID of ours, and only an answer from that resolver, with that
  * ID and to the same question, goes back: a sandbox cannot make the
  * forwarder take a spoofed answer for another query. Queries in flight and
- * TCP connections are bounded; a query past the bound gets SERVFAIL. */
+ * TCP connections are bounded; a query past the bound gets SERVFAIL.
+ *
+ * A query that came over TCP is forwarded over UDP too: an answer the
+ * resolver truncated (TC) reaches the client truncated. Enough for the
+ * names a sandbox installs from; TCP upstream is left for later. */
 #pragma once
 #include <event2/event.h>
 #include <stdbool.h>
