@@ -29,6 +29,8 @@ sources()
 	passwd) echo "src/common/passwd.c" ;;
 	encoding) echo "src/common/encoding.c" ;;
 	entry) echo "src/common/wire.c" ;;
+	dns) echo "src/net/dnsmsg.c" ;;
+	policy) echo "src/net/policy.c src/common/error.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -60,6 +62,14 @@ seed()
 		printf 'Zm9vYmFy' >"$d/seed1"
 		printf 'Zm9vYg==' >"$d/seed2"
 		printf 'caf\303\251 \342\202\254 \360\237\230\200' >"$d/seed3"
+		;;
+	dns)
+		# A query for www.example.org, type A; a resolv.conf.
+		printf '\022\064\001\000\000\001\000\000\000\000\000\000\003www\007example\003org\000\000\001\000\001' >"$d/seed1"
+		printf 'nameserver 10.0.0.1\nnameserver ::1\n' >"$d/seed2"
+		;;
+	policy)
+		printf '10.0.0.0/8\n*.example.org\n2001:db8::/32\npypi.org.\n' >"$d/seed1"
 		;;
 	entry)
 		printf './a//b/./c/' >"$d/seed1"
