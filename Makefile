@@ -114,7 +114,7 @@ asan:
 	ASAN_OPTIONS=quarantine_size_mb=1:thread_local_quarantine_size_kb=64 \
 	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" check
 
-lint:
+lint: $(BUILD)/gen/criu_rpc.pb-c.h
 	@scripts/lint.sh
 
 bench: all

@@ -150,11 +150,12 @@ static bool log_first_error(const char *dir, const char *log, char *buf, size_t 
 static int fail_resp(const CriuResp *r, const char *what, const char *dir, const char *log, struct cove_err *err)
 {
 	char reason[400] = "";
-	if (!dir || !log_first_error(dir, log, reason, sizeof(reason)))
-		snprintf(reason, sizeof(reason), "%s", r->cr_errmsg && r->cr_errmsg[0] ? r->cr_errmsg : "no reason given");
+	if (!dir || !log || !log_first_error(dir, log, reason, sizeof(reason)))
+		snprintf(reason, sizeof(reason), "%s",
+			 r->cr_errmsg && r->cr_errmsg[0] ? r->cr_errmsg : "no reason given");
 	reason[strcspn(reason, "\n")] = '\0';
 	int code = r->has_cr_errno && r->cr_errno > 0 ? r->cr_errno : EIO;
-	if (dir)
+	if (dir && log)
 		return err_set(err, code, "criu %s failed: %s (log: %s/%s)", what, reason, dir, log);
 	return err_set(err, code, "criu %s failed: %s", what, reason);
 }
@@ -183,8 +184,8 @@ static bool version_ok(const struct criu_version *v)
 
 int criu_find(char *ret, size_t size, struct cove_err *err)
 {
-	static const char *const host[] = { "/usr/local/sbin/criu", "/usr/sbin/criu", "/sbin/criu", "/usr/bin/criu",
-					    CRIU_BUNDLED, NULL };
+	static const char *const host[] = { "/usr/local/sbin/criu", "/usr/sbin/criu", "/sbin/criu",
+					    "/usr/bin/criu",        CRIU_BUNDLED,     NULL };
 	const char *env = getenv("COVE_CRIU");
 	const char *const only[] = { env, NULL };
 	const char *const *list = env && env[0] ? only : host;

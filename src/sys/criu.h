@@ -59,9 +59,9 @@ struct criu_dump_opts {
 	bool orphan_pts_master; /* a pty whose master is outside the tree (restore: inherit it) */
 	bool nftables_lock;     /* lock the network with nftables, not iptables (netns only) */
 	enum criu_cgroups cgroups;
-	const char *freeze_cgroup;     /* freeze the tree with this cgroup (its freezer), else ptrace */
-	const char *const *external;   /* NULL-ended: "mnt[/usr]:usr", "dev[...]:..." */
-	int log_level;                 /* 0..4; 0 means criu's default (2: errors and warnings) */
+	const char *freeze_cgroup;   /* freeze the tree with this cgroup (its freezer), else ptrace */
+	const char *const *external; /* NULL-ended: "mnt[/usr]:usr", "dev[...]:..." */
+	int log_level;               /* 0..4; 0 means criu's default (2: errors and warnings) */
 };
 
 /* Dump the tree rooted at o->pid into o->images_dir. */
@@ -83,7 +83,7 @@ struct criu_restore_opts {
 	bool tcp_established, shell_job, ext_unix_sk, file_locks, orphan_pts_master;
 	bool nftables_lock;
 	enum criu_cgroups cgroups;
-	const char *const *external; /* NULL-ended, "mnt[usr]:/host/path" */
+	const char *const *external;           /* NULL-ended, "mnt[usr]:/host/path" */
 	const struct criu_inherit_fd *inherit; /* n_inherit of them */
 	size_t n_inherit;
 	const struct criu_join_ns *join; /* n_join of them: enter these instead of making new ones */

@@ -69,7 +69,8 @@ static int http_get(pid_t pid)
 				static const char req[] = "GET /index.html HTTP/1.0\r\n\r\n";
 				(void)!write(s, req, sizeof(req) - 1);
 				ssize_t n, len = 0;
-				while (len < (ssize_t)sizeof(buf) - 1 && (n = read(s, buf + len, sizeof(buf) - 1 - len)) > 0)
+				while (len < (ssize_t)sizeof(buf) - 1 &&
+				       (n = read(s, buf + len, sizeof(buf) - 1 - len)) > 0)
 					len += n;
 				buf[len] = '\0';
 				_exit(strstr(buf, "200 OK") && strstr(buf, "cove-criu-page") ? 0 : 3);
@@ -138,7 +139,9 @@ static pid_t dump_restore(const char *criu, pid_t pid, const char *imgs, const c
 	long stopped = counter(pid); /* gone: -1 */
 	CHECK(stopped < 0, "nothing of the tree is left");
 
-	struct criu_restore_opts r = { .images_dir = imgs, .root = root, .nftables_lock = true, .external = restore_ext };
+	struct criu_restore_opts r = {
+		.images_dir = imgs, .root = root, .nftables_lock = true, .external = restore_ext
+	};
 	pid_t npid = -1;
 	e = (struct cove_err){ 0 };
 	rc = criu_restore(criu, &r, &npid, &e);
@@ -190,8 +193,8 @@ int main(void)
 	pid_t npid = dump_restore(criu, pid, imgs2, root, false);
 	if (npid > 0) {
 		long after = counter(npid);
-		CHECK(after >= at_dump && at_dump >= 10, "the restored counter goes on from its value (%ld at dump, %ld now)",
-		      at_dump, after);
+		CHECK(after >= at_dump && at_dump >= 10,
+		      "the restored counter goes on from its value (%ld at dump, %ld now)", at_dump, after);
 		CHECK(counter_at_least(npid, after + 5) > after, "and keeps counting");
 		CHECK(http_get(npid), "the listening socket was restored: the server answers");
 		CHECK(waitpid(npid, NULL, WNOHANG) == 0, "the restored root is the caller's child");
