@@ -135,9 +135,11 @@ static bool log_first_error(const char *dir, const char *log, char *buf, size_t 
 	char line[512];
 	bool found = false;
 	while (!found && fgets(line, sizeof(line), f)) {
-		if (strstr(line, "Error (") && !strstr(line, "RLIMIT_NOFILE")) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(buf, size, "%s", line);
+		char *at = strstr(line, "Error (");
+		if (at && !strstr(line, "RLIMIT_NOFILE")) {
+			/* from "Error": without the timestamp or pid (log levels 3-4) */
+			at[strcspn(at, "\n")] = '\0';
+			snprintf(buf, size, "%s", at);
 			found = true;
 		}
 	}
