@@ -48,7 +48,7 @@ static char mibarg[16];
 static pid_t start_tree(void)
 {
 	char *const argv[] = { EXE_NAME, "--child", mibarg, NULL };
-	pid_t pid = ctree_start(dir, EXE_NAME, exe, argv);
+	pid_t pid = ctree_start(dir, EXE_NAME, exe, argv, NULL);
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/%d/root/tmp/ready", pid);
 	for (int i = 0; pid > 0 && i < 3000 && access(p, F_OK) < 0; i++)

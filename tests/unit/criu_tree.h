@@ -19,7 +19,9 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,10 +31,28 @@
 #define CTREE_EXT_KEY "ctree-bin"
 #define CTREE_NULL_KEY "ctree-null"
 
-/* In the tree's pid 1, before exec: the mounts, then stdio. */
-static void ctree_pid1(const char *root, const char *exe_name, const char *exe, char *const argv[])
+/* A listening unix socket at path, made in the tree's network namespace
+ * (as cove-init's must be: criu finds a socket only in the namespaces it
+ * dumps), or -1. */
+static int ctree_listen(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	if (!path || strlen(path) >= sizeof(a.sun_path))
+		return -1;
+	strcpy(a.sun_path, path);
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 16) < 0)
+		_exit(17);
+	return l;
+}
+
+/* In the tree's pid 1, before exec: the mounts, then stdio, and the
+ * listening socket (if any) as fd 3. */
+static void ctree_pid1(const char *root, const char *exe_name, const char *exe, char *const argv[],
+		       const char *listen_path)
 {
 	char p[PATH_MAX];
+	int l = listen_path ? ctree_listen(listen_path) : -1;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || mount(root, root, NULL, MS_BIND, NULL) < 0)
 		_exit(10);
 	snprintf(p, sizeof(p), "%s/bin/%s", root, exe_name);
@@ -54,21 +74,30 @@ static void ctree_pid1(const char *root, const char *exe_name, const char *exe, 
 	int fd = open("/tmp/log", O_RDWR | O_CREAT | O_APPEND, 0644);
 	if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 		_exit(15);
-	syscall(SYS_close_range, 3U, ~0U, 0);
+	/* dup2 onto itself would keep close-on-exec */
+	if (l >= 0 && (l == 3 ? fcntl(3, F_SETFD, 0) : dup2(l, 3)) < 0)
+		_exit(18);
+	syscall(SYS_close_range, l >= 0 ? 4U : 3U, ~0U, 0);
 	snprintf(p, sizeof(p), "/bin/%s", exe_name);
 	execv(p, argv);
 	_exit(16);
 }
 
 /* Start the tree in dir (a host directory; dir/root is made): exe is bound
- * at /bin/<exe_name> and run as pid 1 with argv. The caller must be a
- * child subreaper: pid 1 is reparented to it. Returns pid 1's host pid. */
-static pid_t ctree_start(const char *dir, const char *exe_name, const char *exe, char *const argv[])
+ * at /bin/<exe_name> and run as pid 1 with argv; with listen_path (a host
+ * path in dir/sock/, which the tree's root owns), fd 3 listens there. The
+ * caller must be a child subreaper: pid 1 is reparented to it. Returns pid
+ * 1's host pid. */
+static pid_t ctree_start(const char *dir, const char *exe_name, const char *exe, char *const argv[],
+			 const char *listen_path)
 {
 	char root[PATH_MAX], p[PATH_MAX];
 	snprintf(root, sizeof(root), "%s/root", dir);
-	/* The tree's root is host uid CTREE_UID_BASE: it must traverse dir. */
-	if (chmod(dir, 0755) < 0)
+	/* The tree's root is host uid CTREE_UID_BASE: it must traverse dir,
+	 * and own sock/. */
+	snprintf(p, sizeof(p), "%s/sock", dir);
+	if (chmod(dir, 0755) < 0 || (mkdir(p, 0755) < 0 && errno != EEXIST) ||
+	    chown(p, CTREE_UID_BASE, CTREE_UID_BASE) < 0)
 		return -1;
 	static const char *const dirs[] = { "", "/bin", "/dev", "/tmp", "/proc", "/www" };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -107,7 +136,7 @@ static pid_t ctree_start(const char *dir, const char *exe_name, const char *exe,
 		if (b == 0) {
 			if (setsid() < 0)
 				_exit(9);
-			ctree_pid1(root, exe_name, exe, argv);
+			ctree_pid1(root, exe_name, exe, argv, listen_path);
 		}
 		(void)!write(sync_pipe[1], &b, sizeof(b));
 		_exit(b > 0 ? 0 : 6);

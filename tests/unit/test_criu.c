@@ -1,7 +1,9 @@
 /* sys/criu: a counter and a listening HTTP server (busybox) in a tree laid
  * out as a cove sandbox (criu_tree.h) are dumped and restored through
  * criu's RPC; the counter goes on from its value, the server answers again;
- * an undumpable tree fails with criu's reason and keeps running. Needs root
+ * an undumpable tree fails with criu's reason and keeps running; a server on
+ * a unix socket (as cove-init) gets new sockets handed over on restore and
+ * serves on them. Needs root
  * and a criu >= 4.2 (scripts/deps.sh builds one); skipped, saying so,
  * without. */
 #include "sys/criu.h"
@@ -9,6 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 
 #include "criu_tree.h"
@@ -149,6 +152,134 @@ static pid_t dump_restore(const char *criu, pid_t pid, const char *imgs, const c
 	return rc == 0 ? npid : -1;
 }
 
+/* The inode of a socket fd of pid ("socket:[N]"), 0 if fd is no socket. */
+static unsigned long sock_ino(pid_t pid, int fd)
+{
+	char p[64], l[64] = "";
+	snprintf(p, sizeof(p), "/proc/%d/fd/%d", pid, fd);
+	unsigned long ino = 0;
+	if (readlink(p, l, sizeof(l) - 1) > 0 && sscanf(l, "socket:[%lu]", &ino) != 1)
+		ino = 0;
+	return ino;
+}
+
+/* Send s on fd and read it back (the echo server's answer). */
+static bool echoes(int fd, const char *s)
+{
+	char buf[64] = "";
+	size_t n = strlen(s);
+	struct timeval tv = { 5, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return write(fd, s, n) == (ssize_t)n && read(fd, buf, sizeof(buf) - 1) == (ssize_t)n && memcmp(buf, s, n) == 0;
+}
+
+/* A unix stream socket made in the network namespace of pid (0: ours). A
+ * connection's accepted end belongs to the connecting socket's namespace,
+ * and criu finds sockets only in the namespaces it dumps: so the client's
+ * socket must be made in the tree's (as coved's to cove-init must be). */
+static int socket_in_netns(pid_t pid)
+{
+	if (!pid)
+		return socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/ns/net", pid);
+	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), ns = open(p, O_RDONLY | O_CLOEXEC), fd = -1;
+	if (self >= 0 && ns >= 0 && setns(ns, CLONE_NEWNET) == 0) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (setns(self, CLONE_NEWNET) < 0)
+			abort(); /* the test would go on in the wrong namespace */
+	}
+	if (self >= 0)
+		close(self);
+	if (ns >= 0)
+		close(ns);
+	return fd;
+}
+
+static int connect_unix(const char *path, pid_t netns_of)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	int fd = socket_in_netns(netns_of);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* What cove-init is to coved: a server on a listening unix socket that
+ * coved connects to (from a socket made in the tree's network namespace,
+ * see socket_in_netns). Both of its sockets have their peer outside the tree:
+ * they are dumped as external (unix[ino]) and, on restore, replaced by new
+ * sockets the caller hands over (inherit_fd): a new listener, and one end of
+ * a new socketpair in place of the old connection. */
+static void test_socket_handover(const char *criu, const char *dir)
+{
+	char probe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", probe, sizeof(probe) - 32);
+	probe[n > 0 ? n : 0] = '\0';
+	snprintf(strrchr(probe, '/') ? strrchr(probe, '/') : probe, 32, "/../cove-probe");
+	if (access(probe, X_OK) < 0) {
+		CHECK(0, "%s missing (make all builds it)", probe);
+		return;
+	}
+	char *const argv[] = { "cove-probe", "echo", NULL };
+	const char *ctl = pathf("%s/sock/ctl", dir), *root = pathf("%s/root", dir), *imgs = pathf("%s/img", dir);
+	pid_t pid = ctree_start(dir, "cove-probe", probe, argv, ctl);
+	int c1 = -1;
+	for (int i = 0; i < 200 && c1 < 0; i++, sleep_ms(10))
+		c1 = connect_unix(ctl, pid);
+	CHECK(pid > 0 && c1 >= 0 && echoes(c1, "one"), "a server tree answers on its socket");
+	unsigned long lino = sock_ino(pid, 3), cino = 0;
+	for (int fd = 4; fd < 16 && !cino; fd++)
+		cino = sock_ino(pid, fd);
+	CHECK(lino && cino, "its listener and its connection: sockets %lu, %lu", lino, cino);
+	char ext_l[64], ext_c[64], key_l[64], key_c[64];
+	snprintf(ext_l, sizeof(ext_l), "unix[%lu]", lino), snprintf(ext_c, sizeof(ext_c), "unix[%lu]", cino);
+	snprintf(key_l, sizeof(key_l), "socket:[%lu]", lino), snprintf(key_c, sizeof(key_c), "socket:[%lu]", cino);
+	const char *ext[] = { "mnt[/bin/cove-probe]:" CTREE_EXT_KEY, "mnt[/dev/null]:" CTREE_NULL_KEY, ext_l, ext_c,
+			      NULL };
+	mkdir(imgs, 0711);
+	struct criu_dump_opts d = { .pid = pid, .images_dir = imgs, .nftables_lock = true, .external = ext };
+	struct cove_err e = { 0 };
+	int rc = criu_dump(criu, &d, &e);
+	CHECK(rc == 0, "dump with its sockets external: %s", e.msg);
+	reap(pid); /* killed by the dump; else now */
+	close(c1);
+	if (rc < 0)
+		return;
+
+	/* the new listener at a new path, and a new connection */
+	const char *ctl2 = pathf("%s/sock/ctl2", dir);
+	int l2 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), pair[2] = { -1, -1 };
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", ctl2);
+	CHECK1(l2 >= 0 && bind(l2, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(l2, 16) == 0 &&
+		       socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0,
+	       "new sockets");
+	const char *rext[] = { pathf("mnt[" CTREE_EXT_KEY "]:%s", probe), "mnt[" CTREE_NULL_KEY "]:/dev/null", NULL };
+	struct criu_inherit_fd inh[] = { { key_l, l2 }, { key_c, pair[0] } };
+	struct criu_restore_opts r = { .images_dir = imgs,
+				       .root = root,
+				       .nftables_lock = true,
+				       .external = rext,
+				       .inherit = inh,
+				       .n_inherit = 2 };
+	pid_t npid = -1;
+	CHECK(criu_restore(criu, &r, &npid, &e) == 0, "restore handing over new sockets: %s", e.msg);
+	close(pair[0]);
+	close(l2);
+	CHECK(npid > 0 && echoes(pair[1], "two"), "the restored server answers on the handed-over connection");
+	int c3 = connect_unix(ctl2, 0);
+	CHECK(c3 >= 0 && echoes(c3, "three"), "and accepts new connections on the handed-over listener");
+	if (c3 >= 0)
+		close(c3);
+	close(pair[1]);
+	if (npid > 0)
+		reap(npid);
+}
+
 int main(void)
 {
 	char criu[PATH_MAX];
@@ -174,7 +305,7 @@ int main(void)
 	CHECK1(mkdtemp(dir) != NULL, "temp dir");
 	const char *root = pathf("%s/root", dir);
 	char *const argv[] = { "sh", "-c", (char *)script, NULL };
-	pid_t pid = ctree_start(dir, "busybox", BUSYBOX, argv);
+	pid_t pid = ctree_start(dir, "busybox", BUSYBOX, argv, NULL);
 	CHECK(pid > 0, "tree started (pid 1 = host pid %d)", pid);
 	FILE *page = fopen(pathf("%s/www/index.html", root), "we");
 	if (page)
@@ -207,6 +338,9 @@ int main(void)
 	e = (struct cove_err){ 0 };
 	CHECK(criu_restore(criu, &r, &none, &e) < 0 && none == -1 && strstr(e.msg, "criu restore failed: "),
 	      "restore from images of a failed dump fails: %s", e.msg);
+	const char *dir2 = pathf("%s/sockets", dir);
+	mkdir(dir2, 0755);
+	test_socket_handover(criu, dir2);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (!getenv("COVE_TEST_KEEP"))
