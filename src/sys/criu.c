@@ -22,10 +22,11 @@
 /* A request names a few paths and options; answers are smaller still. */
 #define MSG_MAX 65536
 
-/* The child side of run_swrk: only sk and the fds to pass stay open. */
-static void exec_swrk(const char *criu, int sk, const int *keep, size_t n_keep)
+/* The child side of run_swrk, after fork in a process that may have
+ * threads: only async-signal-safe calls. argv names sk's number; sk and
+ * the fds criu must inherit stay open, everything else closes on exec. */
+static void exec_swrk(const char *criu, char *const argv[], int sk, const int *keep, size_t n_keep)
 {
-	char fdarg[16];
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -41,8 +42,7 @@ static void exec_swrk(const char *criu, int sk, const int *keep, size_t n_keep)
 	for (size_t i = 0; i < n_keep; i++)
 		if (fcntl(keep[i], F_SETFD, 0) < 0)
 			_exit(127);
-	snprintf(fdarg, sizeof(fdarg), "%d", sk);
-	execl(criu, "criu", "swrk", fdarg, (char *)NULL);
+	execv(criu, argv);
 	_exit(127);
 }
 
@@ -95,15 +95,25 @@ static CriuResp *run_swrk(const char *criu, const CriuReq *req, const int *keep,
 		err_sys(err, errno, "socketpair for criu");
 		return NULL;
 	}
-	pid_t pid = fork();
+	/* Above stdio, which the child points at /dev/null. */
+	if (sk[1] < 3) {
+		int high = fcntl(sk[1], F_DUPFD_CLOEXEC, 3);
+		close(sk[1]);
+		sk[1] = high;
+	}
+	char fdarg[16];
+	snprintf(fdarg, sizeof(fdarg), "%d", sk[1]);
+	char *const argv[] = { "criu", "swrk", fdarg, NULL };
+	pid_t pid = sk[1] < 0 ? -1 : fork();
 	if (pid < 0) {
 		err_sys(err, errno, "fork criu");
 		close(sk[0]);
-		close(sk[1]);
+		if (sk[1] >= 0)
+			close(sk[1]);
 		return NULL;
 	}
 	if (pid == 0)
-		exec_swrk(criu, sk[1], keep, n_keep);
+		exec_swrk(criu, argv, sk[1], keep, n_keep);
 	close(sk[1]);
 	CriuResp *resp = NULL;
 	struct cove_err e = { 0 };

@@ -69,7 +69,7 @@ int criu_dump(const char *criu, const struct criu_dump_opts *o, struct cove_err 
 
 struct criu_inherit_fd {
 	const char *key; /* as the dump named it, e.g. "pipe:[123]" or an external's key */
-	int fd;          /* in the caller; passed to criu open */
+	int fd;          /* in the caller (> 2), passed to criu at the same number; stays open */
 };
 
 struct criu_join_ns {
