@@ -6,12 +6,12 @@ WARN    := -Wall -Wextra -Werror=implicit-function-declaration \
            -Werror=incompatible-pointer-types -Werror=return-type -Wshadow \
            -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-format-truncation -Wno-unused-parameter
 HARDEN  := -fstack-protector-strong -D_FORTIFY_SOURCE=2
-BASE_CFLAGS = -std=gnu17 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -Isrc -MMD -MP
+BASE_CFLAGS = -std=gnu17 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -Isrc -I$(BUILD)/gen -MMD -MP
 ALL_CFLAGS = $(BASE_CFLAGS) $(SAN)
 PIE_CFLAGS = -fPIE
 PIE_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN)
 
-LIBS_DAEMON := -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lnftables -lpthread
+LIBS_DAEMON := -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lnftables -lprotobuf-c -lpthread
 LIBS_CLIENT := -ljansson -larchive -lacl
 
 COMMON_SRC := $(wildcard src/common/*.c)
@@ -33,7 +33,9 @@ obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 INIT_COMMON := src/common/array.c src/common/wire.c src/common/passwd.c src/common/io.c src/common/fdpass.c
 iobj = $(patsubst %.c,$(BUILD)/init-obj/%.o,$(1))
 
-CORE_OBJ   := $(call obj,$(COMMON_SRC) $(SYS_SRC) $(SANDBOX_SRC))
+# CRIU's RPC messages (src/sys/criu_rpc.proto), compiled by protoc-c.
+GEN_OBJ    := $(BUILD)/gen/criu_rpc.pb-c.o
+CORE_OBJ   := $(call obj,$(COMMON_SRC) $(SYS_SRC) $(SANDBOX_SRC)) $(GEN_OBJ)
 NET_OBJ    := $(call obj,$(NET_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
 ENGINE_OBJ := $(call obj,$(ENGINE_SRC))
@@ -52,6 +54,15 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) -c $< -o $@
 
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: src/sys/%.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen -Isrc/sys $<
+
+$(GEN_OBJ): $(BUILD)/gen/criu_rpc.pb-c.c
+	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) -c $< -o $@
+
+$(BUILD)/src/sys/criu.o: $(BUILD)/gen/criu_rpc.pb-c.h
+
 $(BUILD)/init-obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -fno-pie -Os -c $< -o $@
@@ -66,7 +77,7 @@ $(BUILD)/libcove.a: $(CLIENT_OBJ)
 # each fork copies and each exit unmaps every mapping of every shared
 # library. libarchive's 14 shared libraries made a create 0.7-1 ms slower.
 COVED_LIBS := -Wl,-Bstatic -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lacl -lnettle \
-              -lzstd -llz4 -lbz2 -Wl,-Bdynamic -lxml2 -llzma -lz -lm -lpthread
+              -lzstd -llz4 -lbz2 -lprotobuf-c -Wl,-Bdynamic -lxml2 -llzma -lz -lm -lpthread
 
 $(BUILD)/coved: $(DAEMON_OBJ) $(ENGINE_OBJ) $(CORE_OBJ)
 	$(CC) $(PIE_LDFLAGS) -o $@ $^ $(COVED_LIBS)
@@ -115,7 +126,7 @@ asan:
 	ASAN_OPTIONS=quarantine_size_mb=1:thread_local_quarantine_size_kb=64 \
 	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" check
 
-lint:
+lint: $(BUILD)/gen/criu_rpc.pb-c.h
 	@scripts/lint.sh
 
 bench: all

@@ -10,7 +10,7 @@
 # Everything it creates lives under $COVE_BENCH_DIR (default
 # /var/tmp/cove-bench): a private coved (data root, socket, log), a busybox
 # rootfs and OCI bundles for crun, the compiled apibench and the results of
-# the last run. On exit, whatever happens, it deletes its sandboxes,
+# the last run (criubench's images under criu/). On exit, whatever happens, it deletes its sandboxes,
 # snapshots, raw subvolumes, cp -a trees and crun containers, stops its
 # coved, unmounts the pool and gives the hugetlb cgroup controller back to
 # cgroup2. Needs root, hyperfine, crun, bwrap, busybox-static, btrfs-progs
@@ -28,6 +28,8 @@ SESSION_N=${SESSION_N:-1000} # (f) `true` in a session
 LOAD_CLIENTS=${LOAD_CLIENTS:-50} LOAD_REQUESTS=${LOAD_REQUESTS:-200} LOAD_SANDBOXES=${LOAD_SANDBOXES:-20} # (g)
 SNAP_N=${SNAP_N:-20}        # snapshot / restore / fork runs per sandbox size
 CP_RUNS=${CP_RUNS:-2}       # cp -a of the large tree (slow)
+CRIU_N=${CRIU_N:-10}        # memory dump + restore runs, each through sys/criu.c and the criu CLI
+CRIU_MIB=${CRIU_MIB:-100}   # touched memory of the dumped tree
 RUNS=${RUNS:-100}           # hyperfine runs, run group
 EXEC_RUNS=${EXEC_RUNS:-200} # hyperfine runs, exec group
 WARMUP=5
@@ -244,6 +246,16 @@ log "iobench: read $FILE_MIB MiB, write $PUT_MIB MiB, session $SESSION_N, load $
 log "snapbench: $SNAP_N runs each, cp -a $CP_RUNS times"
 python3 "$ROOT/bench/snapbench.py" --socket "$SOCK" --pool "$DATA/pool" --scratch "$SNAPTREE" \
 	--runs "$SNAP_N" --cp-runs "$CP_RUNS" --out "$RES/snap.txt"
+
+# --- 2c. memory snapshots: sys/criu.c next to the plain criu CLI ----------------------
+# Static: the binary is also the dumped tree's pid 1, bound into its root.
+log "building criubench"
+cc -static -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra -Wno-format-truncation -I"$ROOT/include" -I"$ROOT/src" \
+	-I"$ROOT/build/gen" "$ROOT/bench/criubench.c" "$ROOT/src/sys/criu.c" "$ROOT/src/common/error.c" \
+	"$ROOT/build/gen/criu_rpc.pb-c.c" -lprotobuf-c -lzstd -o "$B/criubench"
+log "criubench: $CRIU_N runs, $CRIU_MIB MiB"
+"$B/criubench" --dir "$B/criu" --runs "$CRIU_N" --mib "$CRIU_MIB" --out "$RES/criu.txt" |
+	tee "$RES/criu-report.txt" >&2
 
 # --- 3. CLI against crun and bwrap, with hyperfine -----------------------------------
 # what the runs above deleted, cleaned by btrfs and written out first

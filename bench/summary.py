@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The summary table of a bench/run.sh run, as markdown, from its results
 directory: api.txt (apibench's "key value" lines), snap.txt (snapbench's, in
-ms), run.json and exec.json (hyperfine), machine.txt.
+ms), criu.txt (criubench's, in ms), run.json and exec.json (hyperfine),
+machine.txt.
 Usage: summary.py RESULTS_DIR"""
 import json
 import os
@@ -41,6 +42,7 @@ def load_snap():
 api = load_api()
 io = load_api("io.txt") if os.path.exists(os.path.join(res, "io.txt")) else None
 snap = load_snap()
+criu = load_api("criu.txt") if os.path.exists(os.path.join(res, "criu.txt")) else None
 run = load_hf("run")
 exe = load_hf("exec")
 with open(os.path.join(res, "machine.txt")) as f:
@@ -142,6 +144,21 @@ if io:
       f"**p50 {io['load.p50']:.2f} ms**, p99 {io['load.p99']:.2f} ms | {io['load.rate']:.0f} requests/s, "
       f"{io['load.errors']:.0f} errors |")
     p("")
+if criu:
+    p(f"### Memory snapshots: a tree with {criu['criu.mib']:.0f} MiB touched, in a sandbox's namespaces")
+    p("")
+    p("| operation | sys/criu.c (swrk RPC) p50 / p95 ms | criu CLI p50 / p95 ms | module ÷ CLI |")
+    p("|---|---:|---:|---:|")
+    for op in ("dump", "restore"):
+        m, c = f"criu.{op}.module", f"criu.{op}.cli"
+        p(f"| {op} | **{criu[m + '.p50']:.1f}** / {criu[m + '.p95']:.1f} | {criu[c + '.p50']:.1f} / "
+          f"{criu[c + '.p95']:.1f} | {criu[m + '.p50'] / criu[c + '.p50']:.2f}× |")
+    p(f"| fsync of the images after a dump | {criu['criu.fsync.p50']:.1f} / {criu['criu.fsync.p95']:.1f} | | |")
+    for lv in (1, 3):
+        k = f"criu.zstd{lv}"
+        p(f"| zstd -{lv} of the page images ({criu['criu.pages_mib']:.1f} → {criu[k + '.mib']:.1f} MiB) | "
+          f"compress +{criu[k + '.compress_ms']:.1f}, decompress +{criu[k + '.decompress_ms']:.1f} | | |")
+    p("")
 p("### CLI, process to process (hyperfine -N)")
 p("")
 p("| command | median ms | mean ± sd ms | min ms | max ms | runs | peer median ÷ cove median |")
@@ -196,6 +213,11 @@ if snap:
         target(f"fork into 10 ≤ 100 ms total, p50 ({what})", f"{v:.2f} ms", v <= 100)
     v = snap["large.checkpoint.p50"]
     target("checkpoint after a one-file change ≤ 20 ms, p50 (large)", f"{v:.2f} ms", v <= 20)
+if criu:
+    for op in ("dump", "restore"):
+        m, c = criu[f"criu.{op}.module.p50"], criu[f"criu.{op}.cli.p50"]
+        target(f"memory {op}, {criu['criu.mib']:.0f} MiB touched, p50 ≤ 200 ms", f"{m:.1f} ms", m <= 200)
+        target(f"memory {op} within 1.2× of plain criu", f"{m / c:.2f}× ({m:.1f} vs {c:.1f} ms)", m <= 1.2 * c)
 if io:
     target("read a file through the API ≥ 1 GB/s", f"{io['read.api_mbps']:.0f} MB/s ({io['read.mib']:.0f} MiB)",
            io["read.api_mbps"] >= 1000)

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Install every Debian package that cove's build, tests and benchmarks need.
-# Idempotent; run as root on Debian 12.
+# Install every Debian package that cove's build, tests and benchmarks need,
+# then CRIU 4.2.1 built from Debian's source (scripts/criu.sh; the line from
+# libbsd-dev on is its build's). Idempotent; run as root on Debian 12.
 set -eu
 PKGS="gcc make pkg-config libc6-dev
 libevent-dev libjansson-dev libsqlite3-dev libseccomp-dev
@@ -8,7 +9,10 @@ libarchive-dev libacl1-dev libnftables-dev
 nettle-dev libzstd-dev liblz4-dev libbz2-dev libxml2-dev liblzma-dev zlib1g-dev
 btrfs-progs util-linux iproute2 procps psmisc python3
 busybox-static hyperfine crun bubblewrap
-clang libclang-rt-14-dev clang-format clang-tidy cppcheck tmux"
+clang libclang-rt-14-dev clang-format clang-tidy cppcheck tmux
+curl xz-utils libprotobuf-c-dev protobuf-c-compiler
+libbsd-dev libcap-dev libgnutls28-dev libnet1-dev libnftables-dev libnl-3-dev
+libprotobuf-dev protobuf-compiler uuid-dev pkgconf python3-protobuf"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
@@ -18,4 +22,5 @@ if [ -n "$missing" ]; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+sh "$(dirname "$0")/criu.sh"
 echo "deps: ok"

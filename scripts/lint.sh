@@ -10,7 +10,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
-CFLAGS="-std=gnu17 -D_GNU_SOURCE -Isrc -Iinclude"
+CFLAGS="-std=gnu17 -D_GNU_SOURCE -Isrc -Iinclude -Ibuild/gen" # build/gen: protoc-c output (make lint makes it)
 # bugprone-*, without the checks that only produce noise on this code base:
 # easily-swappable-parameters (every (const char *, const char *) function),
 # reserved-identifier (_cleanup_*_ and friends are deliberate),

@@ -380,6 +380,11 @@ static void run_init(const struct runtime_config *c, int listen_fd)
 	trace("pivot");
 	if (sethostname(c->id, strlen(c->id)) < 0)
 		fail("sethostname");
+	/* Its own session, as the external init: CRIU refuses to dump a tree
+	 * whose session leader is outside its pid namespace (memory
+	 * snapshots), and coved's terminal's signals are not the sandbox's. */
+	if (setsid() < 0)
+		fail("setsid");
 	loopback_up();
 	init_fds(c, listen_fd);
 	/* Last, in this order: capabilities and no_new_privs, then seccomp

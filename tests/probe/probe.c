@@ -11,6 +11,10 @@
  *   cove-probe fds                no open file beyond stdio was inherited
  *   cove-probe forkbomb N         fork until fork fails (it must, with EAGAIN)
  *   cove-probe hog MB             allocate and touch MB megabytes, 1 MB at a time
+ *   cove-probe echo               serve fd 3 (a listening socket, as cove-init's):
+ *                                 echo what each connection sends, forever
+ *                                 (tests/unit/test_criu.c: a restored tree's
+ *                                 sockets, handed over by criu's inherit_fd)
  *
  * Each check prints one line, "ok <name>[: <detail>]" or "FAIL <name>: <detail>";
  * the exit status is 1 if any check failed. */
@@ -19,6 +23,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -31,6 +36,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/reboot.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/swap.h>
 #include <sys/syscall.h>
@@ -569,6 +575,35 @@ static void cmd_hog(long mb)
 	report(false, "hog", "allocated and touched %ld MB without being killed", mb);
 }
 
+/* ---- echo ----------------------------------------------------------------- */
+
+/* The poll set lives in memory only: after a restore it goes on with the
+ * same fds, which is what the test asserts. */
+static void cmd_echo(void)
+{
+	struct pollfd p[16] = { { .fd = 3, .events = POLLIN } };
+	int n = 1;
+	for (;;) {
+		if (poll(p, n, -1) < 0)
+			continue;
+		if ((p[0].revents & POLLIN) && n < 16) {
+			int c = accept4(3, NULL, NULL, SOCK_CLOEXEC);
+			if (c >= 0)
+				p[n++] = (struct pollfd){ .fd = c, .events = POLLIN };
+		}
+		for (int i = n - 1; i >= 1; i--) {
+			char buf[512];
+			ssize_t r = p[i].revents ? read(p[i].fd, buf, sizeof(buf)) : 1;
+			if (r > 0 && p[i].revents)
+				(void)!write(p[i].fd, buf, r);
+			else if (r <= 0) {
+				close(p[i].fd);
+				p[i] = p[--n];
+			}
+		}
+	}
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static long positive(const char *s)
@@ -597,9 +632,11 @@ int main(int argc, char **argv)
 		cmd_forkbomb(positive(argv[2]));
 	else if (strcmp(cmd, "hog") == 0)
 		cmd_hog(positive(argv[2]));
+	else if (strcmp(cmd, "echo") == 0)
+		cmd_echo();
 	else {
-		fprintf(stderr,
-			"usage: cove-probe syscalls [PID...] | status | fs [PATH...] | fds | forkbomb N | hog MB\n");
+		fprintf(stderr, "usage: cove-probe syscalls [PID...] | status | fs [PATH...] | fds | forkbomb N | hog "
+				"MB | echo\n");
 		return 2;
 	}
 	return failures ? 1 : 0;

@@ -1,0 +1,355 @@
+/* CRIU over its RPC (criu swrk); see criu.h. */
+#include "sys/criu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+
+#include "common/cleanup.h"
+#include "criu_rpc.pb-c.h"
+
+#define DUMP_LOG "dump.log"
+#define RESTORE_LOG "restore.log"
+/* A request names a few paths and options; answers are smaller still. */
+#define MSG_MAX 65536
+
+/* The child side of run_swrk, after fork in a process that may have
+ * threads: only async-signal-safe calls. argv names sk's number; sk and
+ * the fds criu must inherit stay open, everything else closes on exec. */
+static void exec_swrk(const char *criu, char *const argv[], int sk, const int *keep, size_t n_keep)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* criu logs to its log file; what it prints (check's verdict) is not
+	 * for coved's stdio. */
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+		_exit(127);
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		_exit(127);
+	if (fcntl(sk, F_SETFD, 0) < 0)
+		_exit(127);
+	for (size_t i = 0; i < n_keep; i++)
+		if (fcntl(keep[i], F_SETFD, 0) < 0)
+			_exit(127);
+	execv(criu, argv);
+	_exit(127);
+}
+
+static int send_req(int sk, const CriuReq *req, struct cove_err *err)
+{
+	size_t len = criu_req__get_packed_size(req);
+	if (len > MSG_MAX)
+		return err_set(err, COVE_EINVAL, "criu request too large (%zu bytes)", len);
+	_cleanup_free_ uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		return err_sys(err, ENOMEM, "criu request");
+	criu_req__pack(req, buf);
+	if (send(sk, buf, len, MSG_NOSIGNAL) != (ssize_t)len)
+		return err_sys(err, errno, "send criu request");
+	return 0;
+}
+
+static CriuResp *recv_resp(int sk, struct cove_err *err)
+{
+	_cleanup_free_ uint8_t *buf = malloc(MSG_MAX);
+	if (!buf) {
+		err_sys(err, ENOMEM, "criu answer");
+		return NULL;
+	}
+	ssize_t n;
+	do
+		n = recv(sk, buf, MSG_MAX, MSG_TRUNC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno != ECONNRESET) {
+		err_sys(err, errno, "read criu answer");
+		return NULL;
+	}
+	if (n <= 0 || n > MSG_MAX) {
+		err_set(err, COVE_EINTERNAL, n > 0 ? "criu answer too large" : "criu ended without an answer");
+		return NULL;
+	}
+	CriuResp *r = criu_resp__unpack(NULL, (size_t)n, buf);
+	if (!r)
+		err_set(err, COVE_EINTERNAL, "criu answer does not decode");
+	return r;
+}
+
+/* One request to a fresh `criu swrk`: the answer (free with
+ * criu_resp__free_unpacked), or NULL with err set. keep: the caller's fds
+ * criu must see (inherit_fd); they stay open in the caller. */
+static CriuResp *run_swrk(const char *criu, const CriuReq *req, const int *keep, size_t n_keep, struct cove_err *err)
+{
+	int sk[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sk) < 0) {
+		err_sys(err, errno, "socketpair for criu");
+		return NULL;
+	}
+	/* Above stdio, which the child points at /dev/null. */
+	if (sk[1] < 3) {
+		int high = fcntl(sk[1], F_DUPFD_CLOEXEC, 3);
+		close(sk[1]);
+		sk[1] = high;
+	}
+	char fdarg[16];
+	snprintf(fdarg, sizeof(fdarg), "%d", sk[1]);
+	char *const argv[] = { "criu", "swrk", fdarg, NULL };
+	pid_t pid = sk[1] < 0 ? -1 : fork();
+	if (pid < 0) {
+		err_sys(err, errno, "fork criu");
+		close(sk[0]);
+		if (sk[1] >= 0)
+			close(sk[1]);
+		return NULL;
+	}
+	if (pid == 0)
+		exec_swrk(criu, argv, sk[1], keep, n_keep);
+	close(sk[1]);
+	CriuResp *resp = NULL;
+	struct cove_err e = { 0 };
+	if (send_req(sk[0], req, &e) == 0)
+		resp = recv_resp(sk[0], &e);
+	/* EOF on the socket ends swrk; reap it so no zombie holds a pid. */
+	close(sk[0]);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!resp && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		err_set(err, ENOEXEC, "cannot run '%s swrk'", criu);
+	else if (!resp)
+		err_set(err, e.code, "%s", e.msg);
+	return resp;
+}
+
+/* The first error line of the log criu wrote, into buf. criu first raises
+ * its own RLIMIT_NOFILE and logs an error when it may not (no
+ * CAP_SYS_RESOURCE, as in some containers); it goes on without, so that
+ * line is no reason. */
+static bool log_first_error(const char *dir, const char *log, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", dir, log);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	char line[512];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *at = strstr(line, "Error (");
+		if (at && !strstr(line, "RLIMIT_NOFILE")) {
+			/* from "Error": without the timestamp or pid (log levels 3-4) */
+			at[strcspn(at, "\n")] = '\0';
+			snprintf(buf, size, "%s", at);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* err for a failed answer: criu's errno (else EIO) and its reason, from
+ * the log (see log_first_error), else from the answer. */
+static int fail_resp(const CriuResp *r, const char *what, const char *dir, const char *log, struct cove_err *err)
+{
+	char reason[400] = "";
+	if (!dir || !log || !log_first_error(dir, log, reason, sizeof(reason)))
+		snprintf(reason, sizeof(reason), "%s",
+			 r->cr_errmsg && r->cr_errmsg[0] ? r->cr_errmsg : "no reason given");
+	reason[strcspn(reason, "\n")] = '\0';
+	int code = r->has_cr_errno && r->cr_errno > 0 ? r->cr_errno : EIO;
+	if (dir && log)
+		return err_set(err, code, "criu %s failed: %s (log: %s/%s)", what, reason, dir, log);
+	return err_set(err, code, "criu %s failed: %s", what, reason);
+}
+
+int criu_get_version(const char *path, struct criu_version *ret, struct cove_err *err)
+{
+	CriuReq req = CRIU_REQ__INIT;
+	req.type = CRIU_REQ_TYPE__VERSION;
+	CriuResp *r = run_swrk(path, &req, NULL, 0, err);
+	if (!r)
+		return -1;
+	int rc = 0;
+	if (!r->success || !r->version)
+		rc = err_set(err, ENOTSUP, "'%s' does not answer a version request", path);
+	else
+		*ret = (struct criu_version){ r->version->major_number, r->version->minor_number,
+					      r->version->has_sublevel ? r->version->sublevel : 0 };
+	criu_resp__free_unpacked(r, NULL);
+	return rc;
+}
+
+static bool version_ok(const struct criu_version *v)
+{
+	return v->major > CRIU_MIN_MAJOR || (v->major == CRIU_MIN_MAJOR && v->minor >= CRIU_MIN_MINOR);
+}
+
+int criu_find(char *ret, size_t size, struct cove_err *err)
+{
+	static const char *const host[] = { "/usr/local/sbin/criu", "/usr/sbin/criu", "/sbin/criu",
+					    "/usr/bin/criu",        CRIU_BUNDLED,     NULL };
+	const char *env = getenv("COVE_CRIU");
+	const char *const only[] = { env, NULL };
+	const char *const *list = env && env[0] ? only : host;
+	char seen[300] = "";
+	for (size_t i = 0; list[i]; i++) {
+		struct criu_version v;
+		struct cove_err e = { 0 };
+		if (access(list[i], X_OK) < 0)
+			continue;
+		if (criu_get_version(list[i], &v, &e) < 0) {
+			snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "; %s: %s", list[i], e.msg);
+			continue;
+		}
+		if (version_ok(&v)) {
+			if (strlen(list[i]) >= size)
+				return err_set(err, ENAMETOOLONG, "criu path too long");
+			snprintf(ret, size, "%s", list[i]);
+			return 0;
+		}
+		snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "; %s is %d.%d.%d", list[i], v.major,
+			 v.minor, v.sublevel);
+	}
+	return err_set(err, ENOENT, "no criu >= %d.%d found (scripts/deps.sh builds one into %s)%s", CRIU_MIN_MAJOR,
+		       CRIU_MIN_MINOR, CRIU_BUNDLED, seen);
+}
+
+int criu_check(const char *criu, struct cove_err *err)
+{
+	CriuReq req = CRIU_REQ__INIT;
+	req.type = CRIU_REQ_TYPE__CHECK;
+	CriuResp *r = run_swrk(criu, &req, NULL, 0, err);
+	if (!r)
+		return -1;
+	int rc = r->success ? 0 : fail_resp(r, "check", NULL, NULL, err);
+	criu_resp__free_unpacked(r, NULL);
+	return rc;
+}
+
+/* The options dump and restore share. */
+static void opts_common(CriuOpts *co, const char *dir, const char *log, int log_level, enum criu_cgroups cg,
+			bool nftables)
+{
+	co->images_dir_fd = -1;
+	co->images_dir = (char *)dir;
+	co->log_file = (char *)log;
+	if (log_level > 0)
+		co->has_log_level = true, co->log_level = log_level;
+	co->has_manage_cgroups = true;
+	co->manage_cgroups = cg != CRIU_CG_IGNORE;
+	co->has_manage_cgroups_mode = true;
+	co->manage_cgroups_mode = cg == CRIU_CG_IGNORE ? CRIU_CG_MODE__IGNORE : (CriuCgMode)cg;
+	if (nftables)
+		co->has_network_lock = true, co->network_lock = CRIU_NETWORK_LOCK_METHOD__NFTABLES;
+	/* A deleted file still open is kept in the images up to this size
+	 * (criu's default is 1 MiB): a sandbox's temp files are bigger. */
+	co->has_ghost_limit = true;
+	co->ghost_limit = 64u << 20;
+	co->has_link_remap = true;
+	co->link_remap = true;
+}
+
+static size_t count_strv(const char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+#define SET_BOOL(co, field, val) ((co)->has_##field = true, (co)->field = (val))
+
+int criu_dump(const char *criu, const struct criu_dump_opts *o, struct cove_err *err)
+{
+	if (o->pid <= 0 || !o->images_dir)
+		return err_set(err, COVE_EINVAL, "criu dump: no pid or images directory");
+	CriuOpts co = CRIU_OPTS__INIT;
+	opts_common(&co, o->images_dir, DUMP_LOG, o->log_level, o->cgroups, o->nftables_lock);
+	co.has_pid = true;
+	co.pid = o->pid;
+	SET_BOOL(&co, leave_running, o->leave_running);
+	SET_BOOL(&co, tcp_established, o->tcp_established);
+	SET_BOOL(&co, shell_job, o->shell_job);
+	SET_BOOL(&co, ext_unix_sk, o->ext_unix_sk);
+	SET_BOOL(&co, file_locks, o->file_locks);
+	SET_BOOL(&co, orphan_pts_master, o->orphan_pts_master);
+	co.freeze_cgroup = (char *)o->freeze_cgroup;
+	co.n_external = count_strv(o->external);
+	co.external = (char **)o->external;
+	CriuReq req = CRIU_REQ__INIT;
+	req.type = CRIU_REQ_TYPE__DUMP;
+	req.opts = &co;
+	CriuResp *r = run_swrk(criu, &req, NULL, 0, err);
+	if (!r)
+		return -1;
+	int rc = r->success ? 0 : fail_resp(r, "dump", o->images_dir, DUMP_LOG, err);
+	criu_resp__free_unpacked(r, NULL);
+	return rc;
+}
+
+/* Restore's repeated fields are built on the stack: at most this many of each. */
+#define RESTORE_MAX 16
+
+int criu_restore(const char *criu, const struct criu_restore_opts *o, pid_t *ret_pid, struct cove_err *err)
+{
+	if (!o->images_dir || o->n_inherit > RESTORE_MAX || o->n_join > RESTORE_MAX)
+		return err_set(err, COVE_EINVAL, "criu restore: no images directory, or too many fds/namespaces");
+	CriuOpts co = CRIU_OPTS__INIT;
+	opts_common(&co, o->images_dir, RESTORE_LOG, o->log_level, o->cgroups, o->nftables_lock);
+	co.root = (char *)o->root;
+	SET_BOOL(&co, tcp_established, o->tcp_established);
+	SET_BOOL(&co, shell_job, o->shell_job);
+	SET_BOOL(&co, ext_unix_sk, o->ext_unix_sk);
+	SET_BOOL(&co, file_locks, o->file_locks);
+	SET_BOOL(&co, orphan_pts_master, o->orphan_pts_master);
+	/* The restored root becomes our child, not criu's: coved reaps it. */
+	SET_BOOL(&co, rst_sibling, true);
+	co.n_external = count_strv(o->external);
+	co.external = (char **)o->external;
+
+	InheritFd ifd[RESTORE_MAX], *ifdp[RESTORE_MAX];
+	int keep[RESTORE_MAX];
+	for (size_t i = 0; i < o->n_inherit; i++) {
+		inherit_fd__init(&ifd[i]);
+		ifd[i].key = (char *)o->inherit[i].key;
+		ifd[i].fd = keep[i] = o->inherit[i].fd;
+		ifdp[i] = &ifd[i];
+	}
+	co.n_inherit_fd = o->n_inherit;
+	co.inherit_fd = ifdp;
+	JoinNamespace jn[RESTORE_MAX], *jnp[RESTORE_MAX];
+	for (size_t i = 0; i < o->n_join; i++) {
+		join_namespace__init(&jn[i]);
+		jn[i].ns = (char *)o->join[i].ns;
+		jn[i].ns_file = (char *)o->join[i].file;
+		jnp[i] = &jn[i];
+	}
+	co.n_join_ns = o->n_join;
+	co.join_ns = jnp;
+
+	CriuReq req = CRIU_REQ__INIT;
+	req.type = CRIU_REQ_TYPE__RESTORE;
+	req.opts = &co;
+	CriuResp *r = run_swrk(criu, &req, keep, o->n_inherit, err);
+	if (!r)
+		return -1;
+	int rc = 0;
+	if (!r->success)
+		rc = fail_resp(r, "restore", o->images_dir, RESTORE_LOG, err);
+	else if (!r->restore || r->restore->pid <= 0)
+		rc = err_set(err, COVE_EINTERNAL, "criu restore answered without a pid");
+	else
+		*ret_pid = r->restore->pid;
+	criu_resp__free_unpacked(r, NULL);
+	return rc;
+}
