@@ -16,7 +16,28 @@ DEFAULT_SOCKET = "/run/cove/cove.sock"
 BLOCK = 1 << 20  # bytes per read/write when streaming a body
 
 
-class _UnixConnection(http.client.HTTPConnection):
+class _Coalescing:
+    """http.client sends a request's headers and its body in two writes,
+    which costs coved a second wakeup per request (about 0.3 ms here). With
+    `one_write` set for a request whose body is non-empty bytes, the header
+    block is held back and goes out with the body in one write."""
+    one_write = False
+    _held = None
+
+    def send(self, data):
+        if self.one_write and self._held is None:
+            self._held = data
+            return
+        if self._held is not None:
+            data, self._held, self.one_write = self._held + data, None, False
+        super().send(data)
+
+
+class _TCPConnection(_Coalescing, http.client.HTTPConnection):
+    pass
+
+
+class _UnixConnection(_Coalescing, http.client.HTTPConnection):
     def __init__(self, path, timeout):
         super().__init__("cove", timeout=timeout, blocksize=BLOCK)
         self.unix_path = path
@@ -73,7 +94,7 @@ class Transport:
 
     def _new(self):
         if self.host:
-            return http.client.HTTPConnection(self._tcp[0], self._tcp[1], timeout=self.timeout, blocksize=BLOCK)
+            return _TCPConnection(self._tcp[0], self._tcp[1], timeout=self.timeout, blocksize=BLOCK)
         return _UnixConnection(self.socket_path, self.timeout)
 
     def _conn(self):
@@ -109,6 +130,8 @@ class Transport:
             h["Content-Length"] = "0"
         conn = self._conn()
         try:
+            conn.one_write = isinstance(body, bytes) and len(body) > 0
+            conn._held = None
             conn.request(method, path, body=body, headers=h)
             resp = conn.getresponse()
         except (ConnectionError, FileNotFoundError, socket.timeout, http.client.HTTPException) as e:
