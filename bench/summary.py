@@ -40,6 +40,7 @@ def load_snap():
 
 api = load_api()
 io = load_api("io.txt") if os.path.exists(os.path.join(res, "io.txt")) else None
+sdk = load_api("sdk.txt") if os.path.exists(os.path.join(res, "sdk.txt")) else None
 snap = load_snap()
 run = load_hf("run")
 exe = load_hf("exec")
@@ -142,6 +143,17 @@ if io:
       f"**p50 {io['load.p50']:.2f} ms**, p99 {io['load.p99']:.2f} ms | {io['load.rate']:.0f} requests/s, "
       f"{io['load.errors']:.0f} errors |")
     p("")
+if sdk:
+    p("### The SDKs: exec `true` in a running sandbox, next to what they wrap (bench/sdkbench.py)")
+    p("")
+    p("| path | p50 (median of 10 interleaved series of 200) |")
+    p("|---|---:|")
+    p(f"| libcove (C) | {sdk['sdk.libcove.p50']:.3f} ms |")
+    p(f"| Python SDK `sb.run([\"true\"])` | **{sdk['sdk.python.p50']:.3f} ms** (+{sdk['sdk.python.over']:.3f}) |")
+    p(f"| node `http.request`, kept alive | {sdk['sdk.node_raw.p50']:.3f} ms |")
+    p(f"| TypeScript SDK `sandbox.exec([\"true\"])` | **{sdk['sdk.node_sdk.p50']:.3f} ms** "
+      f"(+{sdk['sdk.ts.over']:.3f}) |")
+    p("")
 p("### CLI, process to process (hyperfine -N)")
 p("")
 p("| command | median ms | mean ± sd ms | min ms | max ms | runs | peer median ÷ cove median |")
@@ -204,6 +216,11 @@ if io:
            io["write.api_mbps"] >= 1000 and io["write.mib"] >= 1024)
     target("session round trip (`true`) p50 ≤ 1 ms", f"{io['session.p50']:.3f} ms", io["session.p50"] <= 1)
     target("load test: no errors", f"{io['load.errors']:.0f}", io["load.errors"] == 0)
+if sdk:
+    target("Python SDK exec `true` within +0.3 ms of libcove (p50)", f"+{sdk['sdk.python.over']:.3f} ms",
+           sdk["sdk.python.over"] <= 0.3)
+    target("TypeScript SDK exec `true` within +0.3 ms of node's http (p50)", f"+{sdk['sdk.ts.over']:.3f} ms",
+           sdk["sdk.ts.over"] <= 0.3)
 failed = [(name, r) for g in (run, exe) for name, r in g.items() if any(c != 0 for c in r.get("exit_codes", []))]
 if failed:
     p("")

@@ -251,3 +251,10 @@ test('transport: environment, unreachable socket', async () => {
   await assert.rejects(listSandboxes({ transport: new Transport({ socketPath: '/nonexistent/cove.sock' }) }), Unavailable);
   assert.throws(() => new Transport({ host: '127.0.0.1:1' }), TypeError); // a host without a token
 });
+
+test('a callback that throws ends the exec at once', () => sandbox(async (sb) => {
+  const t0 = Date.now();
+  await assert.rejects(sb.exec('echo x; sleep 30', { onStdout: () => { throw new RangeError('cb'); } }), RangeError);
+  assert.ok(Date.now() - t0 < 15000);
+  assert.equal((await sb.exec('echo next')).stdout, 'next\n');
+}));

@@ -35,12 +35,13 @@ def result_from_json(j):
                       stdout_truncated=bool(j.get("stdout_truncated")), stderr_truncated=bool(j.get("stderr_truncated")))
 
 
-def read_events(resp, on_stdout=None, on_stderr=None):
+def read_events(transport, resp, on_stdout=None, on_stderr=None):
     """Reads an exec or attach event stream to its `exit` event, calling the
     callbacks with each chunk of text as it arrives; returns the result
-    with all of the output."""
+    with all of the output. When a callback raises, the connection is
+    dropped (not drained: that would wait for the command's end)."""
     out, err = [], []
-    try:
+    with transport.abandon_on_error():
         while True:
             line = resp.readline()
             if not line:
@@ -54,11 +55,10 @@ def read_events(resp, on_stdout=None, on_stderr=None):
                 if cb is not None:
                     cb(chunk)
             elif t == "exit":
+                resp.read()  # the end of the body: the kept-alive connection can be reused
                 ev["stdout"], ev["stderr"] = "".join(out), "".join(err)
                 return result_from_json(ev)
             elif t == "error":
                 from .errors import CoveError
                 e = ev.get("error") or {}
                 raise CoveError(e.get("code", "exec_failed"), e.get("message", ev.get("message", "")), 0)
-    finally:
-        resp.read()  # drain, so the kept-alive connection can be reused

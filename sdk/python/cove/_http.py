@@ -2,6 +2,7 @@
 TCP with the API token, as the cove CLI does (COVE_SOCKET, COVE_HOST,
 COVE_TOKEN). One kept-alive connection per thread, so concurrent callers
 in different threads never share a connection."""
+import contextlib
 import http.client
 import json
 import os
@@ -106,7 +107,19 @@ class Transport:
             c = self._local.conn = self._new()
         return c
 
+    @contextlib.contextmanager
+    def abandon_on_error(self):
+        """For reading a response body: if the reading fails (or the code
+        handling it raises), the rest of the body is still in the
+        connection, which is closed so no later request reads it."""
+        try:
+            yield
+        except BaseException:
+            self.close()
+            raise
+
     def close(self):
+        """Closes this thread's connection (the next request opens one)."""
         c = getattr(self._local, "conn", None)
         if c is not None:
             c.close()

@@ -79,7 +79,7 @@ class Files:
         NotFound when the remote file does not exist."""
         resp = self._t().open("GET", self._base, query=self._q(remote))
         n = 0
-        with open(local, "wb") as f:
+        with self._t().abandon_on_error(), open(local, "wb") as f:
             while chunk := resp.read(_BLOCK):
                 f.write(chunk)
                 n += len(chunk)

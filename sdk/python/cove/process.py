@@ -74,7 +74,7 @@ class Process:
         """Its output from the start (its kept tail, 1 MiB a stream), then
         live, until it ends: an ExecResult."""
         resp = self._sb._transport.open("GET", self._path + "/attach")
-        return read_events(resp, on_stdout, on_stderr)
+        return read_events(self._sb._transport, resp, on_stdout, on_stderr)
 
 
 class Lock:

@@ -146,7 +146,7 @@ class Sandbox:
         if on_stdout is None and on_stderr is None:
             return result_from_json(self._transport.call("POST", self._path + "/exec", json_body=req))
         resp = self._transport.open("POST", self._path + "/exec", query={"stream": 1}, json_body=req)
-        return read_events(resp, on_stdout, on_stderr)
+        return read_events(self._transport, resp, on_stdout, on_stderr)
 
     def session(self, cwd=None, env=None, user=None):
         body = _spec(cwd=None if cwd is None else self.resolve(cwd), env=env, user=user)
@@ -207,9 +207,10 @@ class Sandbox:
         f = open(dest, "wb") if isinstance(dest, (str, bytes)) or hasattr(dest, "__fspath__") else dest
         n = 0
         try:
-            while chunk := resp.read(1 << 20):
-                f.write(chunk)
-                n += len(chunk)
+            with self._transport.abandon_on_error():
+                while chunk := resp.read(1 << 20):
+                    f.write(chunk)
+                    n += len(chunk)
         finally:
             if f is not dest:
                 f.close()

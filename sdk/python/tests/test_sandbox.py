@@ -143,3 +143,14 @@ def test_ephemeral_gone_after_block_even_when_it_raised(coved):
         Sandbox.connect(sid)
     with Sandbox.create() as sb:  # destroyed inside the block: the end is no error
         sb.destroy()
+
+
+def test_a_callback_that_raises_ends_the_run_at_once(sb):
+    def boom(chunk):
+        raise KeyError(chunk)
+
+    t0 = time.monotonic()
+    with pytest.raises(KeyError):
+        sb.run("echo x; sleep 30", on_stdout=boom)
+    assert time.monotonic() - t0 < 15  # not drained to the command's end
+    assert sb.run("echo next").stdout == "next\n"  # a fresh connection, no leftovers
