@@ -236,8 +236,8 @@ log "apibench: cold $COLD_N, paced $PACED_N, exec $EXEC_N, idle $IDLE_N"
 if have node && have npm; then
 	[ -d "$ROOT/sdk/js/node_modules" ] || (cd "$ROOT/sdk/js" && npm ci --no-audit --no-fund >/dev/null)
 	(cd "$ROOT/sdk/js" && npm run --silent build)
-	log "sdkbench: exec true through the SDKs, libcove and node's http, interleaved"
-	python3 "$ROOT/bench/sdkbench.py" --socket "$SOCK" --apibench "$B/apibench" --out "$RES/sdk.txt" |
+	log "sdkbench: exec true through the SDKs next to libcove and node's http, call by call"
+	python3 "$ROOT/bench/sdkbench.py" --socket "$SOCK" --build-dir "$B" --out "$RES/sdk.txt" |
 		tee "$RES/sdk-report.txt" >&2
 else
 	log "sdkbench skipped: no node/npm"

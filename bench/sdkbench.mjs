@@ -1,15 +1,16 @@
 // sdkbench.mjs: `true` in one running sandbox through the TypeScript SDK
 // (sandbox.exec(['true'])) and through node's raw http.request with a
-// kept-alive agent sending the same JSON, alternating in blocks of 50 so
-// both see the same machine. Run by bench/sdkbench.py:
+// kept-alive agent sending the same JSON, alternating call by call. Run by
+// bench/sdkbench.py:
 //
-//   node bench/sdkbench.mjs SOCKET N    -> one JSON line {sdk_p50, raw_p50, ...}
+//   node bench/sdkbench.mjs SOCKET N
+//     -> one JSON line {node_sdk: [[wall_ms, cpu_ms], ...], node_raw: [...]}
 import { request, Agent } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { createSandbox, Transport } from '../sdk/js/dist/index.js';
 
 const [socketPath, nArg] = process.argv.slice(2);
-const n = Number(nArg ?? 1000);
+const n = Number(nArg ?? 2000);
 const transport = new Transport({ socketPath });
 const sb = await createSandbox({ transport });
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -37,19 +38,24 @@ async function viaSdk() {
   if (r.exitCode !== 0) throw new Error('sdk exec failed');
 }
 
-const p = (a, q) => { const s = [...a].sort((x, y) => x - y); return s[Math.min(s.length - 1, Math.floor(q * s.length))]; };
-const times = { sdk: [], raw: [] };
-for (let i = 0; i < 20; i++) { await viaSdk(); await raw(); } // warm-up
-for (let done = 0; done < n; done += 50) {
-  for (const [name, fn] of [['sdk', viaSdk], ['raw', raw]]) {
-    for (let i = 0; i < Math.min(50, n - done); i++) {
-      const t0 = performance.now();
-      await fn();
-      times[name].push(performance.now() - t0);
-    }
+async function timed(fn) {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  await fn();
+  const wall = performance.now() - t0;
+  const c = process.cpuUsage(c0);
+  return [wall, (c.user + c.system) / 1000];
+}
+
+const rows = { node_sdk: [], node_raw: [] };
+for (let i = 0; i < n + 20; i++) {
+  const pair = i % 2 ? [['node_raw', raw], ['node_sdk', viaSdk]] : [['node_sdk', viaSdk], ['node_raw', raw]];
+  for (const [name, fn] of pair) {
+    const r = await timed(fn);
+    if (i >= 20) rows[name].push(r); // after the warm-up
   }
 }
 await sb.destroy();
 transport.close();
 agent.destroy();
-console.log(JSON.stringify({ n, sdk_p50: p(times.sdk, 0.5), sdk_p95: p(times.sdk, 0.95), raw_p50: p(times.raw, 0.5), raw_p95: p(times.raw, 0.95) }));
+console.log(JSON.stringify(rows));

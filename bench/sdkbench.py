@@ -1,92 +1,133 @@
 #!/usr/bin/env python3
-"""sdkbench: the SDKs' cost over what they wrap, in one run on one coved.
+"""sdkbench: what the SDKs add to a call, in one run on one coved.
 
-`true` in one running sandbox (the same request, {"cmd": ["true"]}, on one
-kept-alive unix-socket connection):
-  - through the Python SDK, sb.run(["true"]), next to libcove (apibench
-    --exec, the same loop in C);
-  - through the TypeScript SDK, sandbox.exec(["true"]), next to node's raw
-    http.request (bench/sdkbench.mjs; needs sdk/js built).
-Each round runs all four, one after another; the report gives each one's
-p50 per round and the median over rounds, and the SDKs' overheads.
+`true` in one running sandbox, the same request ({"cmd": ["true"]}) on a
+kept-alive unix-socket connection each:
+  - the Python SDK, sb.run(["true"]), next to libcove's cove_exec called
+    in the same process (ctypes, libcove built as a shared library from
+    src/client and src/common for this), alternating call by call;
+  - the TypeScript SDK, sandbox.exec(["true"]), next to node's raw
+    http.request, alternating call by call (bench/sdkbench.mjs; needs
+    sdk/js built).
+Alternating pairs see the same moment of a shared machine, so the median
+of the pairs' differences is the SDK's cost even when the wall times move
+with the neighbours' load. CPU time per call (this thread's, or node's
+process.cpuUsage) is given beside: the client's own work, which hardly
+depends on the load.
 
-  sdkbench.py --socket S --apibench PATH [--n 200] [--rounds 10] [--out FILE]"""
+  sdkbench.py --socket S --build-dir DIR [--n 2000] [--out FILE]"""
 import argparse
+import ctypes
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "sdk", "python"))
 from cove import Sandbox, Transport  # noqa: E402
 
-
-def libcove_p50(apibench, sock, n):
-    with tempfile.NamedTemporaryFile("r", suffix=".txt") as out:
-        subprocess.run([apibench, "--socket", sock, "--cold", "0", "--paced", "0", "--exec", str(n), "--idle", "0",
-                        "--out", out.name], check=True, stdout=subprocess.DEVNULL)
-        kv = dict(line.split(None, 1) for line in out.read().splitlines() if line.strip())
-        return float(kv["exec.p50"])
+REQ = b'{"cmd":["true"]}'
 
 
-def python_p50(sock, n):
+class CoveError(ctypes.Structure):
+    _fields_ = [("status", ctypes.c_int), ("code", ctypes.c_char * 32), ("message", ctypes.c_char * 512)]
+
+
+class ExecResult(ctypes.Structure):
+    _fields_ = [("exit_code", ctypes.c_int), ("signal", ctypes.c_int), ("timed_out", ctypes.c_bool)]
+
+
+def build_libcove(build_dir):
+    so = os.path.join(build_dir, "libcove-bench.so")
+    srcs = [os.path.join(d, f) for d in (os.path.join(ROOT, "src", "client"), os.path.join(ROOT, "src", "common"))
+            for f in sorted(os.listdir(d)) if f.endswith(".c")]
+    subprocess.run(["cc", "-O2", "-std=gnu17", "-D_GNU_SOURCE", "-fPIC", "-shared", "-I" + os.path.join(ROOT, "include"),
+                    "-I" + os.path.join(ROOT, "src")] + srcs + ["-ljansson", "-larchive", "-lacl", "-o", so], check=True)
+    lib = ctypes.CDLL(so)
+    lib.cove_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(CoveError)]
+    lib.cove_exec.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p,
+                              ctypes.POINTER(ExecResult), ctypes.POINTER(CoveError)]
+    lib.cove_close.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def timed(fn):
+    c0, t0 = time.thread_time(), time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000
+
+
+def python_vs_libcove(lib, sock, n):
     t = Transport(socket_path=sock)
     sb = Sandbox.create(transport=t)
+    c, err, res = ctypes.c_void_p(), CoveError(), ExecResult()
+    if lib.cove_open(sock.encode(), ctypes.byref(c), ctypes.byref(err)) < 0:
+        sys.exit("sdkbench: cove_open: %s" % err.message.decode())
+    sid = sb.id.encode()
+
+    def via_libcove():
+        if lib.cove_exec(c, sid, REQ, None, ctypes.byref(res), ctypes.byref(err)) < 0 or res.exit_code != 0:
+            raise RuntimeError("libcove exec: %s" % err.message.decode())
+
+    def via_sdk():
+        if sb.run(["true"]).exit_code != 0:
+            raise RuntimeError("sdk exec failed")
+
     try:
-        for _ in range(10):
-            sb.run(["true"])
-        times = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            r = sb.run(["true"])
-            times.append((time.perf_counter() - t0) * 1000)
-            assert r.exit_code == 0
-        return statistics.median(times)
+        rows = {"libcove": [], "python": []}
+        for i in range(n + 20):
+            pair = (("libcove", via_libcove), ("python", via_sdk)) if i % 2 else (("python", via_sdk), ("libcove", via_libcove))
+            for name, fn in pair:
+                w = timed(fn)
+                if i >= 20:  # warm-up
+                    rows[name].append(w)
+        return rows
     finally:
+        lib.cove_close(c)
         sb.destroy()
         t.close()
 
 
-def node_p50s(sock, n):
-    out = subprocess.run(["node", os.path.join(ROOT, "bench", "sdkbench.mjs"), sock, str(n)], check=True,
-                         capture_output=True, text=True).stdout
-    j = json.loads(out.strip().splitlines()[-1])
-    return j["sdk_p50"], j["raw_p50"]
+def summary(rows, base, sdk):
+    wall = {k: statistics.median(w for w, _ in v) for k, v in rows.items()}
+    cpu = {k: statistics.mean(c for _, c in v) for k, v in rows.items()}
+    diff = statistics.median(s[0] - b[0] for s, b in zip(rows[sdk], rows[base]))
+    return wall, cpu, diff
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--socket", required=True)
-    ap.add_argument("--apibench", required=True)
-    ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--out")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(ROOT, "sdk", "js", "dist", "index.js")):
         sys.exit("sdkbench: sdk/js is not built: (cd sdk/js && npm ci && npm run build)")
-    rows = {"libcove": [], "python": [], "node_raw": [], "node_sdk": []}
-    for r in range(a.rounds):
-        rows["libcove"].append(libcove_p50(a.apibench, a.socket, a.n))
-        rows["python"].append(python_p50(a.socket, a.n))
-        sdk, raw = node_p50s(a.socket, a.n)
-        rows["node_sdk"].append(sdk)
-        rows["node_raw"].append(raw)
-        print("round %d: libcove %.3f  python-sdk %.3f  node-raw %.3f  ts-sdk %.3f ms (p50s)" % (
-            r + 1, rows["libcove"][-1], rows["python"][-1], raw, sdk), flush=True)
-    med = {k: statistics.median(v) for k, v in rows.items()}
-    py_over, ts_over = med["python"] - med["libcove"], med["node_sdk"] - med["node_raw"]
-    print("exec true, %d runs a series, %d rounds; median of the p50s:" % (a.n, a.rounds))
-    print("  libcove %.3f ms   Python SDK %.3f ms   (+%.3f ms)" % (med["libcove"], med["python"], py_over))
-    print("  node http %.3f ms   TypeScript SDK %.3f ms   (+%.3f ms)" % (med["node_raw"], med["node_sdk"], ts_over))
+    lib = build_libcove(a.build_dir)
+    py = python_vs_libcove(lib, a.socket, a.n)
+    js_out = subprocess.run(["node", os.path.join(ROOT, "bench", "sdkbench.mjs"), a.socket, str(a.n)], check=True,
+                            capture_output=True, text=True).stdout
+    js = {k: [tuple(x) for x in v] for k, v in json.loads(js_out.strip().splitlines()[-1]).items()}
+    pw, pc, pd = summary(py, "libcove", "python")
+    jw, jc, jd = summary(js, "node_raw", "node_sdk")
+    print("exec true in a running sandbox, %d alternating pairs each (after 20 warm-up pairs):" % a.n)
+    print("  libcove        p50 %.3f ms   CPU %.3f ms/call" % (pw["libcove"], pc["libcove"]))
+    print("  Python SDK     p50 %.3f ms   CPU %.3f ms/call   pairs' difference, median: %+.3f ms" % (
+        pw["python"], pc["python"], pd))
+    print("  node http      p50 %.3f ms   CPU %.3f ms/call" % (jw["node_raw"], jc["node_raw"]))
+    print("  TS SDK         p50 %.3f ms   CPU %.3f ms/call   pairs' difference, median: %+.3f ms" % (
+        jw["node_sdk"], jc["node_sdk"], jd))
     if a.out:
         with open(a.out, "w") as f:
-            for k, v in med.items():
+            for k, v in list(pw.items()) + list(jw.items()):
                 f.write("sdk.%s.p50 %.3f\n" % (k, v))
-            f.write("sdk.python.over %.3f\nsdk.ts.over %.3f\n" % (py_over, ts_over))
+            for k, v in list(pc.items()) + list(jc.items()):
+                f.write("sdk.%s.cpu %.3f\n" % (k, v))
+            f.write("sdk.python.over %.3f\nsdk.ts.over %.3f\nsdk.n %d\n" % (pd, jd, a.n))
 
 
 if __name__ == "__main__":

@@ -3,55 +3,15 @@ TCP with the API token, as the cove CLI does (COVE_SOCKET, COVE_HOST,
 COVE_TOKEN). One kept-alive connection per thread, so concurrent callers
 in different threads never share a connection."""
 import contextlib
-import http.client
 import json
 import os
-import select
-import socket
 import threading
 import urllib.parse
 
+from ._wire import Connection
 from .errors import Unavailable, error_from_response
 
 DEFAULT_SOCKET = "/run/cove/cove.sock"
-BLOCK = 1 << 20  # bytes per read/write when streaming a body
-
-
-class _Coalescing:
-    """http.client sends a request's headers and its body in two writes,
-    which costs coved a second wakeup per request (about 0.3 ms here). With
-    `one_write` set for a request whose body is non-empty bytes, the header
-    block is held back and goes out with the body in one write."""
-    one_write = False
-    _held = None
-
-    def send(self, data):
-        if self.one_write and self._held is None:
-            self._held = data
-            return
-        if self._held is not None:
-            data, self._held, self.one_write = self._held + data, None, False
-        super().send(data)
-
-
-class _TCPConnection(_Coalescing, http.client.HTTPConnection):
-    pass
-
-
-class _UnixConnection(_Coalescing, http.client.HTTPConnection):
-    def __init__(self, path, timeout):
-        super().__init__("cove", timeout=timeout, blocksize=BLOCK)
-        self.unix_path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        try:
-            s.settimeout(self.timeout)
-            s.connect(self.unix_path)
-        except OSError:
-            s.close()
-            raise
-        self.sock = s
 
 
 def _split_host(addr):
@@ -60,17 +20,6 @@ def _split_host(addr):
     if not sep or not port.isdigit() or not host:
         raise ValueError("COVE_HOST/host must be ADDR:PORT, not %r" % addr)
     return host.strip("[]"), int(port)
-
-
-def _dropped(conn):
-    """True when a kept-alive connection was closed by coved (its idle
-    timeout): the socket is readable although no answer is due."""
-    if conn.sock is None:
-        return True
-    try:
-        return bool(select.select([conn.sock], [], [], 0)[0])
-    except (OSError, ValueError):
-        return True
 
 
 class Transport:
@@ -93,18 +42,17 @@ class Transport:
                 raise ValueError("a TCP host needs the API token: set COVE_TOKEN or pass token=")
         self._local = threading.local()
 
-    def _new(self):
-        if self.host:
-            return _TCPConnection(self._tcp[0], self._tcp[1], timeout=self.timeout, blocksize=BLOCK)
-        return _UnixConnection(self.socket_path, self.timeout)
-
     def _conn(self):
         c = getattr(self._local, "conn", None)
-        if c is not None and _dropped(c):
+        if c is not None and not c.reusable():
             c.close()
             c = None
         if c is None:
-            c = self._local.conn = self._new()
+            if self.host:
+                c = Connection(tcp=self._tcp, timeout=self.timeout)
+            else:
+                c = Connection(unix_path=self.socket_path, timeout=self.timeout)
+            self._local.conn = c
         return c
 
     @contextlib.contextmanager
@@ -126,9 +74,11 @@ class Transport:
             self._local.conn = None
 
     def open(self, method, path, query=None, body=None, json_body=None, headers=None):
-        """Sends a request and returns the http.client response, its body
-        not yet read (the caller reads it all, or closes it). A response
-        with an error status raises the typed error."""
+        """Sends a request and returns the response, its body not yet read
+        (the caller reads it all; a request made before that opens a new
+        connection). body: bytes, or a binary file whose size is given as
+        headers["Content-Length"]. A response with an error status raises
+        the typed error."""
         if query:
             path += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
         h = {}
@@ -139,17 +89,14 @@ class Transport:
             h["Authorization"] = "Bearer " + self.token
         if headers:
             h.update(headers)
-        if body is None and method in ("POST", "PUT"):
-            h["Content-Length"] = "0"
-        conn = self._conn()
+        length = None
+        if body is not None and not isinstance(body, (bytes, bytearray, memoryview)):
+            length = int(h.pop("Content-Length"))
         try:
-            conn.one_write = isinstance(body, bytes) and len(body) > 0
-            conn._held = None
-            conn.request(method, path, body=body, headers=h)
-            resp = conn.getresponse()
-        except (ConnectionError, FileNotFoundError, socket.timeout, http.client.HTTPException) as e:
-            conn.close()
-            self._local.conn = None
+            conn = self._conn()
+            resp = conn.request(method, path, h, body, length)
+        except OSError as e:  # refused, no socket, reset, closed, timed out, not HTTP
+            self.close()
             where = self.host or self.socket_path
             raise Unavailable("unavailable", "coved at %s: %s" % (where, e), 0) from e
         if resp.status >= 400:
