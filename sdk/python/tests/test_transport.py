@@ -59,3 +59,49 @@ def test_reconnects_after_coved_closed_the_connection(coved):
     assert isinstance(Sandbox.list(transport=t), list)
     t._local.conn.sock.shutdown(socket.SHUT_RDWR)  # as if coved had closed it
     assert isinstance(Sandbox.list(transport=t), list)
+
+
+def _one_shot_server(path, answers):
+    """A unix-socket peer that answers each request it reads with the next
+    raw answer, then closes: for the framings coved does not use."""
+    import threading
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+
+    def serve():
+        for raw in answers:
+            c, _ = srv.accept()
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += c.recv(4096)
+            c.sendall(raw)
+            c.close()
+        srv.close()
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    return th
+
+
+def test_wire_framings(tmp_path):
+    from cove._wire import Connection, ProtocolError
+    path = str(tmp_path / "peer.sock")
+    th = _one_shot_server(path, [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\nab\n\r\n4\r\ncd\nE\r\n0\r\nT: 1\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+        b"not http\r\n\r\n",
+    ])
+    c = Connection(unix_path=path)
+    r = c.request("GET", "/", {})
+    assert (r.readline(), r.readline(), r.readline(), r.done) == (b"ab\n", b"cd\n", b"E", True)
+    c = Connection(unix_path=path)
+    r = c.request("GET", "/", {})
+    assert r.read() == b"until the end" and c.closed
+    c = Connection(unix_path=path)
+    with pytest.raises(ProtocolError):
+        c.request("GET", "/", {}).read()
+    c = Connection(unix_path=path)
+    with pytest.raises(ProtocolError):
+        c.request("GET", "/", {})
+    th.join(10)
