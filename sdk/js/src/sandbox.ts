@@ -103,17 +103,29 @@ export class Sandbox {
     return new Sandbox(info, await capabilitiesOf(t), t);
   }
 
-  /** The workspace: the sandbox's cwd, else where a command starts. */
+  /** The workspace as the files API names it: the sandbox's cwd, else
+   * where a command starts (its user's home), asked once. In an external
+   * sandbox (the host backend) file paths are inside its workspace folder,
+   * whose top is "/". */
   async workdir(): Promise<string> {
-    if (this.workspace === undefined) this.workspace = this.info.cwd || (await this.exec('pwd')).stdout.trim() || '/';
+    if (this.workspace === undefined) {
+      this.workspace = this.info.isolation === 'external' ? '/' : this.info.cwd || (await this.exec('pwd')).stdout.trim() || '/';
+    }
     return this.workspace as string;
   }
 
-  /** An absolute path as it is; a relative one under the workspace. */
+  /** A file path: an absolute one as it is; a relative one under the workspace. */
   async resolve(path: string): Promise<string> {
     if (path.startsWith('/')) return path;
     const ws = (await this.workdir()).replace(/\/+$/, '');
     return path === '' || path === '.' ? ws || '/' : `${ws}/${path}`;
+  }
+
+  /** A command's cwd: relative to the workspace too; an external sandbox's
+   * commands see the host, where its workspace is a folder. */
+  private async cwdOf(path: string): Promise<string> {
+    if (path.startsWith('/') || this.info.isolation !== 'external') return this.resolve(path);
+    return `${String(this.info.workspace).replace(/\/+$/, '')}/${path}`;
   }
 
   async refresh(): Promise<Record<string, any>> {
@@ -130,7 +142,7 @@ export class Sandbox {
   async exec(cmd: string | string[], opts: ExecOptions = {}): Promise<ExecResult> {
     const req: Record<string, unknown> = clean({
       cmd, env: opts.env && clean(opts.env), user: opts.user,
-      cwd: opts.cwd === undefined ? undefined : await this.resolve(opts.cwd),
+      cwd: opts.cwd === undefined ? undefined : await this.cwdOf(opts.cwd),
       timeout: opts.timeoutMs === undefined ? undefined : opts.timeoutMs / 1000,
     });
     if (typeof opts.stdin === 'string') req.stdin = opts.stdin;

@@ -258,3 +258,11 @@ test('a callback that throws ends the exec at once', () => sandbox(async (sb) =>
   assert.ok(Date.now() - t0 < 15000);
   assert.equal((await sb.exec('echo next')).stdout, 'next\n');
 }));
+
+test('an external sandbox: file paths are inside its workspace', () => sandbox(async (sb) => {
+  await sb.writeFile('sub/rel.txt', 'x');
+  assert.equal((await sb.exec('cat sub/rel.txt')).stdout, 'x');
+  assert.equal((await sb.exec('pwd', { cwd: 'sub' })).stdout, `${sb.info.workspace}/sub\n`);
+  assert.equal(await sb.readTextFile('/sub/rel.txt'), 'x');
+  assert.deepEqual((await sb.list()).map((e) => e.name), ['sub']);
+}, { isolation: 'external' }));

@@ -75,9 +75,17 @@ class Connection:
             if len(body) >= 65536:
                 self.sock.sendall(body)
         else:
+            # Exactly `length` bytes: a file that changed size meanwhile
+            # must not leave the connection out of step.
             self.sock.sendall(data)
-            while chunk := body.read(BLOCK):
+            left = length
+            while left > 0:
+                chunk = body.read(min(left, BLOCK))
+                if not chunk:
+                    self.close()
+                    raise ProtocolError("the body ended %d bytes short of its Content-Length" % left)
                 self.sock.sendall(chunk)
+                left -= len(chunk)
         self.response = Response(self, method)
         return self.response
 

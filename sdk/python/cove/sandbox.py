@@ -112,19 +112,32 @@ class Sandbox:
     # -- paths ---------------------------------------------------------------
     @property
     def workspace(self):
-        """The working folder: the sandbox's cwd, else where a command
-        starts (its user's home), asked once."""
+        """The working folder as the files API names it: the sandbox's cwd,
+        else where a command starts (its user's home), asked once. In an
+        external sandbox (the host backend) file paths are inside its
+        workspace folder, whose top is "/"."""
         if self._workspace is None:
-            self._workspace = self.info.get("cwd") or self.run("pwd").stdout.strip() or "/"
+            if self.info.get("isolation") == "external":
+                self._workspace = "/"
+            else:
+                self._workspace = self.info.get("cwd") or self.run("pwd").stdout.strip() or "/"
         return self._workspace
 
     def resolve(self, path):
-        """An absolute path as it is; a relative one under the workspace."""
+        """A file path: an absolute one as it is; a relative one under the
+        workspace."""
         path = str(path)
         if path.startswith("/"):
             return path
         base = self.workspace.rstrip("/")
         return base + "/" + path if path not in ("", ".") else (base or "/")
+
+    def _cwd(self, path):
+        """A command's cwd: relative to the workspace too; an external
+        sandbox's commands see the host, where its workspace is a folder."""
+        if path is None or str(path).startswith("/") or self.info.get("isolation") != "external":
+            return None if path is None else self.resolve(path)
+        return self.info["workspace"].rstrip("/") + "/" + str(path)
 
     # -- commands ------------------------------------------------------------
     def run(self, cmd, env=None, cwd=None, user=None, timeout=None, stdin=None, on_stdout=None, on_stderr=None,
@@ -132,7 +145,7 @@ class Sandbox:
         """Runs cmd (a shell string or an argv list) to its end: an
         ExecResult. With on_stdout/on_stderr, each chunk of output is
         passed to them as it comes."""
-        req = _spec(cmd=cmd, env=env, cwd=None if cwd is None else self.resolve(cwd), user=user,
+        req = _spec(cmd=cmd, env=env, cwd=self._cwd(cwd), user=user,
                     max_output=max_output)
         return self._exec(req, timeout, stdin, on_stdout, on_stderr)
 
@@ -149,13 +162,13 @@ class Sandbox:
         return read_events(self._transport, resp, on_stdout, on_stderr)
 
     def session(self, cwd=None, env=None, user=None):
-        body = _spec(cwd=None if cwd is None else self.resolve(cwd), env=env, user=user)
+        body = _spec(cwd=self._cwd(cwd), env=env, user=user)
         return Session(self, self._transport.call("POST", self._path + "/sessions", json_body=body))
 
     def spawn(self, cmd, env=None, cwd=None, user=None, tag=None, stdin=False):
         """Starts cmd as a kept process and returns at once: a Process.
         stdin=True keeps its stdin open for send_stdin()."""
-        req = _spec(cmd=cmd, env=env, cwd=None if cwd is None else self.resolve(cwd), user=user, tag=tag)
+        req = _spec(cmd=cmd, env=env, cwd=self._cwd(cwd), user=user, tag=tag)
         req["background"] = True
         if stdin:
             req["stdin_open"] = True

@@ -103,3 +103,13 @@ def test_export_zip(sb):
             assert z.read("main.py") == b"print(1)\n"
         with open(os.path.join(d, "w.tar"), "wb") as f:
             assert sb.export(f, format="tar") > 0
+
+
+def test_external_sandbox_paths_are_inside_its_workspace(coved):
+    with Sandbox.create(isolation="external") as sb:
+        ws = sb.info["workspace"]
+        sb.files.write("sub/rel.txt", "x")
+        assert sb.run("cat sub/rel.txt").stdout == "x"  # commands start in the workspace folder
+        assert sb.run("pwd", cwd="sub").stdout == ws + "/sub\n"
+        assert sb.files.read("/sub/rel.txt") == b"x"
+        assert [e["name"] for e in sb.files.list()] == ["sub"]
