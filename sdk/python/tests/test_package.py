@@ -10,11 +10,16 @@ import zipfile
 from conftest import ROOT
 
 
+# Debian's python3 has the build tools scripts/deps.sh installs (pip,
+# setuptools, wheel); another interpreter running the tests may lack wheel.
+BUILDER = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
 def test_wheel_builds_and_imports_alone(tmp_path):
     src = str(tmp_path / "src")  # a copy: a build leaves build/ and *.egg-info beside the sources
     shutil.copytree(os.path.join(ROOT, "sdk", "python"), src,
                     ignore=shutil.ignore_patterns("tests", "__pycache__", "build", "*.egg-info"))
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+    r = subprocess.run([BUILDER, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
                         "-w", str(tmp_path / "dist"), src], capture_output=True, text=True, timeout=300,
                        cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
