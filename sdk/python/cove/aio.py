@@ -143,6 +143,10 @@ class Snapshot:
     async def list(cls):
         return [cls(s) for s in await _call(_sync.Snapshot.list)]
 
+    async def refresh(self):
+        self.info = await _call(self._s.refresh)
+        return self.info
+
     async def restore(self, **kw):
         return Sandbox(await _call(self._s.restore, **kw))
 
@@ -180,6 +184,12 @@ class Sandbox:
 
     async def refresh(self):
         return await _call(self._sb.refresh)
+
+    async def set_timeout(self, seconds):
+        await _call(self._sb.set_timeout, seconds)
+
+    async def processes(self):
+        return await _call(self._sb.processes)
 
     async def destroy(self):
         await _call(self._sb.destroy)

@@ -21,6 +21,8 @@ def test_aio_sandbox_commands_and_files(coved):
             assert sb.id in [s.id for s in await Sandbox.list()]
             assert (await Sandbox.connect(sb.id)).id == sb.id
             assert (await sb.refresh())["state"] == "running" and sb.info["id"] == sb.id
+            await sb.set_timeout(900)
+            assert sb.info["expires_at"] is not None
             assert (await sb.capabilities()).ports is False
             loop_thread = threading.get_ident()
             chunks = []
@@ -61,6 +63,7 @@ def test_aio_sandbox_commands_and_files(coved):
             await q.close_stdin()
             assert await q.wait(20) == 0
             k = await sb.spawn("sleep 100")
+            assert k.pid in [x["pid"] for x in await sb.processes()]
             await k.kill()
             assert await k.wait(20) is None
             sid = sb.id
@@ -74,7 +77,11 @@ def test_aio_snapshots_history_locks(coved):
         sb = await Sandbox.create()
         try:
             await sb.files.write("f", "1")
-            snap = await sb.snapshot(name="a")
+            snap = await sb.snapshot(name="a", wait_durable=False)
+            for _ in range(400):
+                if (await snap.refresh())["durable"]:
+                    break
+                await asyncio.sleep(0.05)
             assert snap.durable and snap.id in [s.id for s in await Snapshot.list()]
             assert (await Snapshot.get(snap.id)).id == snap.id
             back = await snap.restore()
