@@ -14,7 +14,7 @@
 # snapshots, raw subvolumes, cp -a trees and crun containers, stops its
 # coved, unmounts the pool and gives the hugetlb cgroup controller back to
 # cgroup2. Needs root, hyperfine, crun, bwrap, busybox-static, btrfs-progs
-# and python3 (scripts/deps.sh).
+# and python3 (scripts/deps.sh); node and npm for the TypeScript SDK's part.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${COVE_BENCH_DIR:-/var/tmp/cove-bench}
@@ -233,6 +233,17 @@ cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra -I"$ROOT/include" -I"$ROOT/src" "$
 log "apibench: cold $COLD_N, paced $PACED_N, exec $EXEC_N, idle $IDLE_N"
 "$B/apibench" --socket "$SOCK" --coved-pid "$COVED_PID" --cold "$COLD_N" --paced "$PACED_N" --exec "$EXEC_N" \
 	--idle "$IDLE_N" --out "$RES/api.txt" | tee "$RES/api-report.txt" >&2
+
+# --- 2a. the SDKs next to what they wrap: Python's next to libcove, TypeScript's next to node's http
+if have node && have npm; then
+	[ -d "$ROOT/sdk/js/node_modules" ] || (cd "$ROOT/sdk/js" && npm ci --no-audit --no-fund >/dev/null)
+	(cd "$ROOT/sdk/js" && npm run --silent build)
+	log "sdkbench: exec true through the SDKs next to libcove and node's http, call by call"
+	python3 "$ROOT/bench/sdkbench.py" --socket "$SOCK" --build-dir "$B" --out "$RES/sdk.txt" |
+		tee "$RES/sdk-report.txt" >&2
+else
+	log "sdkbench skipped: no node/npm"
+fi
 
 log "building iobench"
 cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra -I"$ROOT/include" -I"$ROOT/src" "$ROOT/bench/iobench.c" \

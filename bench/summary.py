@@ -41,6 +41,7 @@ def load_snap():
 
 api = load_api()
 io = load_api("io.txt") if os.path.exists(os.path.join(res, "io.txt")) else None
+sdk = load_api("sdk.txt") if os.path.exists(os.path.join(res, "sdk.txt")) else None
 snap = load_snap()
 criu = load_api("criu.txt") if os.path.exists(os.path.join(res, "criu.txt")) else None
 run = load_hf("run")
@@ -159,6 +160,19 @@ if criu:
         p(f"| zstd -{lv} of the page images ({criu['criu.pages_mib']:.1f} → {criu[k + '.mib']:.1f} MiB) | "
           f"compress +{criu[k + '.compress_ms']:.1f}, decompress +{criu[k + '.decompress_ms']:.1f} | | |")
     p("")
+if sdk:
+    p("### The SDKs: exec `true` in a running sandbox, next to what they wrap (bench/sdkbench.py)")
+    p("")
+    p(f"{sdk['sdk.n']:.0f} alternating pairs each; the SDK's cost is the median of the pairs' differences.")
+    p("")
+    p("| path | p50 | CPU per call | SDK − peer, median of pairs |")
+    p("|---|---:|---:|---:|")
+    for label, key, over in (("libcove (C, cove_exec)", "libcove", None), ("Python SDK `sb.run([\"true\"])`", "python", "python"),
+                             ("node `http.request`, kept alive", "node_raw", None),
+                             ("TypeScript SDK `sandbox.exec([\"true\"])`", "node_sdk", "ts")):
+        diff = f"**{sdk[f'sdk.{over}.over']:+.3f} ms**" if over else ""
+        p(f"| {label} | {sdk[f'sdk.{key}.p50']:.3f} ms | {sdk[f'sdk.{key}.cpu']:.3f} ms | {diff} |")
+    p("")
 p("### CLI, process to process (hyperfine -N)")
 p("")
 p("| command | median ms | mean ± sd ms | min ms | max ms | runs | peer median ÷ cove median |")
@@ -226,6 +240,11 @@ if io:
            io["write.api_mbps"] >= 1000 and io["write.mib"] >= 1024)
     target("session round trip (`true`) p50 ≤ 1 ms", f"{io['session.p50']:.3f} ms", io["session.p50"] <= 1)
     target("load test: no errors", f"{io['load.errors']:.0f}", io["load.errors"] == 0)
+if sdk:
+    target("Python SDK exec `true` within +0.3 ms of libcove", f"{sdk['sdk.python.over']:+.3f} ms",
+           sdk["sdk.python.over"] <= 0.3)
+    target("TypeScript SDK exec `true` within +0.3 ms of node's http", f"{sdk['sdk.ts.over']:+.3f} ms",
+           sdk["sdk.ts.over"] <= 0.3)
 failed = [(name, r) for g in (run, exe) for name, r in g.items() if any(c != 0 for c in r.get("exit_codes", []))]
 if failed:
     p("")

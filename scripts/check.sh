@@ -1,5 +1,7 @@
 #!/bin/sh
-# make check: unit tests, then integration tests; one summary line for both.
+# make check: unit tests, integration tests, then the SDKs' tests (pytest
+# for sdk/python, node's test runner for sdk/js, each against a coved it
+# starts); one summary line for all.
 cd "$(dirname "$0")/.."
 unit_out=$(scripts/run-unit.sh "$@" 2>&1); unit_rc=$?
 echo "$unit_out"
@@ -13,5 +15,39 @@ ip=$(echo "$i" | sed -n 's/^integration: \([0-9]*\) passed.*/\1/p'); if=$(echo "
 [ -n "$i" ] || if=1
 [ $unit_rc -eq 0 ] || [ "${uf:-0}" -gt 0 ] || uf=1
 [ $it_rc -eq 0 ] || [ "${if:-0}" -gt 0 ] || if=1
-echo "$(( ${up:-0} + ${ip:-0} )) passed, $(( ${uf:-0} + ${if:-0} )) failed"
-[ $(( ${uf:-0} + ${if:-0} )) -eq 0 ]
+
+# pytest is Debian's python3-pytest (scripts/deps.sh), importable by
+# /usr/bin/python3; `python3` may be another interpreter (a pyenv shim)
+# without it. Take the first that has pytest; the tests run the SDK and
+# the docs' examples with that same interpreter.
+py=""
+for p in ${COVE_PYTEST_PYTHON:-} python3 /usr/bin/python3; do
+	"$p" -c 'import pytest' 2>/dev/null && { py=$p; break; }
+done
+if [ -n "$py" ]; then
+	py_out=$("$py" -m pytest -q -p no:cacheprovider sdk/python/tests 2>&1); py_rc=$?
+else
+	py_out="sdk/python: no python3 with pytest (sh scripts/deps.sh installs python3-pytest)"; py_rc=1
+fi
+echo "$py_out"
+pl=$(echo "$py_out" | grep -E '[0-9]+ (passed|failed)' | tail -1)
+pp=$(echo "$pl" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+pf=$(( $(echo "$pl" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || echo 0) + $(echo "$pl" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+' || echo 0) ))
+[ $py_rc -eq 0 ] || [ "$pf" -gt 0 ] || pf=1
+
+# sdk/js: built with its devDependencies (npm ci in sdk/js, as .ci/run does).
+if [ -d sdk/js/node_modules ]; then
+	js_out=$(cd sdk/js && npm run --silent build 2>&1 && node --test test/*.test.mjs 2>&1); js_rc=$?
+else
+	js_out="sdk/js: no node_modules: run 'npm ci' in sdk/js first"; js_rc=1
+fi
+echo "$js_out"
+jp=$(echo "$js_out" | sed -n 's/^# pass \([0-9]*\)$/\1/p' | tail -1)
+jf=$(echo "$js_out" | sed -n 's/^# fail \([0-9]*\)$/\1/p' | tail -1)
+[ $js_rc -eq 0 ] || [ "${jf:-0}" -gt 0 ] || jf=1
+echo "sdk: python ${pp:-0} passed, ${pf:-0} failed; js ${jp:-0} passed, ${jf:-0} failed"
+
+passed=$(( ${up:-0} + ${ip:-0} + ${pp:-0} + ${jp:-0} ))
+failed=$(( ${uf:-0} + ${if:-0} + ${pf:-0} + ${jf:-0} ))
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
