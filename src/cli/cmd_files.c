@@ -19,7 +19,6 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <stdbool.h>
@@ -524,41 +523,35 @@ static int files_chmod(struct cli *cli, struct files_args *a)
 static const struct files_verb {
 	const char *name;
 	int (*fn)(struct cli *cli, struct files_args *a);
-	const char *flags; /* getopt's */
 	int min_paths;
 } files_verbs[] = {
-	{ "ls", files_ls, "+ld:", 1 },    { "cat", files_cat, "+", 1 }, { "rm", files_rm, "+r", 1 },
-	{ "mkdir", files_mkdir, "+", 1 }, { "mv", files_mv, "+f", 2 },  { "chmod", files_chmod, "+", 2 },
+	{ "ls", files_ls, 1 },	  { "cat", files_cat, 1 }, { "rm", files_rm, 1 },
+	{ "mkdir", files_mkdir, 1 }, { "mv", files_mv, 2 },  { "chmod", files_chmod, 2 },
 };
 
+/* cove files VERB: argv[0] is "files VERB", the operands follow. */
 int cmd_files(struct cli *cli, int argc, char **argv)
 {
-	if (argc >= 2 && strcmp(argv[1], "watch") == 0)
-		return cmd_files_watch(cli, argc - 1, argv + 1);
 	const struct files_verb *v = NULL;
-	for (size_t i = 0; argc > 1 && i < ARRAY_SIZE(files_verbs); i++)
-		if (strcmp(argv[1], files_verbs[i].name) == 0)
+	for (size_t i = 0; i < ARRAY_SIZE(files_verbs); i++)
+		if (strcmp(argv[0] + strlen("files "), files_verbs[i].name) == 0)
 			v = &files_verbs[i];
 	if (!v)
 		return cli_usage_error("files", "expected ls, cat, rm, mkdir, mv, chmod or watch");
 	struct files_args a = { .depth = 1 };
+	const char *optarg;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt(argc - 1, argv + 1, v->flags)) != -1) {
+	while ((c = cli_next_opt(cli, &optarg)) != -1) {
 		char *end;
 		if (c == 'd' && ((a.depth = (int)strtol(optarg, &end, 10)) < 1 || *end))
-			return cli_usage_error("files ls", "bad -d '%s' (a depth from 1)", optarg);
-		if (c == '?')
-			return cli_usage_error("files", "unknown option '-%c'", optopt);
+			return cli_usage_error(argv[0], "bad -d '%s' (a depth from 1)", optarg);
 		a.flag |= c != 'd';
 	}
-	int i = optind + 1;
-	if (argc - i < 1 + v->min_paths)
-		return cli_usage_error("files", "expected ID and %s", v->min_paths > 1 ? "more paths" : "a path");
-	a.id = argv[i];
-	a.paths = argv + i + 1;
-	a.n = argc - i - 1;
+	if (argc < 2 + v->min_paths)
+		return cli_usage_error(argv[0], "expected ID and %s", v->min_paths > 1 ? "more paths" : "a path");
+	a.id = argv[1];
+	a.paths = argv + 2;
+	a.n = argc - 2;
 	if (cli_connect(cli) < 0)
 		return 1;
 	return v->fn(cli, &a);

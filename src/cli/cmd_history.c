@@ -1,6 +1,5 @@
 /* cove checkpoint / history / rollback / branch: a sandbox's checkpoints,
  * and new sandboxes from them. */
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -25,23 +24,16 @@ static int parse_positive(const char *s, int max, int *ret)
 
 int cmd_checkpoint(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = { { "label", required_argument, NULL, 'l' }, { 0 } };
-	const char *label = NULL;
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-		if (c != 'l')
-			return cli_usage_error("checkpoint", "unknown or incomplete option '%s'", argv[optind - 1]);
-		label = optarg;
-	}
-	if (optind != argc - 1)
+	const char *label = NULL, *v;
+	while (cli_next_opt(cli, &v) == 'l')
+		label = v;
+	if (argc != 2)
 		return cli_usage_error("checkpoint", "want exactly one sandbox ID");
 	struct cove_error err = { 0 };
 	int seq;
 	if (cli_connect(cli) < 0)
 		return 1;
-	if (cove_checkpoint(cli->client, argv[optind], label, &seq, &err) < 0)
+	if (cove_checkpoint(cli->client, argv[1], label, &seq, &err) < 0)
 		return cli_fail(&err);
 	printf("%d\n", seq);
 	return 0;
@@ -66,22 +58,20 @@ int cmd_rollback(struct cli *cli, int argc, char **argv)
 
 int cmd_branch(struct cli *cli, int argc, char **argv)
 {
-	int c, seq, count = 1;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt(argc, argv, "+n:")) != -1)
-		if (c != 'n' || parse_positive(optarg, MAX_BRANCHES, &count) < 0)
-			return cli_usage_error("branch", "bad or unknown option '%s' (-n 1 to %d)", argv[optind - 1],
-					       MAX_BRANCHES);
-	if (optind != argc - 2)
+	int seq, count = 1;
+	const char *v;
+	while (cli_next_opt(cli, &v) == 'n')
+		if (parse_positive(v, MAX_BRANCHES, &count) < 0)
+			return cli_usage_error("branch", "bad -n '%s' (1 to %d)", v, MAX_BRANCHES);
+	if (argc != 3)
 		return cli_usage_error("branch", "want a sandbox ID and a checkpoint number");
-	if (parse_positive(argv[optind + 1], INT_MAX, &seq) < 0)
-		return cli_usage_error("branch", "bad checkpoint number '%s'", argv[optind + 1]);
+	if (parse_positive(argv[2], INT_MAX, &seq) < 0)
+		return cli_usage_error("branch", "bad checkpoint number '%s'", argv[2]);
 	struct cove_error err = { 0 };
 	char ids[MAX_BRANCHES][16];
 	if (cli_connect(cli) < 0)
 		return 1;
-	if (cove_branch(cli->client, argv[optind], seq, count, ids, &err) < 0)
+	if (cove_branch(cli->client, argv[1], seq, count, ids, &err) < 0)
 		return cli_fail(&err);
 	for (int i = 0; i < count; i++)
 		printf("%s\n", ids[i]);
@@ -143,13 +133,13 @@ static int history_call(struct cli *cli, const char *method, const char *id, jso
  * snapshots only it needed. */
 int cmd_history(struct cli *cli, int argc, char **argv)
 {
-	bool rm = argc > 1 && strcmp(argv[1], "rm") == 0;
-	if (argc != (rm ? 3 : 2))
-		return cli_usage_error(rm ? "history rm" : "history", "want exactly one sandbox ID");
+	bool rm = strcmp(argv[0], "history rm") == 0;
+	if (argc != 2)
+		return cli_usage_error(argv[0], "want exactly one sandbox ID");
 	json_t *j = NULL;
 	int r = history_call(cli, rm ? "DELETE" : "GET", argv[argc - 1], &j);
 	if (r == 0 && rm) {
-		printf("%s: %lld checkpoints forgotten, %zu snapshots deleted\n", argv[2],
+		printf("%s: %lld checkpoints forgotten, %zu snapshots deleted\n", argv[1],
 		       (long long)json_integer_value(json_object_get(j, "checkpoints")),
 		       json_array_size(json_object_get(j, "snapshots_deleted")));
 	} else if (r == 0 && cli->json) {
