@@ -110,6 +110,34 @@ int cmd_export(struct cli *cli, int argc, char **argv);
 int cmd_snapshot_portable(struct cli *cli, int argc, char **argv);
 int cmd_restore_portable(struct cli *cli, int argc, char **argv);
 
+/* table.c: aligned tables for ls, snapshots, history, ps. */
+struct table {
+	size_t cols, rows, cap;
+	char **cells; /* rows x cols, copies; the first row is the header */
+	bool *right;  /* per column: right-aligned (a header given as ">NAME") */
+};
+void table_init(struct table *t, size_t cols, const char *const *headers);
+void table_row(struct table *t, ...); /* cols strings (NULL: empty) */
+void table_row_v(struct table *t, const char *const *cells);
+void table_print(struct table *t, FILE *f);
+void table_free(struct table *t);
+/* The time now, unix ms, for ages. */
+long long cli_now_ms(void);
+
+/* progress.c: a copy's progress bar on stderr, when it is a terminal and
+ * the copy takes more than a second. total 0: unknown (bytes and rate). */
+struct progress {
+	bool on, shown;
+	const char *what;
+	unsigned long long total, done;
+	double start, last_draw;
+};
+void progress_start(struct progress *p, const char *what, unsigned long long total);
+void progress_set(struct progress *p, unsigned long long done);
+void progress_add(struct progress *p, unsigned long long n);
+/* The last state and a newline, if anything was drawn. */
+void progress_end(struct progress *p);
+
 /* Run a command in sandbox id, streaming output to our stdout/stderr.
  * Returns the exit status to exit with (the command's, 128+signal, or
  * 124 on timeout, 125 for a cove error, 126/127 when it could not run). */

@@ -18,9 +18,16 @@
 #include "cli/cli.h"
 #include "common/io.h"
 
+struct out {
+	int fd;
+	struct progress progress;
+};
+
 static int write_out(void *arg, const char *buf, size_t len)
 {
-	return io_write_all(*(int *)arg, buf, len) < 0 ? -1 : 0;
+	struct out *o = arg;
+	progress_add(&o->progress, len);
+	return io_write_all(o->fd, buf, len) < 0 ? -1 : 0;
 }
 
 static const char *format_of(const char *file)
@@ -43,9 +50,10 @@ static int export_to(struct cli *cli, const char *id, const char *path, const ch
 		fprintf(stderr, "cove: %s: %s\n", file, strerror(errno));
 		return 1;
 	}
-	int r = cli_connect(cli) < 0                                                   ? 1
-		: cove_export(cli->client, id, path, format, write_out, &fd, &err) < 0 ? cli_fail(&err)
-										       : 0;
+	struct out o = { .fd = fd };
+	progress_start(&o.progress, to_stdout ? "export" : file, 0);
+	int r = cli_connect(cli) < 0 ? 1 : cove_export(cli->client, id, path, format, write_out, &o, &err) < 0 ? cli_fail(&err) : 0;
+	progress_end(&o.progress);
 	if (!to_stdout && (close(fd) < 0 || r != 0) && unlink(file) == 0 && r == 0)
 		r = 1;
 	return r;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/human.h"
 
 #define MAX_BRANCHES 100 /* as coved's fork and branch */
 
@@ -90,18 +91,21 @@ static void print_history(json_t *h)
 {
 	size_t i;
 	json_t *c, *origin = json_object_get(h, "origin"), *derived = json_object_get(h, "derived");
-	printf("%-4s %-6s %-16s %-16s %-14s  %s\n", "SEQ", "PARENT", "SNAPSHOT", "TAKEN OF", "CREATED (ms)", "LABEL");
+	static const char *const head[] = { ">SEQ", ">PARENT", "SNAPSHOT", "TAKEN OF", "CREATED", "LABEL" };
+	struct table t;
+	table_init(&t, 6, head);
 	json_array_foreach(json_object_get(h, "checkpoints"), i, c)
 	{
 		json_t *parent = json_object_get(c, "parent");
-		char p[16] = "-";
+		char seq[16], p[16] = "-", age[32];
+		snprintf(seq, sizeof(seq), "%lld", (long long)json_integer_value(json_object_get(c, "seq")));
 		if (json_is_integer(parent))
 			snprintf(p, sizeof(p), "%lld", (long long)json_integer_value(parent));
-		printf("%-4lld %-6s %-16s %-16s %-14lld  %s\n",
-		       (long long)json_integer_value(json_object_get(c, "seq")), p, str(c, "snapshot"),
-		       str(c, "sandbox"), (long long)json_integer_value(json_object_get(c, "created_at")),
-		       str(c, "label"));
+		human_age(json_integer_value(json_object_get(c, "created_at")), cli_now_ms(), age, sizeof(age));
+		table_row(&t, seq, p, str(c, "snapshot"), str(c, "sandbox"), age, str(c, "label"));
 	}
+	table_print(&t, stdout);
+	table_free(&t);
 	if (json_is_object(origin))
 		printf("origin: %s of %s at checkpoint %lld\n", str(origin, "kind"), str(origin, "sandbox"),
 		       (long long)json_integer_value(json_object_get(origin, "seq")));

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/human.h"
 #include "common/io.h"
 
 #define SHELL_STDIN_CHUNK 65536
@@ -71,24 +72,6 @@ int cli_exec_detached(struct cli *cli, const char *id, const char *request_json)
 
 /* ---- ps ---- */
 
-/* "12s", "5m", "3h" or "2d": how long ago unix time ms was. */
-static void format_age(char *buf, size_t cap, json_int_t ms)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	long long s = ((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 - ms) / 1000;
-	if (s < 0)
-		s = 0;
-	if (s < 120)
-		snprintf(buf, cap, "%llds ago", s);
-	else if (s < 7200)
-		snprintf(buf, cap, "%lldm ago", s / 60);
-	else if (s < 172800)
-		snprintf(buf, cap, "%lldh ago", s / 3600);
-	else
-		snprintf(buf, cap, "%lldd ago", s / 86400);
-}
-
 /* The command as one line: a string as it is, an argv joined by spaces. */
 static void format_cmd(char *buf, size_t cap, json_t *cmd)
 {
@@ -108,7 +91,7 @@ static void format_cmd(char *buf, size_t cap, json_t *cmd)
 	}
 }
 
-static void print_process(json_t *p)
+static void print_process(struct table *t, json_t *p)
 {
 	char exit[16] = "-", age[32], cmd[256];
 	json_t *code = json_object_get(p, "exit_code");
@@ -118,11 +101,12 @@ static void print_process(json_t *p)
 		snprintf(exit, sizeof(exit), "%lld", (long long)json_integer_value(code));
 	else if (sig)
 		snprintf(exit, sizeof(exit), "SIG%s", sig);
-	format_age(age, sizeof(age), json_integer_value(json_object_get(p, "started_at")));
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%lld", (long long)json_integer_value(json_object_get(p, "pid")));
+	human_age(json_integer_value(json_object_get(p, "started_at")), cli_now_ms(), age, sizeof(age));
 	format_cmd(cmd, sizeof(cmd), json_object_get(p, "cmd"));
-	printf("%-8lld %-16s %-8s %-8s %-4s %-9s %s\n", (long long)json_integer_value(json_object_get(p, "pid")),
-	       tag ? tag : "-", json_string_value(json_object_get(p, "state")), exit,
-	       json_is_true(json_object_get(p, "tty")) ? "yes" : "-", age, cmd);
+	table_row(t, pid, tag ? tag : "-", json_string_value(json_object_get(p, "state")), exit,
+		  json_is_true(json_object_get(p, "tty")) ? "yes" : "-", age, cmd);
 }
 
 int cmd_ps(struct cli *cli, int argc, char **argv)
@@ -144,13 +128,17 @@ int cmd_ps(struct cli *cli, int argc, char **argv)
 		json_dumpf(list, stdout, JSON_INDENT(2));
 		putchar('\n');
 	} else {
+		static const char *const head[] = { ">PID", "TAG", "STATE", ">EXIT", "TTY", "STARTED", "CMD" };
+		struct table t;
 		size_t k;
 		json_t *p;
-		printf("%-8s %-16s %-8s %-8s %-4s %-9s %s\n", "PID", "TAG", "STATE", "EXIT", "TTY", "STARTED", "CMD");
+		table_init(&t, 7, head);
 		json_array_foreach(list, k, p)
 		{
-			print_process(p);
+			print_process(&t, p);
 		}
+		table_print(&t, stdout);
+		table_free(&t);
 	}
 	json_decref(j);
 	return 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/human.h"
 #include "common/parse.h"
 
 /* "K=V" into an env object. */
@@ -202,6 +203,28 @@ int cmd_timeout(struct cli *cli, int argc, char **argv)
 	return r;
 }
 
+static void print_sandboxes(json_t *list)
+{
+	static const char *const head[] = { "ID", "NAME", "STATE", "IMAGE", ">MEMORY", ">CPUS", "CREATED" };
+	struct table t;
+	size_t i;
+	json_t *sb;
+	table_init(&t, 7, head);
+	json_array_foreach(list, i, sb)
+	{
+		char memory[16], cpus[16], age[32];
+		human_size((uint64_t)json_integer_value(json_object_get(sb, "memory")), memory, sizeof(memory));
+		snprintf(cpus, sizeof(cpus), "%g", json_number_value(json_object_get(sb, "cpus")));
+		human_age(json_integer_value(json_object_get(sb, "created_at")), cli_now_ms(), age, sizeof(age));
+		table_row(&t, json_string_value(json_object_get(sb, "id")),
+			  json_string_value(json_object_get(sb, "name")) ?: "-",
+			  json_string_value(json_object_get(sb, "state")), json_string_value(json_object_get(sb, "image")),
+			  memory, cpus, json_object_get(sb, "created_at") ? age : "-");
+	}
+	table_print(&t, stdout);
+	table_free(&t);
+}
+
 int cmd_ls(struct cli *cli, int argc, char **argv)
 {
 	if (argc > 1)
@@ -217,18 +240,7 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 		json_dumpf(json_object_get(j, "sandboxes"), stdout, JSON_INDENT(2));
 		putchar('\n');
 	} else {
-		size_t i;
-		json_t *sb;
-		printf("%-16s %-10s %-8s %-8s %5s  %s\n", "ID", "STATE", "IMAGE", "MEMORY", "CPUS", "NAME");
-		json_array_foreach(json_object_get(j, "sandboxes"), i, sb)
-		{
-			printf("%-16s %-10s %-8s %-7lldM %5.2f  %s\n", json_string_value(json_object_get(sb, "id")),
-			       json_string_value(json_object_get(sb, "state")),
-			       json_string_value(json_object_get(sb, "image")),
-			       (long long)json_integer_value(json_object_get(sb, "memory")) >> 20,
-			       json_number_value(json_object_get(sb, "cpus")),
-			       json_string_value(json_object_get(sb, "name")));
-		}
+		print_sandboxes(json_object_get(j, "sandboxes"));
 	}
 	json_decref(j);
 	free(body);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/human.h"
 #include "common/parse.h"
 
 /* POST body to path; the answer parsed into *ret. Exit status. */
@@ -119,16 +120,22 @@ int cmd_snapshots(struct cli *cli, int argc, char **argv)
 		json_decref(j);
 		return 0;
 	}
+	static const char *const head[] = { "ID", "NAME", "SANDBOX", "CREATED", "DURABLE" };
+	struct table t;
 	size_t i;
 	json_t *sn;
-	printf("%-16s %-16s %-14s  %s\n", "ID", "SANDBOX", "CREATED (ms)", "NAME");
+	table_init(&t, 5, head);
 	json_array_foreach(json_object_get(j, "snapshots"), i, sn)
 	{
-		printf("%-16s %-16s %-14lld  %s\n", json_string_value(json_object_get(sn, "id")),
-		       json_string_value(json_object_get(sn, "sandbox")),
-		       (long long)json_integer_value(json_object_get(sn, "created_at")),
-		       json_string_value(json_object_get(sn, "name")));
+		char age[32];
+		human_age(json_integer_value(json_object_get(sn, "created_at")), cli_now_ms(), age, sizeof(age));
+		table_row(&t, json_string_value(json_object_get(sn, "id")),
+			  json_string_value(json_object_get(sn, "name")) ?: "-",
+			  json_string_value(json_object_get(sn, "sandbox")), age,
+			  json_is_false(json_object_get(sn, "durable")) ? "not yet" : "yes");
 	}
+	table_print(&t, stdout);
+	table_free(&t);
 	json_decref(j);
 	return 0;
 }

@@ -418,6 +418,42 @@ int cove_write_file(struct cove *c, const char *id, const char *path, const void
 	return r;
 }
 
+/* PUT target with the body from src; a kept-alive connection the daemon
+ * closed meanwhile is retried only when src can be rewound. */
+static int put_from(struct cove *c, const char *target, const struct cove_source *src, char **ret_json,
+		    struct cove_error *err)
+{
+	struct http_body_source body = { src->fd, src->len, src->progress, src->arg };
+	struct http_response res;
+	struct cove_err e = { 0 };
+	off_t start = lseek(src->fd, 0, SEEK_CUR);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (connect_daemon(c, err) < 0)
+			return -1;
+		memset(&e, 0, sizeof(e));
+		bool reused = c->requests_on_fd++ > 0;
+		if (http_request_from(c->fd, "PUT", target, c->auth, &body, MAX_RESPONSE, &res, &e) == 0)
+			return take_json(&res, ret_json, err);
+		close(c->fd);
+		c->fd = -1;
+		if (!reused || e.code != ECONNRESET || start < 0 || lseek(src->fd, start, SEEK_SET) != start)
+			break;
+	}
+	return set_error(err, 0, e.code == COVE_EINVAL ? "invalid_argument" : "unreachable", "coved at '%s': %s",
+			 daemon_address(c), e.msg);
+}
+
+int cove_write_file_from(struct cove *c, const char *id, const char *path, const struct cove_source *src,
+			 const char *mode, struct cove_error *err)
+{
+	char target[3 * 4096 + 160];
+	if (files_target(target, sizeof(target) - 32, id, path, err) < 0)
+		return -1;
+	if (mode)
+		snprintf(target + strlen(target), 32, "&mode=%.8s", mode);
+	return put_from(c, target, src, NULL, err);
+}
+
 /* POST body (a jansson object, taken; NULL: a string that is not UTF-8) to
  * /v1/sandboxes/<id>/<verb>; the answer's object into *ret. */
 static int sandbox_post(struct cove *c, const char *id, const char *verb, json_t *body, json_t **ret,
@@ -915,6 +951,15 @@ int cove_write_tar(struct cove *c, const char *id, const char *path, const void 
 	    request_raw(c, "PUT", target, tar, len, NULL, NULL, &res, err) < 0)
 		return -1;
 	return take_json(&res, ret_json, err);
+}
+
+int cove_write_tar_from(struct cove *c, const char *id, const char *path, const struct cove_source *src,
+			char **ret_json, struct cove_error *err)
+{
+	char target[FILES_TARGET_MAX];
+	if (route_target(target, sizeof(target), id, "files/tar", path, err) < 0)
+		return -1;
+	return put_from(c, target, src, ret_json, err);
 }
 
 /* A sandbox's ID from its JSON into id. */
