@@ -6,7 +6,7 @@ PKGS="gcc make pkg-config libc6-dev
 libevent-dev libjansson-dev libsqlite3-dev libseccomp-dev
 libarchive-dev libacl1-dev
 nettle-dev libzstd-dev liblz4-dev libbz2-dev libxml2-dev liblzma-dev zlib1g-dev
-btrfs-progs util-linux iproute2 procps psmisc python3
+btrfs-progs util-linux iproute2 procps psmisc python3 curl jq man-db
 busybox-static hyperfine crun bubblewrap
 clang libclang-rt-14-dev clang-format clang-tidy cppcheck tmux"
 missing=""

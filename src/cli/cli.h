@@ -121,6 +121,8 @@ void table_row(struct table *t, ...); /* cols strings (NULL: empty) */
 void table_row_v(struct table *t, const char *const *cells);
 void table_print(struct table *t, FILE *f);
 void table_free(struct table *t);
+/* s, or "-" for a cell with nothing in it (NULL or ""). */
+const char *or_dash(const char *s);
 /* The time now, unix ms, for ages. */
 long long cli_now_ms(void);
 

@@ -217,7 +217,7 @@ static void print_sandboxes(json_t *list)
 		snprintf(cpus, sizeof(cpus), "%g", json_number_value(json_object_get(sb, "cpus")));
 		human_age(json_integer_value(json_object_get(sb, "created_at")), cli_now_ms(), age, sizeof(age));
 		table_row(&t, json_string_value(json_object_get(sb, "id")),
-			  json_string_value(json_object_get(sb, "name")) ?: "-",
+			  or_dash(json_string_value(json_object_get(sb, "name"))),
 			  json_string_value(json_object_get(sb, "state")), json_string_value(json_object_get(sb, "image")),
 			  memory, cpus, json_object_get(sb, "created_at") ? age : "-");
 	}

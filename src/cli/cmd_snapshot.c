@@ -130,7 +130,7 @@ int cmd_snapshots(struct cli *cli, int argc, char **argv)
 		char age[32];
 		human_age(json_integer_value(json_object_get(sn, "created_at")), cli_now_ms(), age, sizeof(age));
 		table_row(&t, json_string_value(json_object_get(sn, "id")),
-			  json_string_value(json_object_get(sn, "name")) ?: "-",
+			  or_dash(json_string_value(json_object_get(sn, "name"))),
 			  json_string_value(json_object_get(sn, "sandbox")), age,
 			  json_is_false(json_object_get(sn, "durable")) ? "not yet" : "yes");
 	}

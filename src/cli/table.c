@@ -87,3 +87,8 @@ long long cli_now_ms(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+const char *or_dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
