@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -29,6 +30,7 @@
 #define HTTP_READ_BUF (64 * 1024)
 /* A streamed request body goes in pieces of this size. */
 #define HTTP_SEND_BUF (256 * 1024)
+#define HTTP_SEND_FILE (4u << 20) /* the most one sendfile takes */
 /* A chunk-size line is a few hex digits; extensions are legal but the daemon
  * sends none, so a long line is garbage, not something to buffer. */
 #define HTTP_CHUNK_LINE_MAX 1024
@@ -782,6 +784,34 @@ static int take_response(const struct http_parser *p, struct body_sink *s, const
 	return 0;
 }
 
+/* As much of a Content-Length body as sendfile takes (the kernel copies
+ * from the page cache: no pass through our memory), done counting; 0 once
+ * it is all sent, -EINVAL or -ENOSYS when src is not a file sendfile
+ * reads (then read and send it), else -errno of the socket. */
+static int send_file(int fd, const struct http_body_source *src, unsigned long long *done)
+{
+	while (*done < (unsigned long long)src->len) {
+		unsigned long long left = (unsigned long long)src->len - *done;
+		ssize_t n = sendfile(fd, src->fd, NULL, left < HTTP_SEND_FILE ? (size_t)left : HTTP_SEND_FILE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int r = wait_fd(fd, POLLOUT);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0) /* the file is shorter than it was: the read loop says so */
+			return 0;
+		*done += (unsigned long long)n;
+		if (src->progress)
+			src->progress(src->arg, *done);
+	}
+	return 0;
+}
+
 /* Send the head, then src's bytes: len of them, or chunks until EOF. 0, or
  * -errno of the socket (the response may still be there: see request());
  * -1 with err set when the source failed. */
@@ -798,7 +828,15 @@ static int send_fd_body(int fd, const char *method, const char *target, const ch
 	struct iovec iov[3] = { { head, strlen(head) } };
 	if ((*ret_sent = send_all(fd, iov, 1)) < 0)
 		return 0;
-	for (unsigned long long done = 0;;) {
+	unsigned long long done = 0;
+	if (!chunked) {
+		int r = send_file(fd, src, &done);
+		if (r < 0 && r != -EINVAL && r != -ENOSYS) {
+			*ret_sent = r;
+			return 0;
+		}
+	}
+	for (;;) {
 		size_t want = HTTP_SEND_BUF;
 		if (!chunked && (unsigned long long)src->len - done < want)
 			want = (size_t)((unsigned long long)src->len - done);
