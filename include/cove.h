@@ -133,8 +133,8 @@ int cove_read_tar(struct cove *c, const char *id, const char *path, cove_data_fn
 int cove_write_tar(struct cove *c, const char *id, const char *path, const void *tar, size_t len, char **ret_json,
 		   struct cove_error *err);
 
-/* An upload's bytes, read from fd as they are sent (libcove holds a few
- * hundred KiB of them at a time, whatever the size): len bytes from fd's
+/* An upload's bytes, read from fd as they are sent (libcove holds 64
+ * KiB of them at a time, whatever the size): len bytes from fd's
  * offset, or, when len < 0, until EOF (a pipe; sent chunked). progress
  * (may be NULL) hears how many bytes went so far, after each piece. */
 struct cove_source {

@@ -46,8 +46,8 @@ struct cli {
 	const char *data_dir; /* for a coved that the CLI starts itself */
 	bool json;
 	struct cove *client;
-	const char *host;  /* "ADDR:PORT" of coved's TCP listener, instead of the socket */
-	const char *token; /* the API token, with host */
+	const char *host;        /* "ADDR:PORT" of coved's TCP listener, instead of the socket */
+	const char *token;       /* the API token, with host */
 	struct cli_optval *opts; /* the options given to the command, in order */
 	int n_opts, next_opt;
 };

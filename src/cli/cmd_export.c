@@ -52,7 +52,9 @@ static int export_to(struct cli *cli, const char *id, const char *path, const ch
 	}
 	struct out o = { .fd = fd };
 	progress_start(&o.progress, to_stdout ? "export" : file, 0);
-	int r = cli_connect(cli) < 0 ? 1 : cove_export(cli->client, id, path, format, write_out, &o, &err) < 0 ? cli_fail(&err) : 0;
+	int r = cli_connect(cli) < 0                                                  ? 1
+		: cove_export(cli->client, id, path, format, write_out, &o, &err) < 0 ? cli_fail(&err)
+										      : 0;
 	progress_end(&o.progress);
 	if (!to_stdout && (close(fd) < 0 || r != 0) && unlink(file) == 0 && r == 0)
 		r = 1;

@@ -548,8 +548,8 @@ static const struct files_verb {
 	int (*fn)(struct cli *cli, struct files_args *a);
 	int min_paths;
 } files_verbs[] = {
-	{ "ls", files_ls, 1 },	  { "cat", files_cat, 1 }, { "rm", files_rm, 1 },
-	{ "mkdir", files_mkdir, 1 }, { "mv", files_mv, 2 },  { "chmod", files_chmod, 2 },
+	{ "ls", files_ls, 1 },       { "cat", files_cat, 1 }, { "rm", files_rm, 1 },
+	{ "mkdir", files_mkdir, 1 }, { "mv", files_mv, 2 },   { "chmod", files_chmod, 2 },
 };
 
 /* cove files VERB: argv[0] is "files VERB", the operands follow. */

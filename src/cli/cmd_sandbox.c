@@ -119,7 +119,9 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 {
 	json_t *spec = json_object();
 	char id[16];
-	int r = parse_spec(cli, "create", spec) < 0 ? 2 : argc > 1 ? cli_usage_error("create", "unexpected '%s'", argv[1]) : 0;
+	int r = parse_spec(cli, "create", spec) < 0 ? 2
+		: argc > 1                          ? cli_usage_error("create", "unexpected '%s'", argv[1])
+						    : 0;
 	if (r == 0)
 		r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id, cli->json);
 	if (r == 0 && !cli->json)
@@ -218,8 +220,9 @@ static void print_sandboxes(json_t *list)
 		human_age(json_integer_value(json_object_get(sb, "created_at")), cli_now_ms(), age, sizeof(age));
 		table_row(&t, json_string_value(json_object_get(sb, "id")),
 			  or_dash(json_string_value(json_object_get(sb, "name"))),
-			  json_string_value(json_object_get(sb, "state")), json_string_value(json_object_get(sb, "image")),
-			  memory, cpus, json_object_get(sb, "created_at") ? age : "-");
+			  json_string_value(json_object_get(sb, "state")),
+			  json_string_value(json_object_get(sb, "image")), memory, cpus,
+			  json_object_get(sb, "created_at") ? age : "-");
 	}
 	table_print(&t, stdout);
 	table_free(&t);

@@ -28,8 +28,9 @@
 #include "common/netaddr.h"
 
 #define HTTP_READ_BUF (64 * 1024)
-/* A streamed request body goes in pieces of this size. */
-#define HTTP_SEND_BUF (256 * 1024)
+/* A streamed request body that sendfile cannot take (a pipe's) goes in
+ * pieces of this size: a pipe holds 64 KiB, so more gains nothing. */
+#define HTTP_SEND_BUF (64 * 1024)
 #define HTTP_SEND_FILE (4u << 20) /* the most one sendfile takes */
 /* A chunk-size line is a few hex digits; extensions are legal but the daemon
  * sends none, so a long line is garbage, not something to buffer. */
@@ -818,12 +819,10 @@ static int send_file(int fd, const struct http_body_source *src, unsigned long l
 static int send_fd_body(int fd, const char *method, const char *target, const char *extra_headers,
 			const struct http_body_source *src, int *ret_sent, struct cove_err *err)
 {
-	_cleanup_free_ char *head = NULL, *buf = malloc(HTTP_SEND_BUF);
+	_cleanup_free_ char *head = NULL;
+	char buf[HTTP_SEND_BUF];
 	bool chunked = src->len < 0;
-	if (!buf)
-		return err_sys(err, ENOMEM, "%s %s", method, target);
-	if (request_head(method, target, extra_headers, chunked ? HTTP_BODY_CHUNKED : (size_t)src->len, &head, err) <
-	    0)
+	if (request_head(method, target, extra_headers, chunked ? HTTP_BODY_CHUNKED : (size_t)src->len, &head, err) < 0)
 		return -1;
 	struct iovec iov[3] = { { head, strlen(head) } };
 	if ((*ret_sent = send_all(fd, iov, 1)) < 0)
@@ -902,8 +901,8 @@ static int request(int fd, const char *method, const char *target, const char *e
 		   size_t body_len, http_body_cb on_body, void *arg, const char *stream_type, size_t max_body,
 		   struct http_response *ret, struct cove_err *err)
 {
-	return request_src(fd, method, target, extra_headers, body, body_len, NULL, on_body, arg, stream_type,
-			   max_body, ret, err);
+	return request_src(fd, method, target, extra_headers, body, body_len, NULL, on_body, arg, stream_type, max_body,
+			   ret, err);
 }
 
 int http_send_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
@@ -924,7 +923,8 @@ int http_request(int fd, const char *method, const char *target, const char *ext
 }
 
 int http_request_from(int fd, const char *method, const char *target, const char *extra_headers,
-		      const struct http_body_source *src, size_t max_body, struct http_response *ret, struct cove_err *err)
+		      const struct http_body_source *src, size_t max_body, struct http_response *ret,
+		      struct cove_err *err)
 {
 	return request_src(fd, method, target, extra_headers, NULL, 0, src, NULL, NULL, NULL, max_body, ret, err);
 }

@@ -87,7 +87,7 @@ struct http_body_source {
 	void (*progress)(void *arg, unsigned long long done);
 	void *arg;
 };
-/* As http_request, the body from src (a few hundred KiB in memory at a
+/* As http_request, the body from src (a regular file by sendfile, else 64 KiB in memory at a
  * time whatever its size). A failure to read src: -1 with err set. */
 int http_request_from(int fd, const char *method, const char *target, const char *extra_headers,
 		      const struct http_body_source *src, size_t max_body, struct http_response *ret,
