@@ -59,13 +59,18 @@ void table_print(struct table *t, FILE *f)
 				width[c] = n;
 		}
 	for (size_t r = 0; width && r < t->rows; r++) {
+		/* The padding after a cell goes out only before the next one
+		 * that has something in it: no line ends in spaces. */
+		size_t pending = 0;
 		for (size_t c = 0; c < t->cols; c++) {
 			const char *s = t->cells[r * t->cols + c] ?: "";
-			bool last = c + 1 == t->cols;
-			if (t->right[c])
-				fprintf(f, "%*s%s", (int)width[c], s, last ? "" : "  ");
-			else
-				fprintf(f, "%-*s%s", last ? 0 : (int)width[c], s, last ? "" : "  ");
+			size_t n = strlen(s), pad = width[c] - n;
+			if (!*s) {
+				pending += width[c] + 2;
+				continue;
+			}
+			fprintf(f, "%*s%*s%s", (int)pending, "", t->right[c] ? (int)pad : 0, "", s);
+			pending = (t->right[c] ? 0 : pad) + 2;
 		}
 		fputc('\n', f);
 	}
