@@ -23,6 +23,36 @@ static int parse_positive(const char *s, int max, int *ret)
 	return 0;
 }
 
+static const char *str(json_t *j, const char *key)
+{
+	const char *s = json_string_value(json_object_get(j, key));
+	return s ? s : "";
+}
+
+/* POST body (taken) to /v1/sandboxes/<id>/<verb>; the answer into *ret.
+ * Exit status. */
+static int sandbox_post(struct cli *cli, const char *id, const char *verb, json_t *body, json_t **ret)
+{
+	struct cove_error err = { 0 };
+	char path[256], *text = json_dumps(body, JSON_COMPACT), *answer = NULL;
+	json_decref(body);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s", id, verb);
+	int r = cli_connect(cli) < 0                                            ? 1
+		: cove_call(cli->client, "POST", path, text, &answer, &err) < 0 ? cli_fail(&err)
+										: 0;
+	free(text);
+	if (r == 0)
+		*ret = json_loads(answer, 0, NULL);
+	free(answer);
+	return r;
+}
+
+static void print_json(json_t *j)
+{
+	json_dumpf(j, stdout, JSON_INDENT(2));
+	putchar('\n');
+}
+
 int cmd_checkpoint(struct cli *cli, int argc, char **argv)
 {
 	const char *label = NULL, *v;
@@ -30,14 +60,14 @@ int cmd_checkpoint(struct cli *cli, int argc, char **argv)
 		label = v;
 	if (argc != 2)
 		return cli_usage_error("checkpoint", "want exactly one sandbox ID");
-	struct cove_error err = { 0 };
-	int seq;
-	if (cli_connect(cli) < 0)
-		return 1;
-	if (cove_checkpoint(cli->client, argv[1], label, &seq, &err) < 0)
-		return cli_fail(&err);
-	printf("%d\n", seq);
-	return 0;
+	json_t *j = NULL;
+	int r = sandbox_post(cli, argv[1], "checkpoints", json_pack("{s:s}", "label", label ? label : ""), &j);
+	if (r == 0 && cli->json)
+		print_json(j);
+	else if (r == 0)
+		printf("%lld\n", (long long)json_integer_value(json_object_get(j, "seq")));
+	json_decref(j);
+	return r;
 }
 
 int cmd_rollback(struct cli *cli, int argc, char **argv)
@@ -47,14 +77,14 @@ int cmd_rollback(struct cli *cli, int argc, char **argv)
 		return cli_usage_error("rollback", "want a sandbox ID and a checkpoint number");
 	if (parse_positive(argv[2], INT_MAX, &seq) < 0)
 		return cli_usage_error("rollback", "bad checkpoint number '%s'", argv[2]);
-	struct cove_error err = { 0 };
-	char id[16];
-	if (cli_connect(cli) < 0)
-		return 1;
-	if (cove_rollback(cli->client, argv[1], seq, id, &err) < 0)
-		return cli_fail(&err);
-	printf("%s\n", id);
-	return 0;
+	json_t *j = NULL;
+	int r = sandbox_post(cli, argv[1], "rollback", json_pack("{s:i}", "seq", seq), &j);
+	if (r == 0 && cli->json)
+		print_json(j);
+	else if (r == 0)
+		printf("%s\n", str(j, "id"));
+	json_decref(j);
+	return r;
 }
 
 int cmd_branch(struct cli *cli, int argc, char **argv)
@@ -68,21 +98,19 @@ int cmd_branch(struct cli *cli, int argc, char **argv)
 		return cli_usage_error("branch", "want a sandbox ID and a checkpoint number");
 	if (parse_positive(argv[2], INT_MAX, &seq) < 0)
 		return cli_usage_error("branch", "bad checkpoint number '%s'", argv[2]);
-	struct cove_error err = { 0 };
-	char ids[MAX_BRANCHES][16];
-	if (cli_connect(cli) < 0)
-		return 1;
-	if (cove_branch(cli->client, argv[1], seq, count, ids, &err) < 0)
-		return cli_fail(&err);
-	for (int i = 0; i < count; i++)
-		printf("%s\n", ids[i]);
-	return 0;
-}
-
-static const char *str(json_t *j, const char *key)
-{
-	const char *s = json_string_value(json_object_get(j, key));
-	return s ? s : "";
+	json_t *j = NULL, *made, *sb;
+	size_t i;
+	int r = sandbox_post(cli, argv[1], "branch", json_pack("{s:i, s:i}", "seq", seq, "count", count), &j);
+	made = json_object_get(j, "sandboxes");
+	if (r == 0 && cli->json)
+		print_json(made);
+	else if (r == 0)
+		json_array_foreach(made, i, sb)
+		{
+			printf("%s\n", str(sb, "id"));
+		}
+	json_decref(j);
+	return r;
 }
 
 /* The checkpoints as a table; then where the line came from and what was
@@ -142,13 +170,14 @@ int cmd_history(struct cli *cli, int argc, char **argv)
 		return cli_usage_error(argv[0], "want exactly one sandbox ID");
 	json_t *j = NULL;
 	int r = history_call(cli, rm ? "DELETE" : "GET", argv[argc - 1], &j);
-	if (r == 0 && rm) {
+	if (r == 0 && rm && cli->json) {
+		print_json(j);
+	} else if (r == 0 && rm) {
 		printf("%s: %lld checkpoints forgotten, %zu snapshots deleted\n", argv[1],
 		       (long long)json_integer_value(json_object_get(j, "checkpoints")),
 		       json_array_size(json_object_get(j, "snapshots_deleted")));
 	} else if (r == 0 && cli->json) {
-		json_dumpf(j, stdout, JSON_INDENT(2));
-		putchar('\n');
+		print_json(j);
 	} else if (r == 0) {
 		print_history(j);
 	}

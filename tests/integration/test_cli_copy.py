@@ -268,3 +268,38 @@ def test_make_install_into_a_destdir(cv):
         cv.api("DELETE", "/v1/snapshots/" + sn)
     finally:
         shutil.rmtree(dest)
+
+
+def test_json_everywhere_is_the_apis(cv):
+    sid = cv.create()
+    made = []
+    try:
+        c = json.loads(cv.cli("--json", "checkpoint", "--label", "x", sid).stdout)
+        st, hist = cv.api("GET", "/v1/sandboxes/%s/checkpoints" % sid)
+        assert c == hist["checkpoints"][0] and c["seq"] == 1 and c["label"] == "x", (c, hist)
+        sb = json.loads(cv.cli("rollback", sid, "1", "--json").stdout)
+        made.append(sb["id"])
+        assert sb == cv.api("GET", "/v1/sandboxes/" + sb["id"])[1], sb
+        copies = json.loads(cv.cli("branch", "--json", sid, "1", "-n", "2").stdout)
+        made += [s["id"] for s in copies]
+        assert len(copies) == 2 and all(s["state"] == "running" for s in copies), copies
+        forks = json.loads(cv.cli("fork", sid, "--json").stdout)
+        made += [s["id"] for s in forks]
+        assert len(forks) == 1 and cv.api("GET", "/v1/sandboxes/" + forks[0]["id"])[0] == 200, forks
+        new = json.loads(cv.cli("create", "--json", "--name", "j").stdout)
+        made.append(new["id"])
+        assert new["name"] == "j" and new == cv.api("GET", "/v1/sandboxes/" + new["id"])[1], new
+        t = json.loads(cv.cli("timeout", new["id"], "600", "--json").stdout)
+        assert t["id"] == new["id"] and t["expires_at"] > new["created_at"], t
+        sn = json.loads(cv.cli("snapshot", sid, "--json").stdout)
+        assert sn == cv.api("GET", "/v1/snapshots/" + sn["id"])[1], sn
+        cv.api("DELETE", "/v1/snapshots/" + sn["id"])
+        gone = json.loads(cv.cli("history", "rm", made[0], "--json").stdout)
+        assert isinstance(gone, dict) and "checkpoints" in gone, gone
+        # the text forms stay one ID or number a line
+        assert cv.cli("checkpoint", sid).stdout == b"2\n"
+        made.append(cv.cli("rollback", sid, "2").stdout.decode().strip())
+        assert covetest.ID_RE.match(made[-1]), made
+    finally:
+        for m in made + [sid]:
+            cv.api("DELETE", "/v1/sandboxes/" + m)
