@@ -170,17 +170,14 @@ int cmd_history(struct cli *cli, int argc, char **argv)
 		return cli_usage_error(argv[0], "want exactly one sandbox ID");
 	json_t *j = NULL;
 	int r = history_call(cli, rm ? "DELETE" : "GET", argv[argc - 1], &j);
-	if (r == 0 && rm && cli->json) {
+	if (r == 0 && cli->json)
 		print_json(j);
-	} else if (r == 0 && rm) {
+	else if (r == 0 && rm)
 		printf("%s: %lld checkpoints forgotten, %zu snapshots deleted\n", argv[1],
 		       (long long)json_integer_value(json_object_get(j, "checkpoints")),
 		       json_array_size(json_object_get(j, "snapshots_deleted")));
-	} else if (r == 0 && cli->json) {
-		print_json(j);
-	} else if (r == 0) {
+	else if (r == 0)
 		print_history(j);
-	}
 	json_decref(j);
 	return r;
 }
