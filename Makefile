@@ -47,8 +47,10 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 PROGS := $(BUILD)/coved $(BUILD)/cove $(BUILD)/cove-init $(BUILD)/libcove.a $(BUILD)/cove-probe
 
-.PHONY: all check unit integration asan lint bench clean fuzz
-all: $(PROGS)
+MANS := $(BUILD)/man/cove.1 $(BUILD)/man/coved.8
+
+.PHONY: all check unit integration asan lint bench clean fuzz install FORCE
+all: $(PROGS) $(MANS) $(BUILD)/cove.pc
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -134,6 +136,49 @@ bench: all
 
 fuzz:
 	@scripts/fuzz.sh
+
+# The manual pages are made from the binaries' own help texts (commands.c
+# for cove, coved --help for coved): they cannot drift from what --help says.
+$(BUILD)/man/cove.1: $(BUILD)/cove
+	@mkdir -p $(dir $@)
+	$(BUILD)/cove help --man > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/man/coved.8: $(BUILD)/coved scripts/man-coved.sh
+	@mkdir -p $(dir $@)
+	scripts/man-coved.sh $(BUILD)/coved > $@.tmp && mv $@.tmp $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: cove, coved and cove-init go
+# side by side in bin/, as cove starts the coved next to it and coved the
+# cove-init next to it; libcove.a, cove.h and cove.pc for programs that use
+# libcove (pkg-config --static --libs cove); the manual; bash completion.
+PREFIX ?= /usr/local
+BINDIR := $(PREFIX)/bin
+LIBDIR := $(PREFIX)/lib
+INCDIR := $(PREFIX)/include
+MANDIR := $(PREFIX)/share/man
+COMPDIR := $(PREFIX)/share/bash-completion/completions
+
+# Remade when PREFIX changes (the file names it).
+$(BUILD)/cove.pc: FORCE
+	@mkdir -p $(BUILD)
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: libcove' 'Description: the C client of coved, the cove sandbox daemon' 'Version: 0.1' \
+	  'Libs: -L$${libdir} -lcove -ljansson' \
+	  'Cflags: -I$${includedir}' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(COMPDIR)
+	install -m 0755 $(BUILD)/cove $(BUILD)/coved $(BUILD)/cove-init $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(BUILD)/libcove.a $(DESTDIR)$(LIBDIR)/
+	install -m 0644 include/cove.h $(DESTDIR)$(INCDIR)/
+	install -m 0644 $(BUILD)/cove.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 0644 $(BUILD)/man/cove.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(BUILD)/man/coved.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 scripts/cove.bash-completion $(DESTDIR)$(COMPDIR)/cove
+
+FORCE:
 
 clean:
 	rm -rf build build-asan

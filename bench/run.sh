@@ -253,6 +253,11 @@ log "iobench: read $FILE_MIB MiB, write $PUT_MIB MiB, session $SESSION_N, load $
 	--session "$SESSION_N" --clients "$LOAD_CLIENTS" --requests "$LOAD_REQUESTS" --sandboxes "$LOAD_SANDBOXES" \
 	--out "$RES/io.txt" | tee "$RES/io-report.txt" >&2
 
+# --- 2a. cove cp next to curl over the same socket, in and out -------------------------
+log "cpbench: $PUT_MIB MiB, 3 runs each"
+python3 "$ROOT/bench/cpbench.py" --socket "$SOCK" --cove "$ROOT/build/cove" --mib "$PUT_MIB" --runs 3 \
+	--scratch "$B" --out "$RES/cp.txt" >&2
+
 # --- 2b. snapshots: cove's API next to a raw btrfs snapshot and cp -a ---------------
 log "snapbench: $SNAP_N runs each, cp -a $CP_RUNS times"
 python3 "$ROOT/bench/snapbench.py" --socket "$SOCK" --pool "$DATA/pool" --scratch "$SNAPTREE" \

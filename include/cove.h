@@ -133,6 +133,24 @@ int cove_read_tar(struct cove *c, const char *id, const char *path, cove_data_fn
 int cove_write_tar(struct cove *c, const char *id, const char *path, const void *tar, size_t len, char **ret_json,
 		   struct cove_error *err);
 
+/* An upload's bytes, read from fd as they are sent (libcove holds 64
+ * KiB of them at a time, whatever the size): len bytes from fd's
+ * offset, or, when len < 0, until EOF (a pipe; sent chunked). progress
+ * (may be NULL) hears how many bytes went so far, after each piece. */
+struct cove_source {
+	int fd;
+	long long len;
+	void (*progress)(void *arg, unsigned long long sent);
+	void *arg;
+};
+/* As cove_write_file and cove_write_tar, streaming: no size bound. A
+ * source that ends before len bytes fails the call ("invalid_argument");
+ * as with any upload cut short, the file keeps what was sent. */
+int cove_write_file_from(struct cove *c, const char *id, const char *path, const struct cove_source *src,
+			 const char *mode, struct cove_error *err);
+int cove_write_tar_from(struct cove *c, const char *id, const char *path, const struct cove_source *src,
+			char **ret_json, struct cove_error *err);
+
 /* Sessions: a persistent shell in a sandbox whose cwd, variables, functions
  * and aliases carry over between commands. options_json: {"cwd","env",
  * "user"} or NULL. A command runs in one with cove_exec and a request that

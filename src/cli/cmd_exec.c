@@ -1,6 +1,5 @@
 /* cove exec, and the streaming shared with cove run. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,19 +59,11 @@ static char *read_stdin_b64(void)
 	return b64;
 }
 
-static const struct option exec_opts[] = {
-	{ "env", required_argument, NULL, 'e' },   { "workdir", required_argument, NULL, 'w' },
-	{ "user", required_argument, NULL, 'u' },  { "timeout", required_argument, NULL, 't' },
-	{ "interactive", no_argument, NULL, 'i' }, { "detach", no_argument, NULL, 'd' },
-	{ "tag", required_argument, NULL, 'T' },   { 0 },
-};
-
-static int parse_exec(int argc, char **argv, json_t *req)
+static int parse_exec(struct cli *cli, json_t *req)
 {
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+e:w:u:t:id", exec_opts, NULL)) != -1) {
+	const char *optarg;
+	while ((c = cli_next_opt(cli, &optarg)) != -1) {
 		char *end;
 		switch (c) {
 		case 'e':
@@ -106,25 +97,20 @@ static int parse_exec(int argc, char **argv, json_t *req)
 		case 'T':
 			json_object_set_new(req, "tag", json_string(optarg));
 			break;
-		default:
-			return cli_usage_error("exec", "unknown or incomplete option '%s'", argv[optind - 1]), -1;
 		}
 	}
-	return optind;
+	return 0;
 }
 
 int cmd_exec(struct cli *cli, int argc, char **argv)
 {
 	json_t *req = json_object();
-	int i = parse_exec(argc, argv, req);
-	int r = i < 0 ? 2 : 0;
+	int i = 1, r = parse_exec(cli, req) < 0 ? 2 : 0;
 	if (r == 0 && i >= argc)
-		r = cli_usage_error("exec", "no sandbox ID (cove exec [OPTIONS] ID -- CMD...)");
+		r = cli_usage_error("exec", "no sandbox ID");
 	const char *id = r == 0 ? argv[i++] : NULL;
-	if (r == 0 && i < argc && strcmp(argv[i], "--") == 0)
-		i++;
 	if (r == 0 && i >= argc)
-		r = cli_usage_error("exec", "no command given (cove exec [OPTIONS] ID -- CMD...)");
+		r = cli_usage_error("exec", "no command given");
 	if (r == 0) {
 		json_t *cmd = json_array();
 		for (; i < argc; i++)

@@ -9,7 +9,6 @@
  * failed export is removed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +18,16 @@
 #include "cli/cli.h"
 #include "common/io.h"
 
+struct out {
+	int fd;
+	struct progress progress;
+};
+
 static int write_out(void *arg, const char *buf, size_t len)
 {
-	return io_write_all(*(int *)arg, buf, len) < 0 ? -1 : 0;
+	struct out *o = arg;
+	progress_add(&o->progress, len);
+	return io_write_all(o->fd, buf, len) < 0 ? -1 : 0;
 }
 
 static const char *format_of(const char *file)
@@ -44,9 +50,12 @@ static int export_to(struct cli *cli, const char *id, const char *path, const ch
 		fprintf(stderr, "cove: %s: %s\n", file, strerror(errno));
 		return 1;
 	}
-	int r = cli_connect(cli) < 0                                                   ? 1
-		: cove_export(cli->client, id, path, format, write_out, &fd, &err) < 0 ? cli_fail(&err)
-										       : 0;
+	struct out o = { .fd = fd };
+	progress_start(&o.progress, to_stdout ? "export" : file, 0);
+	int r = cli_connect(cli) < 0                                                  ? 1
+		: cove_export(cli->client, id, path, format, write_out, &o, &err) < 0 ? cli_fail(&err)
+										      : 0;
+	progress_end(&o.progress);
 	if (!to_stdout && (close(fd) < 0 || r != 0) && unlink(file) == 0 && r == 0)
 		r = 1;
 	return r;
@@ -54,46 +63,43 @@ static int export_to(struct cli *cli, const char *id, const char *path, const ch
 
 int cmd_export(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = { { "output", required_argument, NULL, 'o' },
-					      { "format", required_argument, NULL, 'f' },
-					      { "path", required_argument, NULL, 'p' },
-					      { 0 } };
-	const char *file = NULL, *format = NULL, *path = NULL;
+	const char *file = NULL, *format = NULL, *path = NULL, *v;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
-		if (c == 'o')
-			file = optarg;
-		else if (c == 'f' && (strcmp(optarg, "tar") == 0 || strcmp(optarg, "zip") == 0))
-			format = optarg;
-		else if (c == 'p')
-			path = optarg;
-		else
-			return cli_usage_error("export", "bad or unknown option '%s'", argv[optind - 1]);
+	while ((c = cli_next_opt(cli, &v)) != -1) {
+		switch (c) {
+		case 'o':
+			file = v;
+			break;
+		case 'f':
+			if (strcmp(v, "tar") != 0 && strcmp(v, "zip") != 0)
+				return cli_usage_error("export", "bad --format '%s' (tar or zip)", v);
+			format = v;
+			break;
+		case 'p':
+			path = v;
+			break;
+		}
 	}
-	if (optind != argc - 1)
+	if (argc != 2)
 		return cli_usage_error("export", "want exactly one sandbox ID");
-	return export_to(cli, argv[optind], path, format ? format : format_of(file), file);
+	return export_to(cli, argv[1], path, format ? format : format_of(file), file);
 }
 
-/* snapshot --portable [--path DIR] ID: the JSON to stdout. */
+/* snapshot --portable [--path DIR] ID: the JSON to stdout (the options
+ * are cove snapshot's). */
 int cmd_snapshot_portable(struct cli *cli, int argc, char **argv)
 {
-	const char *id = NULL, *path = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--portable") == 0)
-			continue;
-		if (strcmp(argv[i], "--path") == 0 && i + 1 < argc)
-			path = argv[++i];
-		else if (argv[i][0] != '-' && !id)
-			id = argv[i];
-		else
-			return cli_usage_error("snapshot", "--portable takes [--path DIR] and one sandbox ID");
-	}
-	if (!id)
+	const char *path = NULL, *v;
+	int c;
+	cli->next_opt = 0;
+	while ((c = cli_next_opt(cli, &v)) != -1)
+		if (c == 'p')
+			path = v;
+		else if (c == 'n')
+			return cli_usage_error("snapshot", "--portable takes no --name");
+	if (argc != 2)
 		return cli_usage_error("snapshot", "want exactly one sandbox ID");
-	return export_to(cli, id, path, "json", NULL);
+	return export_to(cli, argv[1], path, "json", NULL);
 }
 
 /* A file's (or stdin's) bytes, whole: coved buffers the body anyway. */
@@ -127,21 +133,19 @@ static char *read_whole(const char *file, size_t *ret_len)
  * default image) with FILE's files; deleted again if they cannot be made. */
 int cmd_restore_portable(struct cli *cli, int argc, char **argv)
 {
-	const char *file = NULL, *path = NULL, *name = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--portable") == 0)
-			continue;
-		if (strcmp(argv[i], "--path") == 0 && i + 1 < argc)
-			path = argv[++i];
-		else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
-			name = argv[++i];
-		else if ((argv[i][0] != '-' || strcmp(argv[i], "-") == 0) && !file)
-			file = argv[i];
-		else
-			return cli_usage_error("restore", "--portable takes [--name N] [--path DIR] and one file");
-	}
-	if (!file)
+	const char *path = NULL, *name = NULL, *v;
+	int c;
+	cli->next_opt = 0;
+	while ((c = cli_next_opt(cli, &v)) != -1)
+		if (c == 'D')
+			path = v;
+		else if (c == 'n')
+			name = v;
+		else if (c != 'P')
+			return cli_usage_error("restore", "--portable takes only --name and --path");
+	if (argc != 2)
 		return cli_usage_error("restore", "want exactly one portable snapshot file (- for stdin)");
+	const char *file = argv[1];
 	size_t len;
 	char *doc = read_whole(file, &len), id[16], spec[256];
 	if (!doc) {

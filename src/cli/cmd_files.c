@@ -11,7 +11,7 @@
  * into it under its own name, else it becomes the destination; SRC/. copies
  * what a folder holds. The sandbox's paths are resolved inside the sandbox
  * by the daemon. Folders travel as tar (libarchive) through a temporary
- * file: built there and sent from a mapping of it, or received there and
+ * file: built there and streamed from it, or received there and
  * extracted from it. The sandbox chose what is in a downloaded tar, so it
  * is extracted as bsdtar does by default and more: no '..', no absolute
  * name, nothing through a symlink, no owner, and no set-id bit. */
@@ -19,14 +19,12 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +34,6 @@
 #include "common/io.h"
 #include "common/parse.h"
 
-#define CP_MAX_FILE (64u << 20)
 #define CP_BUF 65536
 
 /* libarchive's tar writers call this one function of the file that also
@@ -62,36 +59,6 @@ static int split_remote(const char *arg, char id[16], const char **path)
 	if (!sandbox_id_valid(id))
 		return -1;
 	*path = colon + 1;
-	return 0;
-}
-
-static int read_all(int fd, char **ret, size_t *ret_len)
-{
-	size_t len = 0, cap = 65536;
-	char *buf = malloc(cap);
-	for (ssize_t n = 1; buf && n > 0;) {
-		if (len == cap && (cap *= 2) > CP_MAX_FILE) {
-			free(buf);
-			errno = EFBIG;
-			return -1;
-		}
-		char *grown = realloc(buf, cap);
-		if (!grown)
-			break;
-		buf = grown;
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			n = 1;
-		else if (n < 0) {
-			free(buf);
-			return -1;
-		} else
-			len += (size_t)n;
-	}
-	if (!buf)
-		return -1;
-	*ret = buf;
-	*ret_len = len;
 	return 0;
 }
 
@@ -123,13 +90,16 @@ static bool means_contents(const char *path)
 }
 
 /* A sandbox path's type ("file", "dir", ...) into type, or "" when it is
- * not there (or the sandbox is not: the copy itself then says so). -1 on
- * any other error (printed). */
-static int remote_type(struct cli *cli, const char *id, const char *path, char *type, size_t cap)
+ * not there (or the sandbox is not: the copy itself then says so), and its
+ * size into *size (if not NULL). -1 on any other error (printed). */
+static int remote_stat(struct cli *cli, const char *id, const char *path, char *type, size_t cap,
+		       unsigned long long *size)
 {
 	struct cove_error err = { 0 };
 	char *body = NULL;
 	type[0] = '\0';
+	if (size)
+		*size = 0;
 	if (cove_stat(cli->client, id, path, &body, &err) < 0) {
 		if (err.status == 404)
 			return 0;
@@ -138,6 +108,8 @@ static int remote_type(struct cli *cli, const char *id, const char *path, char *
 	}
 	json_t *j = json_loads(body, 0, NULL);
 	snprintf(type, cap, "%s", json_string_value(json_object_get(j, "type")) ?: "");
+	if (size)
+		*size = (unsigned long long)json_integer_value(json_object_get(j, "size"));
 	json_decref(j);
 	free(body);
 	return 0;
@@ -217,6 +189,11 @@ static int tar_tree(const char *src, const char *prefix, int fd)
 	return r;
 }
 
+static void on_progress(void *arg, unsigned long long sent)
+{
+	progress_set(arg, sent);
+}
+
 /* cove cp HOSTDIR ID:DST */
 static int upload_dir(struct cli *cli, const char *src, const char *id, const char *dst)
 {
@@ -226,7 +203,7 @@ static int upload_dir(struct cli *cli, const char *src, const char *id, const ch
 	for (size_t n = strlen(root); n > 1 && root[n - 1] == '/';)
 		root[--n] = '\0';
 	last_name(root, base, sizeof(base));
-	if (remote_type(cli, id, dst, type, sizeof(type)) < 0)
+	if (remote_stat(cli, id, dst, type, sizeof(type), NULL) < 0)
 		return 1;
 	if (type[0] && strcmp(type, "dir") != 0) {
 		fprintf(stderr, "cove cp: %s:%s is not a directory\n", id, dst);
@@ -240,39 +217,57 @@ static int upload_dir(struct cli *cli, const char *src, const char *id, const ch
 	if (tar_tree(root, prefix, fd) < 0)
 		return 1;
 	off_t size = lseek(fd, 0, SEEK_END);
-	void *map = size > 0 ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
-	if (map == MAP_FAILED)
+	if (size < 0 || lseek(fd, 0, SEEK_SET) < 0)
 		return fail_errno("temporary file");
-	int r = cove_write_tar(cli->client, id, dst, map, (size_t)size, NULL, &err) < 0 ? cli_fail(&err) : 0;
-	munmap(map, (size_t)size);
+	struct progress pr;
+	progress_start(&pr, base, (unsigned long long)size);
+	struct cove_source body = { fd, size, on_progress, &pr };
+	int r = cove_write_tar_from(cli->client, id, dst, &body, NULL, &err) < 0 ? cli_fail(&err) : 0;
+	progress_end(&pr);
 	return r;
 }
 
+/* How much of fd is left to read: what a regular file holds past its
+ * offset, or -1 (a pipe, a terminal: read until EOF). */
+static long long length_left(int fd)
+{
+	struct stat st;
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || at < 0)
+		return -1;
+	return st.st_size > at ? (long long)(st.st_size - at) : 0;
+}
+
+/* cove cp FILE ID:DST: streamed from the file as it goes (a pipe too), so
+ * that a file of any size takes a few hundred KiB of memory. */
 static int upload(struct cli *cli, const char *src, const char *id, const char *path)
 {
 	struct cove_error err = { 0 };
 	struct stat st;
 	char type[16], target[8192], base[4096];
-	if (strcmp(src, "-") != 0 && stat(src, &st) == 0 && S_ISDIR(st.st_mode))
+	bool from_stdin = strcmp(src, "-") == 0;
+	if (!from_stdin && stat(src, &st) == 0 && S_ISDIR(st.st_mode))
 		return cli_connect(cli) < 0 ? 1 : upload_dir(cli, src, id, path);
-	_cleanup_close_ int fd = strcmp(src, "-") == 0 ? dup(0) : open(src, O_RDONLY | O_CLOEXEC);
-	_cleanup_free_ char *data = NULL;
-	size_t len;
-	if (fd < 0 || read_all(fd, &data, &len) < 0)
+	_cleanup_close_ int fd = from_stdin ? dup(0) : open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return fail_errno(src);
-	if (cli_connect(cli) < 0 || remote_type(cli, id, path, type, sizeof(type)) < 0)
+	if (cli_connect(cli) < 0 || remote_stat(cli, id, path, type, sizeof(type), NULL) < 0)
 		return 1;
 	last_name(src, base, sizeof(base));
-	/* Onto an existing folder: inside it, under its own name. */
-	snprintf(target, sizeof(target), "%s%s%s", path, strcmp(type, "dir") == 0 ? "/" : "",
-		 strcmp(type, "dir") == 0 && strcmp(src, "-") != 0 ? base : "");
-	if (strcmp(type, "dir") == 0 && strcmp(src, "-") == 0) {
+	bool into = strcmp(type, "dir") == 0;
+	if (into && from_stdin) {
 		fprintf(stderr, "cove cp: %s:%s is a directory\n", id, path);
 		return 1;
 	}
-	if (cove_write_file(cli->client, id, target, data, len, NULL, &err) < 0)
-		return cli_fail(&err);
-	return 0;
+	/* Onto an existing folder: inside it, under its own name. */
+	snprintf(target, sizeof(target), "%s%s%s", path, into ? "/" : "", into ? base : "");
+	struct progress pr;
+	long long len = length_left(fd);
+	progress_start(&pr, from_stdin ? "stdin" : base, len > 0 ? (unsigned long long)len : 0);
+	struct cove_source body = { fd, len, on_progress, &pr };
+	int r = cove_write_file_from(cli->client, id, target, &body, NULL, &err) < 0 ? cli_fail(&err) : 0;
+	progress_end(&pr);
+	return r;
 }
 
 /* ---- a tar into a host folder ---- */
@@ -282,11 +277,25 @@ static int to_fd(void *arg, const char *buf, size_t len)
 	return io_write_all(*(int *)arg, buf, len) < 0 ? -1 : 0;
 }
 
+/* A download into fd, with its progress. */
+struct sink {
+	int fd;
+	struct progress *progress;
+};
+
+static int to_sink(void *arg, const char *buf, size_t len)
+{
+	struct sink *s = arg;
+	progress_add(s->progress, len);
+	return io_write_all(s->fd, buf, len) < 0 ? -1 : 0;
+}
+
 /* A host file made only once the download succeeds or sends its first
  * bytes: a failed one leaves nothing behind. */
 struct host_file {
 	const char *path;
 	int fd;
+	struct progress *progress;
 };
 
 static int host_file_open(struct host_file *f)
@@ -299,6 +308,7 @@ static int host_file_open(struct host_file *f)
 static int to_host_file(void *arg, const char *buf, size_t len)
 {
 	struct host_file *f = arg;
+	progress_add(f->progress, len);
 	return host_file_open(f) < 0 ? -1 : to_fd(&f->fd, buf, len);
 }
 
@@ -339,22 +349,30 @@ static int download_dir(struct cli *cli, const char *id, const char *src, const 
 	struct cove_error err = { 0 };
 	struct stat st;
 	char base[4096], root[8192];
-	int out = 1;
-	if (strcmp(dst, "-") == 0)
-		return cove_read_tar(cli->client, id, src, to_fd, &out, &err) < 0 ? cli_fail(&err) : 0;
+	struct progress pr;
+	last_name(src, base, sizeof(base));
+	progress_start(&pr, base, 0);
+	struct sink out = { 1, &pr };
+	if (strcmp(dst, "-") == 0) {
+		int r = cove_read_tar(cli->client, id, src, to_sink, &out, &err) < 0 ? cli_fail(&err) : 0;
+		progress_end(&pr);
+		return r;
+	}
 	bool exists = stat(dst, &st) == 0;
 	if (exists && !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "cove cp: %s is not a directory\n", dst);
 		return 1;
 	}
-	last_name(src, base, sizeof(base));
 	/* Onto an existing folder: inside it, under its own name. */
 	snprintf(root, sizeof(root), "%s%s%s", dst, exists && !means_contents(src) ? "/" : "",
 		 exists && !means_contents(src) ? base : "");
 	_cleanup_close_ int fd = temp_file();
 	if (fd < 0)
 		return fail_errno("temporary file");
-	if (cove_read_tar(cli->client, id, src, to_fd, &fd, &err) < 0)
+	out.fd = fd;
+	int got = cove_read_tar(cli->client, id, src, to_sink, &out, &err);
+	progress_end(&pr);
+	if (got < 0)
 		return cli_fail(&err);
 	if ((mkdir(root, 0755) < 0 && errno != EEXIST) || chdir(root) < 0)
 		return fail_errno(root);
@@ -368,7 +386,8 @@ static int download(struct cli *cli, const char *id, const char *path, const cha
 	struct cove_error err = { 0 };
 	struct stat st;
 	char type[16], base[4096], target[8192];
-	if (cli_connect(cli) < 0 || remote_type(cli, id, path, type, sizeof(type)) < 0)
+	unsigned long long size;
+	if (cli_connect(cli) < 0 || remote_stat(cli, id, path, type, sizeof(type), &size) < 0)
 		return 1;
 	if (strcmp(type, "dir") == 0)
 		return download_dir(cli, id, path, dst);
@@ -376,9 +395,12 @@ static int download(struct cli *cli, const char *id, const char *path, const cha
 	last_name(path, base, sizeof(base));
 	bool into = strcmp(dst, "-") != 0 && stat(dst, &st) == 0 && S_ISDIR(st.st_mode);
 	snprintf(target, sizeof(target), "%s%s%s", dst, into ? "/" : "", into ? base : "");
-	struct host_file f = { target, strcmp(dst, "-") == 0 ? dup(1) : -1 };
+	struct progress pr;
+	progress_start(&pr, base, size);
+	struct host_file f = { target, strcmp(dst, "-") == 0 ? dup(1) : -1, &pr };
 	_cleanup_close_ int fd = -1; /* closes f.fd at the end */
 	int r = cove_read_file_stream(cli->client, id, path, to_host_file, &f, &err);
+	progress_end(&pr);
 	fd = f.fd;
 	if (r < 0)
 		return err.status ? cli_fail(&err) : fail_errno(target);
@@ -524,41 +546,35 @@ static int files_chmod(struct cli *cli, struct files_args *a)
 static const struct files_verb {
 	const char *name;
 	int (*fn)(struct cli *cli, struct files_args *a);
-	const char *flags; /* getopt's */
 	int min_paths;
 } files_verbs[] = {
-	{ "ls", files_ls, "+ld:", 1 },    { "cat", files_cat, "+", 1 }, { "rm", files_rm, "+r", 1 },
-	{ "mkdir", files_mkdir, "+", 1 }, { "mv", files_mv, "+f", 2 },  { "chmod", files_chmod, "+", 2 },
+	{ "ls", files_ls, 1 },       { "cat", files_cat, 1 }, { "rm", files_rm, 1 },
+	{ "mkdir", files_mkdir, 1 }, { "mv", files_mv, 2 },   { "chmod", files_chmod, 2 },
 };
 
+/* cove files VERB: argv[0] is "files VERB", the operands follow. */
 int cmd_files(struct cli *cli, int argc, char **argv)
 {
-	if (argc >= 2 && strcmp(argv[1], "watch") == 0)
-		return cmd_files_watch(cli, argc - 1, argv + 1);
 	const struct files_verb *v = NULL;
-	for (size_t i = 0; argc > 1 && i < ARRAY_SIZE(files_verbs); i++)
-		if (strcmp(argv[1], files_verbs[i].name) == 0)
+	for (size_t i = 0; i < ARRAY_SIZE(files_verbs); i++)
+		if (strcmp(argv[0] + strlen("files "), files_verbs[i].name) == 0)
 			v = &files_verbs[i];
 	if (!v)
 		return cli_usage_error("files", "expected ls, cat, rm, mkdir, mv, chmod or watch");
 	struct files_args a = { .depth = 1 };
+	const char *optarg;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt(argc - 1, argv + 1, v->flags)) != -1) {
+	while ((c = cli_next_opt(cli, &optarg)) != -1) {
 		char *end;
 		if (c == 'd' && ((a.depth = (int)strtol(optarg, &end, 10)) < 1 || *end))
-			return cli_usage_error("files ls", "bad -d '%s' (a depth from 1)", optarg);
-		if (c == '?')
-			return cli_usage_error("files", "unknown option '-%c'", optopt);
+			return cli_usage_error(argv[0], "bad -d '%s' (a depth from 1)", optarg);
 		a.flag |= c != 'd';
 	}
-	int i = optind + 1;
-	if (argc - i < 1 + v->min_paths)
-		return cli_usage_error("files", "expected ID and %s", v->min_paths > 1 ? "more paths" : "a path");
-	a.id = argv[i];
-	a.paths = argv + i + 1;
-	a.n = argc - i - 1;
+	if (argc < 2 + v->min_paths)
+		return cli_usage_error(argv[0], "expected ID and %s", v->min_paths > 1 ? "more paths" : "a path");
+	a.id = argv[1];
+	a.paths = argv + 2;
+	a.n = argc - 2;
 	if (cli_connect(cli) < 0)
 		return 1;
 	return v->fn(cli, &a);

@@ -6,7 +6,6 @@
  * a long command keeps the lock, and a CLI that dies (kill -9, a lost
  * machine) stops renewing, so that the lock frees itself within a lease. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -84,30 +83,24 @@ static bool renewer_stop(struct renewer *r, pthread_t thread)
 	return r->lost;
 }
 
-static const struct option lock_opts[] = {
-	{ "lease", required_argument, NULL, 'l' },
-	{ "wait", required_argument, NULL, 'w' },
-	{ 0 },
-};
-
-/* Options anywhere before "--"; the index of the first operand, or -1. */
-static int parse_lock(int argc, char **argv, double *lease, double *wait)
+/* --lease and --wait; 0, or -1 after a usage error. */
+static int parse_lock(struct cli *cli, double *lease, double *wait)
 {
+	const char *v;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "l:w:", lock_opts, NULL)) != -1) {
+	while ((c = cli_next_opt(cli, &v)) != -1) {
 		char *end;
 		errno = 0;
-		double v = c == 'l' || c == 'w' ? strtod(optarg, &end) : 0;
-		if (c == 'l' && end != optarg && !*end && !errno && v > 0)
-			*lease = v;
-		else if (c == 'w' && end != optarg && !*end && !errno && v >= 0)
-			*wait = v;
+		double x = strtod(v, &end);
+		bool number = end != v && !*end && !errno;
+		if (c == 'l' && number && x > 0)
+			*lease = x;
+		else if (c == 'w' && number && x >= 0)
+			*wait = x;
 		else
-			return cli_usage_error("lock", "bad or unknown option '%s'", argv[optind - 1]), -1;
+			return cli_usage_error("lock", "bad --%s '%s' (seconds)", c == 'l' ? "lease" : "wait", v), -1;
 	}
-	return optind;
+	return 0;
 }
 
 /* The command's exit status, as cove exec; 125 when the lock was lost
@@ -136,12 +129,11 @@ static int run_locked(struct cli *cli, const char *id, struct cove_lock *lock, d
 int cmd_lock(struct cli *cli, int argc, char **argv)
 {
 	double lease = LOCK_DEFAULT_LEASE, wait = LOCK_DEFAULT_WAIT;
-	int i = parse_lock(argc, argv, &lease, &wait);
-	if (i < 0)
+	int i = 1;
+	if (parse_lock(cli, &lease, &wait) < 0)
 		return 2;
 	if (argc - i < 3)
-		return cli_usage_error("lock",
-				       "want a sandbox ID, a lock name and a command (cove lock ID NAME -- CMD...)");
+		return cli_usage_error("lock", "want a sandbox ID, a lock name and a command");
 	const char *id = argv[i], *name = argv[i + 1];
 	json_t *cmd = json_array();
 	for (i += 2; i < argc; i++)

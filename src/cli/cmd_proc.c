@@ -12,7 +12,6 @@
  * status, as cove exec does. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/human.h"
 #include "common/io.h"
 
 #define SHELL_STDIN_CHUNK 65536
@@ -72,24 +72,6 @@ int cli_exec_detached(struct cli *cli, const char *id, const char *request_json)
 
 /* ---- ps ---- */
 
-/* "12s", "5m", "3h" or "2d": how long ago unix time ms was. */
-static void format_age(char *buf, size_t cap, json_int_t ms)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	long long s = ((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 - ms) / 1000;
-	if (s < 0)
-		s = 0;
-	if (s < 120)
-		snprintf(buf, cap, "%llds ago", s);
-	else if (s < 7200)
-		snprintf(buf, cap, "%lldm ago", s / 60);
-	else if (s < 172800)
-		snprintf(buf, cap, "%lldh ago", s / 3600);
-	else
-		snprintf(buf, cap, "%lldd ago", s / 86400);
-}
-
 /* The command as one line: a string as it is, an argv joined by spaces. */
 static void format_cmd(char *buf, size_t cap, json_t *cmd)
 {
@@ -109,7 +91,7 @@ static void format_cmd(char *buf, size_t cap, json_t *cmd)
 	}
 }
 
-static void print_process(json_t *p)
+static void print_process(struct table *t, json_t *p)
 {
 	char exit[16] = "-", age[32], cmd[256];
 	json_t *code = json_object_get(p, "exit_code");
@@ -119,23 +101,20 @@ static void print_process(json_t *p)
 		snprintf(exit, sizeof(exit), "%lld", (long long)json_integer_value(code));
 	else if (sig)
 		snprintf(exit, sizeof(exit), "SIG%s", sig);
-	format_age(age, sizeof(age), json_integer_value(json_object_get(p, "started_at")));
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%lld", (long long)json_integer_value(json_object_get(p, "pid")));
+	human_age(json_integer_value(json_object_get(p, "started_at")), cli_now_ms(), age, sizeof(age));
 	format_cmd(cmd, sizeof(cmd), json_object_get(p, "cmd"));
-	printf("%-8lld %-16s %-8s %-8s %-4s %-9s %s\n", (long long)json_integer_value(json_object_get(p, "pid")),
-	       tag ? tag : "-", json_string_value(json_object_get(p, "state")), exit,
-	       json_is_true(json_object_get(p, "tty")) ? "yes" : "-", age, cmd);
+	table_row(t, pid, tag ? tag : "-", json_string_value(json_object_get(p, "state")), exit,
+		  json_is_true(json_object_get(p, "tty")) ? "yes" : "-", age, cmd);
 }
 
 int cmd_ps(struct cli *cli, int argc, char **argv)
 {
 	int i = 1;
 	bool json = cli->json;
-	if (i < argc && strcmp(argv[i], "--json") == 0) {
-		json = true;
-		i++;
-	}
 	if (argc - i != 1)
-		return cli_usage_error("ps", "want one sandbox ID (cove ps [--json] ID)");
+		return cli_usage_error("ps", "want one sandbox ID");
 	struct cove_error err = { 0 };
 	char *body;
 	if (cli_connect(cli) < 0)
@@ -149,13 +128,17 @@ int cmd_ps(struct cli *cli, int argc, char **argv)
 		json_dumpf(list, stdout, JSON_INDENT(2));
 		putchar('\n');
 	} else {
+		static const char *const head[] = { ">PID", "TAG", "STATE", ">EXIT", "TTY", "STARTED", "CMD" };
+		struct table t;
 		size_t k;
 		json_t *p;
-		printf("%-8s %-16s %-8s %-8s %-4s %-9s %s\n", "PID", "TAG", "STATE", "EXIT", "TTY", "STARTED", "CMD");
+		table_init(&t, 7, head);
 		json_array_foreach(list, k, p)
 		{
-			print_process(p);
+			print_process(&t, p);
 		}
+		table_print(&t, stdout);
+		table_free(&t);
 	}
 	json_decref(j);
 	return 0;
@@ -177,14 +160,10 @@ static void on_gap(void *arg, int fd, unsigned long long lost)
 int cmd_attach(struct cli *cli, int argc, char **argv)
 {
 	int i = 1;
-	bool replay = true;
-	if (i < argc && strcmp(argv[i], "--no-replay") == 0) {
-		replay = false;
-		i++;
-	}
+	const char *v;
+	bool replay = cli_next_opt(cli, &v) != 'R';
 	if (argc - i != 2)
-		return cli_usage_error("attach",
-				       "want a sandbox ID and a pid or tag (cove attach [--no-replay] ID PROC)");
+		return cli_usage_error("attach", "want a sandbox ID and a pid or tag");
 	struct cove_exec_events ev = { .on_output = on_output, .on_gap = on_gap };
 	struct cove_exec_result res;
 	struct cove_error err = { 0 };
@@ -195,34 +174,23 @@ int cmd_attach(struct cli *cli, int argc, char **argv)
 	return cli_exit_status(&res);
 }
 
-static const struct option kill_opts[] = {
-	{ "signal", required_argument, NULL, 's' },
-	{ "tree", no_argument, NULL, 'T' },
-	{ 0 },
-};
-
 int cmd_kill(struct cli *cli, int argc, char **argv)
 {
-	const char *sig = NULL;
+	const char *sig = NULL, *v;
 	bool tree = false;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+s:", kill_opts, NULL)) != -1) {
+	while ((c = cli_next_opt(cli, &v)) != -1) {
 		if (c == 's')
-			sig = optarg;
-		else if (c == 'T')
-			tree = true;
+			sig = v;
 		else
-			return cli_usage_error("kill", "unknown or incomplete option '%s'", argv[optind - 1]);
+			tree = true;
 	}
-	if (argc - optind != 2)
-		return cli_usage_error("kill",
-				       "want a sandbox ID and a pid or tag (cove kill [-s SIG] [--tree] ID PROC)");
+	if (argc != 3)
+		return cli_usage_error("kill", "want a sandbox ID and a pid or tag");
 	struct cove_error err = { 0 };
 	if (cli_connect(cli) < 0)
 		return 1;
-	if (cove_proc_signal(cli->client, argv[optind], argv[optind + 1], sig, tree, &err) < 0)
+	if (cove_proc_signal(cli->client, argv[1], argv[2], sig, tree, &err) < 0)
 		return cli_fail(&err);
 	return 0;
 }
@@ -481,37 +449,27 @@ static json_t *shell_request(struct shell *sh, json_t *req, int argc, char **arg
 	return req;
 }
 
-static const struct option shell_opts[] = {
-	{ "env", required_argument, NULL, 'e' },
-	{ "workdir", required_argument, NULL, 'w' },
-	{ "user", required_argument, NULL, 'u' },
-	{ 0 },
-};
-
-static int parse_shell(int argc, char **argv, json_t *req)
+static int parse_shell(struct cli *cli, json_t *req)
 {
+	const char *v;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+e:w:u:", shell_opts, NULL)) != -1) {
-		if (c == 'e' && cli_add_env(req, optarg) < 0)
-			return cli_usage_error("shell", "bad --env '%s' (want NAME=VALUE)", optarg), -1;
+	while ((c = cli_next_opt(cli, &v)) != -1) {
+		if (c == 'e' && cli_add_env(req, v) < 0)
+			return cli_usage_error("shell", "bad --env '%s' (want NAME=VALUE)", v), -1;
 		else if (c == 'w')
-			json_object_set_new(req, "cwd", json_string(optarg));
+			json_object_set_new(req, "cwd", json_string(v));
 		else if (c == 'u')
-			json_object_set_new(req, "user", json_string(optarg));
-		else if (c != 'e')
-			return cli_usage_error("shell", "unknown or incomplete option '%s'", argv[optind - 1]), -1;
+			json_object_set_new(req, "user", json_string(v));
 	}
-	return optind;
+	return 0;
 }
 
 int cmd_shell(struct cli *cli, int argc, char **argv)
 {
 	json_t *req = json_object();
-	int i = parse_shell(argc, argv, req);
+	int i = parse_shell(cli, req) < 0 ? -1 : 1;
 	if (i >= 0 && i >= argc) {
-		cli_usage_error("shell", "no sandbox ID (cove shell [OPTIONS] ID [-- CMD...])");
+		cli_usage_error("shell", "no sandbox ID");
 		i = -1;
 	}
 	if (i < 0) {
@@ -522,8 +480,6 @@ int cmd_shell(struct cli *cli, int argc, char **argv)
 		.cli = cli, .id = argv[i++], .stdin_is_tty = isatty(STDIN_FILENO), .fd = -1, .stdin_open = true
 	};
 	sh.winsize_fd = sh.stdin_is_tty ? STDIN_FILENO : isatty(STDOUT_FILENO) ? STDOUT_FILENO : -1;
-	if (i < argc && strcmp(argv[i], "--") == 0)
-		i++;
 	char *body = json_dumps(shell_request(&sh, req, argc - i, argv + i), JSON_COMPACT);
 	json_decref(req);
 	int r;

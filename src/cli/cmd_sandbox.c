@@ -1,6 +1,5 @@
 /* cove run / create / timeout / ls / info / rm */
 #include <errno.h>
-#include <getopt.h>
 #include <time.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -8,16 +7,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/human.h"
 #include "common/parse.h"
-
-static const struct option spec_opts[] = {
-	{ "image", required_argument, NULL, 'I' },   { "memory", required_argument, NULL, 'm' },
-	{ "cpus", required_argument, NULL, 'c' },    { "pids", required_argument, NULL, 'p' },
-	{ "env", required_argument, NULL, 'e' },     { "workdir", required_argument, NULL, 'w' },
-	{ "user", required_argument, NULL, 'u' },    { "name", required_argument, NULL, 'n' },
-	{ "timeout", required_argument, NULL, 't' }, { "isolation", required_argument, NULL, 'X' },
-	{ "inherit-env", no_argument, NULL, 'E' },   { 0 },
-};
 
 /* "K=V" into an env object. */
 int cli_add_env(json_t *spec, const char *kv);
@@ -49,16 +40,15 @@ static int parse_seconds(const char *s, double *ret)
 	return 0;
 }
 
-/* Parse sandbox options; returns the index of the first operand or -1. */
-static int parse_spec(const char *verb, int argc, char **argv, json_t *spec)
+/* The sandbox options given into spec; 0, or -1 after a usage error. */
+static int parse_spec(struct cli *cli, const char *verb, json_t *spec)
 {
 	int c;
 	uint64_t size;
 	uint32_t millis;
 	double seconds;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+e:w:u:", spec_opts, NULL)) != -1) {
+	const char *optarg;
+	while ((c = cli_next_opt(cli, &optarg)) != -1) {
 		switch (c) {
 		case 'I':
 			json_object_set_new(spec, "image", json_string(optarg));
@@ -100,11 +90,9 @@ static int parse_spec(const char *verb, int argc, char **argv, json_t *spec)
 		case 'E':
 			json_object_set_new(spec, "inherit_env", json_true());
 			break;
-		default:
-			return cli_usage_error(verb, "unknown or incomplete option '%s'", argv[optind - 1]), -1;
 		}
 	}
-	return optind;
+	return 0;
 }
 
 /* Create; the new ID goes to id, and with --json the whole answer to out. */
@@ -130,9 +118,10 @@ static int create(struct cli *cli, json_t *spec, char id[16], bool print_json)
 int cmd_create(struct cli *cli, int argc, char **argv)
 {
 	json_t *spec = json_object();
-	int first = parse_spec("create", argc, argv, spec);
 	char id[16];
-	int r = first < 0 ? 2 : first != argc ? cli_usage_error("create", "unexpected '%s'", argv[first]) : 0;
+	int r = parse_spec(cli, "create", spec) < 0 ? 2
+		: argc > 1                          ? cli_usage_error("create", "unexpected '%s'", argv[1])
+						    : 0;
 	if (r == 0)
 		r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id, cli->json);
 	if (r == 0 && !cli->json)
@@ -144,10 +133,12 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	json_t *spec = json_object();
-	int first = parse_spec("run", argc, argv, spec);
-	if (first < 0 || first == argc) {
+	int first = 1, r = parse_spec(cli, "run", spec) < 0 ? 2 : 0;
+	if (r == 0 && first == argc)
+		r = cli_usage_error("run", "no command given");
+	if (r) {
 		json_decref(spec);
-		return first < 0 ? 2 : cli_usage_error("run", "no command given (cove run [OPTIONS] -- CMD...)");
+		return r;
 	}
 	/* cove run's sandbox must not outlive it, however it ends (Ctrl-C,
 	 * kill -9, a lost terminal): it is ephemeral, so coved deletes it when
@@ -156,7 +147,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	 * create and the exec therefore share cli->client's one connection. */
 	json_object_set_new(spec, "ephemeral", json_true());
 	char id[16];
-	int r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id, false);
+	r = cli_connect(cli) < 0 ? 1 : create(cli, spec, id, false);
 	json_decref(spec);
 	if (r)
 		return r;
@@ -214,6 +205,29 @@ int cmd_timeout(struct cli *cli, int argc, char **argv)
 	return r;
 }
 
+static void print_sandboxes(json_t *list)
+{
+	static const char *const head[] = { "ID", "NAME", "STATE", "IMAGE", ">MEMORY", ">CPUS", "CREATED" };
+	struct table t;
+	size_t i;
+	json_t *sb;
+	table_init(&t, 7, head);
+	json_array_foreach(list, i, sb)
+	{
+		char memory[16], cpus[16], age[32];
+		human_size((uint64_t)json_integer_value(json_object_get(sb, "memory")), memory, sizeof(memory));
+		snprintf(cpus, sizeof(cpus), "%g", json_number_value(json_object_get(sb, "cpus")));
+		human_age(json_integer_value(json_object_get(sb, "created_at")), cli_now_ms(), age, sizeof(age));
+		table_row(&t, json_string_value(json_object_get(sb, "id")),
+			  or_dash(json_string_value(json_object_get(sb, "name"))),
+			  json_string_value(json_object_get(sb, "state")),
+			  json_string_value(json_object_get(sb, "image")), memory, cpus,
+			  json_object_get(sb, "created_at") ? age : "-");
+	}
+	table_print(&t, stdout);
+	table_free(&t);
+}
+
 int cmd_ls(struct cli *cli, int argc, char **argv)
 {
 	if (argc > 1)
@@ -229,18 +243,7 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 		json_dumpf(json_object_get(j, "sandboxes"), stdout, JSON_INDENT(2));
 		putchar('\n');
 	} else {
-		size_t i;
-		json_t *sb;
-		printf("%-16s %-10s %-8s %-8s %5s  %s\n", "ID", "STATE", "IMAGE", "MEMORY", "CPUS", "NAME");
-		json_array_foreach(json_object_get(j, "sandboxes"), i, sb)
-		{
-			printf("%-16s %-10s %-8s %-7lldM %5.2f  %s\n", json_string_value(json_object_get(sb, "id")),
-			       json_string_value(json_object_get(sb, "state")),
-			       json_string_value(json_object_get(sb, "image")),
-			       (long long)json_integer_value(json_object_get(sb, "memory")) >> 20,
-			       json_number_value(json_object_get(sb, "cpus")),
-			       json_string_value(json_object_get(sb, "name")));
-		}
+		print_sandboxes(json_object_get(j, "sandboxes"));
 	}
 	json_decref(j);
 	free(body);

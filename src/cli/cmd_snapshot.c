@@ -1,11 +1,11 @@
 /* cove snapshot / snapshots / restore / fork */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/human.h"
 #include "common/parse.h"
 
 /* POST body to path; the answer parsed into *ret. Exit status. */
@@ -34,10 +34,10 @@ static void print_json(json_t *j)
 static int post_to_id(struct cli *cli, int argc, char **argv, const char *verb, const char *what, const char *prefix,
 		      const char *suffix, json_t *body, json_t **ret)
 {
-	int r = optind == argc - 1 ? 0 : cli_usage_error(verb, "want exactly one %s", what);
+	int r = argc == 2 ? 0 : cli_usage_error(verb, "want exactly one %s", what);
 	if (r == 0) {
 		char path[256];
-		snprintf(path, sizeof(path), "%s%s%s", prefix, argv[optind], suffix);
+		snprintf(path, sizeof(path), "%s%s%s", prefix, argv[1], suffix);
 		r = cli_connect(cli) < 0 ? 1 : post(cli, path, body, ret);
 	}
 	json_decref(body);
@@ -53,7 +53,7 @@ static void print_id(struct cli *cli, json_t *j)
 		printf("%s\n", json_string_value(json_object_get(j, "id")) ?: "");
 }
 
-static int snapshot_rm(struct cli *cli, int argc, char **argv)
+int cmd_snapshot_rm(struct cli *cli, int argc, char **argv)
 {
 	if (argc < 2)
 		return cli_usage_error("snapshot rm", "want one or more snapshot IDs");
@@ -73,24 +73,28 @@ static int snapshot_rm(struct cli *cli, int argc, char **argv)
 	return r;
 }
 
+/* Whether option key was given. */
+static bool given(struct cli *cli, int key)
+{
+	for (int i = 0; i < cli->n_opts; i++)
+		if (cli->opts[i].key == key)
+			return true;
+	return false;
+}
+
 int cmd_snapshot(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = { { "name", required_argument, NULL, 'n' }, { 0 } };
-	if (argc > 1 && strcmp(argv[1], "rm") == 0)
-		return snapshot_rm(cli, argc - 1, argv + 1);
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--portable") == 0)
-			return cmd_snapshot_portable(cli, argc, argv);
+	if (given(cli, 'P'))
+		return cmd_snapshot_portable(cli, argc, argv);
 	json_t *body = json_object(), *j = NULL;
+	const char *v;
 	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-		if (c != 'n') {
+	while ((c = cli_next_opt(cli, &v)) != -1) {
+		if (c == 'p') {
 			json_decref(body);
-			return cli_usage_error("snapshot", "unknown or incomplete option '%s'", argv[optind - 1]);
+			return cli_usage_error("snapshot", "--path is for --portable");
 		}
-		json_object_set_new(body, "name", json_string(optarg));
+		json_object_set_new(body, "name", json_string(v));
 	}
 	int r = post_to_id(cli, argc, argv, "snapshot", "sandbox ID", "/v1/sandboxes/", "/snapshots", body, &j);
 	if (r == 0)
@@ -116,47 +120,58 @@ int cmd_snapshots(struct cli *cli, int argc, char **argv)
 		json_decref(j);
 		return 0;
 	}
+	static const char *const head[] = { "ID", "NAME", "SANDBOX", "CREATED", "DURABLE" };
+	struct table t;
 	size_t i;
 	json_t *sn;
-	printf("%-16s %-16s %-14s  %s\n", "ID", "SANDBOX", "CREATED (ms)", "NAME");
+	table_init(&t, 5, head);
 	json_array_foreach(json_object_get(j, "snapshots"), i, sn)
 	{
-		printf("%-16s %-16s %-14lld  %s\n", json_string_value(json_object_get(sn, "id")),
-		       json_string_value(json_object_get(sn, "sandbox")),
-		       (long long)json_integer_value(json_object_get(sn, "created_at")),
-		       json_string_value(json_object_get(sn, "name")));
+		char age[32];
+		human_age(json_integer_value(json_object_get(sn, "created_at")), cli_now_ms(), age, sizeof(age));
+		table_row(&t, json_string_value(json_object_get(sn, "id")),
+			  or_dash(json_string_value(json_object_get(sn, "name"))),
+			  json_string_value(json_object_get(sn, "sandbox")), age,
+			  json_is_false(json_object_get(sn, "durable")) ? "not yet" : "yes");
 	}
+	table_print(&t, stdout);
+	table_free(&t);
 	json_decref(j);
 	return 0;
 }
 
 int cmd_restore(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = { { "name", required_argument, NULL, 'n' },
-					      { "memory", required_argument, NULL, 'm' },
-					      { "cpus", required_argument, NULL, 'c' },
-					      { "pids", required_argument, NULL, 'p' },
-					      { 0 } };
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--portable") == 0)
-			return cmd_restore_portable(cli, argc, argv);
+	if (given(cli, 'P'))
+		return cmd_restore_portable(cli, argc, argv);
 	json_t *body = json_object(), *j = NULL;
 	uint64_t size;
 	uint32_t millis;
+	const char *v;
 	int c, r = 0;
-	optind = 1;
-	opterr = 0;
-	while (r == 0 && (c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-		if (c == 'n')
-			json_object_set_new(body, "name", json_string(optarg));
-		else if (c == 'm' && parse_size(optarg, &size) == 0)
-			json_object_set_new(body, "memory", json_integer((json_int_t)size));
-		else if (c == 'c' && parse_cpus(optarg, &millis) == 0)
-			json_object_set_new(body, "cpus", json_real(millis / 1000.0));
-		else if (c == 'p')
-			json_object_set_new(body, "pids", json_integer(atoi(optarg)));
-		else
-			r = cli_usage_error("restore", "bad or unknown option '%s'", argv[optind - 1]);
+	while (r == 0 && (c = cli_next_opt(cli, &v)) != -1) {
+		switch (c) {
+		case 'n':
+			json_object_set_new(body, "name", json_string(v));
+			break;
+		case 'm':
+			if (parse_size(v, &size) < 0)
+				r = cli_usage_error("restore", "bad --memory '%s' (like 512M or 2G)", v);
+			else
+				json_object_set_new(body, "memory", json_integer((json_int_t)size));
+			break;
+		case 'c':
+			if (parse_cpus(v, &millis) < 0)
+				r = cli_usage_error("restore", "bad --cpus '%s' (like 1 or 0.5)", v);
+			else
+				json_object_set_new(body, "cpus", json_real(millis / 1000.0));
+			break;
+		case 'p':
+			json_object_set_new(body, "pids", json_integer(atoi(v)));
+			break;
+		default: /* --path is for --portable */
+			r = cli_usage_error("restore", "--path is for --portable");
+		}
 	}
 	if (r != 0) {
 		json_decref(body);
@@ -172,16 +187,15 @@ int cmd_restore(struct cli *cli, int argc, char **argv)
 int cmd_fork(struct cli *cli, int argc, char **argv)
 {
 	json_t *body = json_object(), *j = NULL;
-	int c, r = 0;
-	optind = 1;
-	opterr = 0;
-	while (r == 0 && (c = getopt(argc, argv, "+n:")) != -1) {
+	const char *v;
+	int r = 0;
+	while (r == 0 && cli_next_opt(cli, &v) == 'n') {
 		char *end;
-		long n = c == 'n' ? strtol(optarg, &end, 10) : 0;
-		if (c == 'n' && *optarg && !*end)
+		long n = strtol(v, &end, 10);
+		if (*v && !*end)
 			json_object_set_new(body, "count", json_integer(n));
 		else
-			r = cli_usage_error("fork", "bad or unknown option '%s'", argv[optind - 1]);
+			r = cli_usage_error("fork", "bad -n '%s' (a count, 1 to 100)", v);
 	}
 	if (r != 0) {
 		json_decref(body);

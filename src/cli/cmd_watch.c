@@ -3,7 +3,6 @@
  *
  * One line an event, "TYPE NAME" with a '/' after a folder's name; with
  * --json, the API's NDJSON events as they come (keepalives left out). */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,22 +33,17 @@ static int print_event(void *arg, const struct cove_watch_event *ev)
 
 int cmd_files_watch(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = { { "recursive", no_argument, NULL, 'r' }, { 0 } };
 	struct cove_error err = { 0 };
 	bool recursive = false;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+r", opts, NULL)) != -1) {
-		if (c != 'r')
-			return cli_usage_error("files watch", "unknown option '%s'", argv[optind - 1]);
+	const char *v;
+	while (cli_next_opt(cli, &v) == 'r')
 		recursive = true;
-	}
-	if (argc - optind != 2)
+	if (argc != 3)
 		return cli_usage_error("files watch", "expected ID PATH");
-	struct watch_out out = { cli->json, argv[optind + 1] };
+	struct watch_out out = { cli->json, argv[2] };
 	if (cli_connect(cli) < 0)
 		return 1;
-	if (cove_watch(cli->client, argv[optind], argv[optind + 1], recursive, print_event, &out, &err) < 0)
+	if (cove_watch(cli->client, argv[1], argv[2], recursive, print_event, &out, &err) < 0)
 		return cli_fail(&err);
 	return 0;
 }

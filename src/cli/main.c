@@ -16,65 +16,6 @@
 
 #include "cli/cli.h"
 
-static const struct verb {
-	const char *name;
-	int (*fn)(struct cli *cli, int argc, char **argv);
-	const char *help;
-} verbs[] = {
-	{ "run", cmd_run, "run [OPTIONS] -- CMD...      create a sandbox, run CMD in it, delete it" },
-	{ "create", cmd_create, "create [OPTIONS]             create a sandbox, print its ID" },
-	{ "timeout", cmd_timeout, "timeout ID SECONDS           delete a sandbox SECONDS from now" },
-	{ "exec", cmd_exec, "exec [OPTIONS] ID -- CMD...  run CMD in a sandbox" },
-	{ "ls", cmd_ls, "ls                           list sandboxes" },
-	{ "info", cmd_info, "info ID                      a sandbox as JSON" },
-	{ "rm", cmd_rm, "rm ID...                     delete sandboxes" },
-	{ "cp", cmd_cp,
-	  "cp SRC ID:DST | ID:SRC DST   copy a file or folder into or out of a sandbox (- is stdin/stdout)" },
-	{ "snapshot", cmd_snapshot, "snapshot [--name N] ID       snapshot a sandbox (running or not), print its ID" },
-	{ "snapshot rm", cmd_snapshot, "snapshot rm SNID...          delete snapshots" },
-	{ "snapshots", cmd_snapshots, "snapshots                    list snapshots" },
-	{ "restore", cmd_restore, "restore [OPTIONS] SNID       a new sandbox from a snapshot, print its ID" },
-	{ "fork", cmd_fork, "fork [-n N] ID               N copies of a running sandbox, print their IDs" },
-	{ "lock", cmd_lock, "lock [OPTIONS] ID NAME -- CMD...  run CMD in a sandbox holding its lock NAME" },
-	{ "ps", cmd_ps, "ps [--json] ID               a sandbox's kept processes (exec -d, shell)" },
-	{ "attach", cmd_attach, "attach [--no-replay] ID P    a process's output: its kept tail, then live" },
-	{ "kill", cmd_kill, "kill [-s SIG] [--tree] ID P  signal a process (default KILL)" },
-	{ "wait", cmd_wait, "wait ID P                    wait for a process, exit with its status" },
-	{ "shell", cmd_shell, "shell [OPTIONS] ID [-- CMD]  an interactive terminal (default: the user's shell)" },
-	{ "files", cmd_files,
-	  "files ls [-l] [-d N] ID PATH | cat ID PATH... | rm [-r] ID PATH... | mkdir ID PATH...\n"
-	  "        | mv [-f] ID FROM TO | chmod ID MODE PATH... | watch [-r] ID PATH   a sandbox's files" },
-	{ "checkpoint", cmd_checkpoint,
-	  "checkpoint [--label L] ID    add a checkpoint to a sandbox's history, print its number" },
-	{ "history", cmd_history, "history ID                   a sandbox's checkpoints (also of a deleted sandbox)" },
-	{ "history rm", cmd_history, "history rm ID                forget a history and the snapshots only it needed" },
-	{ "rollback", cmd_rollback, "rollback ID K                a new sandbox from checkpoint K, print its ID" },
-	{ "branch", cmd_branch, "branch [-n N] ID K           N new sandboxes from checkpoint K, each its own branch" },
-	{ "export", cmd_export,
-	  "export [-o FILE] [--format tar|zip] [--path DIR] ID   a folder (default: the workspace) as a tar or zip" },
-};
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: cove [--socket PATH] [--data DIR] [--json] COMMAND ...\n\ncommands:\n");
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		fprintf(f, "  %s\n", verbs[i].help);
-	fprintf(f, "\nsandbox options (run, create): --image I --memory 512M --cpus 1 --pids N --env K=V\n"
-		   "  --workdir DIR --user U --name NAME\n"
-		   "  --isolation external [--inherit-env]  the host backend: a workspace folder, no OS boundary\n"
-		   "restore options: --name NAME --memory 512M --cpus 1 --pids N (default: the snapshot's)\n"
-		   "portable snapshots: snapshot --portable [--path DIR] ID > s.json; restore --portable [--path DIR] "
-		   "s.json\n"
-		   "exec options: --env K=V --workdir DIR --user U --timeout SECONDS -i (pass stdin)\n"
-		   "  -d|--detach (in the background, print its pid) --tag T (name it; P is its pid or tag)\n"
-		   "lock options: --lease SECONDS (default 30, renewed while CMD runs) --wait SECONDS\n"
-		   "  (default 3600; 0: try once)\n"
-		   "shell options: --env K=V --workdir DIR --user U\n"
-		   "environment: COVE_SOCKET (default " COVE_DEFAULT_SOCKET "), COVE_DATA (default /var/lib/cove)\n");
-	fprintf(f, "coved over TCP (coved --listen), instead of the socket: --host ADDR:PORT (or COVE_HOST),\n"
-		   "  with the API token from --token-file PATH (or COVE_TOKEN)\n");
-}
-
 int cli_fail(const struct cove_error *err)
 {
 	fprintf(stderr, "cove: %s\n", err->message);
@@ -87,8 +28,12 @@ int cli_usage_error(const char *verb, const char *fmt, ...)
 	va_start(ap, fmt);
 	fprintf(stderr, "cove %s: ", verb);
 	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, " (see cove --help)\n");
 	va_end(ap);
+	const struct cli_cmd *cmd = cli_find_command(verb);
+	if (cmd)
+		fprintf(stderr, "\nusage: cove %s %s  (see cove help %s)\n", cmd->name, cmd->synopsis, cmd->name);
+	else
+		fprintf(stderr, " (see cove --help)\n");
 	return 2;
 }
 
@@ -161,7 +106,10 @@ int cli_connect(struct cli *cli)
 	}
 	if (cove_open(cli->socket_path, &cli->client, &err) == 0)
 		return 0;
-	if (geteuid() != 0) {
+	/* COVE_NO_START: for callers that must not start a daemon (the bash
+	 * completion, which runs cove ls at every TAB). */
+	const char *no_start = getenv("COVE_NO_START");
+	if (geteuid() != 0 || (no_start && *no_start)) {
 		cli_fail(&err);
 		return -1;
 	}
@@ -182,76 +130,137 @@ int cli_connect(struct cli *cli)
 	return -1;
 }
 
+/* The command that argv[*i] (and argv[*i + 1], for "snapshot rm" and
+ * the like) names; *i moves to its last word. */
+static const struct cli_cmd *find_command(int argc, char **argv, int *i)
+{
+	char two[128];
+	if (*i + 1 < argc) {
+		snprintf(two, sizeof(two), "%s %s", argv[*i], argv[*i + 1]);
+		const struct cli_cmd *cmd = cli_find_command(two);
+		if (cmd) {
+			++*i;
+			return cmd;
+		}
+	}
+	return cli_find_command(argv[*i]);
+}
+
+/* The global options given, wherever they were, into cli; whether --help
+ * was one of them. -1 for an unreadable token file. */
+static int apply_globals(struct cli *cli)
+{
+	const char *token_file = NULL;
+	bool help = false;
+	for (int k = 0; k < cli->n_opts; k++) {
+		const char *v = cli->opts[k].value;
+		switch (cli->opts[k].key) {
+		case CLI_G_SOCKET:
+			cli->socket_path = v;
+			break;
+		case CLI_G_DATA:
+			cli->data_dir = v;
+			break;
+		case CLI_G_JSON:
+			cli->json = true;
+			break;
+		case CLI_G_HOST:
+			cli->host = v;
+			break;
+		case CLI_G_TOKEN_FILE:
+			token_file = v;
+			break;
+		case CLI_G_HELP:
+			help = true;
+			break;
+		}
+	}
+	if (token_file && read_token_file(cli, token_file) < 0)
+		return -1;
+	return help;
+}
+
+static void init_from_env(struct cli *cli)
+{
+	cli->socket_path = getenv("COVE_SOCKET");
+	cli->data_dir = getenv("COVE_DATA");
+	cli->host = getenv("COVE_HOST");
+	cli->token = getenv("COVE_TOKEN");
+	if (cli->host && !*cli->host)
+		cli->host = NULL;
+	if (!cli->socket_path || !*cli->socket_path)
+		cli->socket_path = COVE_DEFAULT_SOCKET;
+	if (!cli->data_dir || !*cli->data_dir)
+		cli->data_dir = "/var/lib/cove";
+}
+
+/* The index of the command's name: past the global options before it
+ * (and their values). */
+static int command_index(int argc, char **argv)
+{
+	int i = 1;
+	while (i < argc && argv[i][0] == '-' && argv[i][1]) {
+		const char *a = argv[i] + 2;
+		size_t n = strcspn(a, "=");
+		bool takes_next = false;
+		for (const struct cli_opt *o = cli_global_opts; argv[i][1] == '-' && o->key; o++)
+			if (strlen(o->name) == n && strncmp(o->name, a, n) == 0)
+				takes_next = o->arg && !a[n];
+		i += takes_next ? 2 : 1;
+	}
+	return i;
+}
+
 int main(int argc, char **argv)
 {
-	struct cli cli = { .socket_path = getenv("COVE_SOCKET"), .data_dir = getenv("COVE_DATA") };
-	const char *token_file = NULL;
-	cli.host = getenv("COVE_HOST");
-	cli.token = getenv("COVE_TOKEN");
-	if (cli.host && !*cli.host)
-		cli.host = NULL;
-	if (!cli.socket_path || !*cli.socket_path)
-		cli.socket_path = COVE_DEFAULT_SOCKET;
-	if (!cli.data_dir || !*cli.data_dir)
-		cli.data_dir = "/var/lib/cove";
+	struct cli cli = { 0 };
+	init_from_env(&cli);
 	/* A write to a pipe whose reader is gone is an error to handle, not a
 	 * reason to die. */
 	signal(SIGPIPE, SIG_IGN);
 	/* jansson would read /dev/urandom to seed its hash tables against
 	 * collision attacks; the CLI only parses its own daemon's answers. */
 	json_object_seed(1);
-	int i = 1;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
-			cli.socket_path = argv[++i];
-		else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
-			cli.data_dir = argv[++i];
-		else if (strcmp(argv[i], "--json") == 0)
-			cli.json = true;
-		else if (strcmp(argv[i], "--host") == 0 && i + 1 < argc)
-			cli.host = argv[++i];
-		else if (strcmp(argv[i], "--token-file") == 0 && i + 1 < argc)
-			token_file = argv[++i];
-		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		} else {
-			fprintf(stderr, "cove: unknown option '%s' (see cove --help)\n", argv[i]);
+	int i = command_index(argc, argv), pre = i - 1, n;
+	if (i >= argc) { /* no command: cove --help, or a mistake */
+		if (cli_parse_args(&cli, NULL, argc, argv, &n) != 0)
 			return 2;
-		}
+		int help = apply_globals(&cli);
+		cli_print_usage(help > 0 ? stdout : stderr);
+		free(cli.opts);
+		return help > 0 ? 0 : 2;
 	}
-	if (i == argc) {
-		usage(stderr);
+	const struct cli_cmd *cmd = find_command(argc, argv, &i);
+	if (!cmd && strcmp(argv[i], "files") == 0) {
+		bool help = i + 1 < argc && (strcmp(argv[i + 1], "--help") == 0 || strcmp(argv[i + 1], "-h") == 0);
+		if (!help)
+			fprintf(stderr, "cove files: %s%s%s\n", i + 1 < argc ? "unknown command '" : "which command?",
+				i + 1 < argc ? argv[i + 1] : "", i + 1 < argc ? "'" : "");
+		cli_print_files_usage(help ? stdout : stderr);
+		return help ? 0 : 2;
+	}
+	if (!cmd) {
+		fprintf(stderr, "cove: unknown command '%s' (see cove --help)\n", argv[i]);
 		return 2;
 	}
-	if (token_file && read_token_file(&cli, token_file) < 0)
+	/* The command's name, the global options before it, then its own
+	 * arguments: one list, parsed by its table. */
+	char **args = calloc((size_t)argc + 1, sizeof(char *));
+	if (!args)
 		return 2;
-	/* --json is taken after the command too (cove ls --json), as scripts
-	 * write it; but never from a sandbox's command: not after "--", and for
-	 * the verbs that run one ("--" is optional there) only among the options
-	 * before the first operand. */
-	bool runs_command = strcmp(argv[i], "run") == 0 || strcmp(argv[i], "exec") == 0 ||
-			    strcmp(argv[i], "lock") == 0 || strcmp(argv[i], "shell") == 0;
-	int kept = i + 1;
-	for (int a = i + 1; a < argc; a++) {
-		if (strcmp(argv[a], "--") == 0 || (runs_command && argv[a][0] != '-')) {
-			while (a < argc)
-				argv[kept++] = argv[a++];
-			break;
-		}
-		if (strcmp(argv[a], "--json") == 0)
-			cli.json = true;
-		else
-			argv[kept++] = argv[a];
-	}
-	argc = kept;
-	argv[argc] = NULL;
-	for (size_t v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++)
-		if (strcmp(argv[i], verbs[v].name) == 0) {
-			int r = verbs[v].fn(&cli, argc - i, argv + i);
-			cove_close(cli.client);
-			return r;
-		}
-	fprintf(stderr, "cove: unknown command '%s' (see cove --help)\n", argv[i]);
-	return 2;
+	args[0] = (char *)cmd->name;
+	memcpy(args + 1, argv + 1, (size_t)pre * sizeof(char *));
+	memcpy(args + 1 + pre, argv + i + 1, (size_t)(argc - i - 1) * sizeof(char *));
+	int r = cli_parse_args(&cli, cmd, 1 + pre + argc - i - 1, args, &n);
+	int g = r ? 0 : apply_globals(&cli);
+	if (r == 0 && g < 0)
+		r = 2;
+	else if (r == 0 && g > 0)
+		cli_print_help(cmd, stdout);
+	else if (r == 0)
+		r = cmd->fn(&cli, n, args);
+	cove_close(cli.client);
+	free(cli.opts);
+	free(args);
+	return r;
 }

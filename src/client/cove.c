@@ -9,32 +9,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/client.h"
 #include "client/http.h"
 #include "common/encoding.h"
 #include "common/netaddr.h"
 
-#define MAX_RESPONSE (64u << 20)
-#define MAX_EVENT_LINE (16u << 20)
-
 #define MAX_TOKEN 4096
 
-struct cove {
-	char socket_path[108];
-	int fd;
-	int requests_on_fd; /* > 0: the connection is a reused keep-alive one */
-	char host[64];      /* TCP "ADDR:PORT" instead of the socket, or "" */
-	char *auth;         /* "Authorization: Bearer <token>\r\n" with host */
-};
-
 /* Where the daemon is, for messages. */
-static const char *daemon_address(const struct cove *c)
+const char *client_daemon_address(const struct cove *c)
 {
 	return c->host[0] ? c->host : c->socket_path;
 }
 
-static int set_error(struct cove_error *err, int status, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int set_error(struct cove_error *err, int status, const char *code, const char *fmt, ...)
+int client_set_error(struct cove_error *err, int status, const char *code, const char *fmt, ...)
 {
 	if (!err)
 		return -1;
@@ -52,12 +40,12 @@ static int new_connection(const struct cove *c, struct cove_error *err)
 {
 	int fd = c->host[0] ? http_connect_tcp(c->host) : http_connect_unix(c->socket_path);
 	if (fd < 0)
-		return set_error(err, 0, "unreachable", "cannot reach coved at '%s': %s", daemon_address(c),
-				 strerror(-fd));
+		return client_set_error(err, 0, "unreachable", "cannot reach coved at '%s': %s",
+					client_daemon_address(c), strerror(-fd));
 	return fd;
 }
 
-static int connect_daemon(struct cove *c, struct cove_error *err)
+int client_connect(struct cove *c, struct cove_error *err)
 {
 	if (c->fd >= 0)
 		return 0;
@@ -70,7 +58,7 @@ static int connect_daemon(struct cove *c, struct cove_error *err)
 static int open_client(struct cove *c, struct cove **ret, struct cove_error *err)
 {
 	c->fd = -1;
-	if (connect_daemon(c, err) < 0) {
+	if (client_connect(c, err) < 0) {
 		cove_close(c);
 		return -1;
 	}
@@ -82,10 +70,10 @@ int cove_open(const char *socket_path, struct cove **ret, struct cove_error *err
 {
 	struct cove *c = calloc(1, sizeof(*c));
 	if (!c)
-		return set_error(err, 0, "internal", "out of memory");
+		return client_set_error(err, 0, "internal", "out of memory");
 	if (strlen(socket_path) >= sizeof(c->socket_path)) {
 		free(c);
-		return set_error(err, 0, "invalid_argument", "socket path too long");
+		return client_set_error(err, 0, "invalid_argument", "socket path too long");
 	}
 	strcpy(c->socket_path, socket_path);
 	return open_client(c, ret, err);
@@ -97,20 +85,20 @@ int cove_open_tcp(const char *host, const char *token, struct cove **ret, struct
 	socklen_t len;
 	size_t n = token ? strlen(token) : 0;
 	if (!host || strlen(host) >= sizeof(((struct cove *)0)->host) || netaddr_parse(host, &ss, &len) < 0)
-		return set_error(
+		return client_set_error(
 			err, 0, "invalid_argument",
 			"bad host '%s': want ADDR:PORT with a numeric address, like 127.0.0.1:7070 or [::1]:7070",
 			host ? host : "");
 	/* It goes in a header: no byte may end the line or the header. */
 	if (n == 0 || n > MAX_TOKEN)
-		return set_error(err, 0, "invalid_argument", "the API token must be 1 to %d bytes", MAX_TOKEN);
+		return client_set_error(err, 0, "invalid_argument", "the API token must be 1 to %d bytes", MAX_TOKEN);
 	for (size_t i = 0; i < n; i++)
 		if (token[i] < 0x21 || token[i] > 0x7e)
-			return set_error(err, 0, "invalid_argument", "the API token must be visible ASCII");
+			return client_set_error(err, 0, "invalid_argument", "the API token must be visible ASCII");
 	struct cove *c = calloc(1, sizeof(*c));
 	if (!c || asprintf(&c->auth, "Authorization: Bearer %s\r\n", token) < 0) {
 		free(c);
-		return set_error(err, 0, "internal", "out of memory");
+		return client_set_error(err, 0, "internal", "out of memory");
 	}
 	strcpy(c->host, host);
 	return open_client(c, ret, err);
@@ -127,17 +115,17 @@ void cove_close(struct cove *c)
 }
 
 /* An error response's {"error": {"code", "message"}} into err. */
-static int error_from_body(int status, const char *body, struct cove_error *err)
+int client_error_from_body(int status, const char *body, struct cove_error *err)
 {
 	json_t *j = body ? json_loads(body, 0, NULL) : NULL;
 	const char *code = "internal", *message = "no message";
 	json_unpack(j, "{s:{s?s, s?s}}", "error", "code", &code, "message", &message);
-	set_error(err, status, code, "%s", message);
+	client_set_error(err, status, code, "%s", message);
 	json_decref(j);
 	return -1;
 }
 
-static int request_raw(struct cove *c, const char *method, const char *path, const char *body, size_t body_len,
+int client_request_raw(struct cove *c, const char *method, const char *path, const char *body, size_t body_len,
 		       http_body_cb on_body, void *arg, struct http_response *res, struct cove_error *err)
 {
 	struct cove_err e = { 0 };
@@ -145,7 +133,7 @@ static int request_raw(struct cove *c, const char *method, const char *path, con
 	 * last call: then, and only then, the request is sent again on a new
 	 * one. Any other failure is final: a POST must never run twice. */
 	for (int attempt = 0; attempt < 2; attempt++) {
-		if (connect_daemon(c, err) < 0)
+		if (client_connect(c, err) < 0)
 			return -1;
 		memset(&e, 0, sizeof(e));
 		memset(res, 0, sizeof(*res));
@@ -158,20 +146,20 @@ static int request_raw(struct cove *c, const char *method, const char *path, con
 		if (!reused || e.code != ECONNRESET)
 			break;
 	}
-	return set_error(err, 0, "unreachable", "coved at '%s': %s", daemon_address(c), e.msg);
+	return client_set_error(err, 0, "unreachable", "coved at '%s': %s", client_daemon_address(c), e.msg);
 }
 
 static int request(struct cove *c, const char *method, const char *path, const char *body, http_body_cb on_body,
 		   void *arg, struct http_response *res, struct cove_error *err)
 {
-	return request_raw(c, method, path, body, body ? strlen(body) : 0, on_body, arg, res, err);
+	return client_request_raw(c, method, path, body, body ? strlen(body) : 0, on_body, arg, res, err);
 }
 
 /* A JSON answer to *ret_json (when not NULL), or its error to err. */
-static int take_json(struct http_response *res, char **ret_json, struct cove_error *err)
+int client_take_json(struct http_response *res, char **ret_json, struct cove_error *err)
 {
 	if (res->status >= 300) {
-		error_from_body(res->status, res->body, err);
+		client_error_from_body(res->status, res->body, err);
 		free(res->body);
 		return -1;
 	}
@@ -188,7 +176,7 @@ int cove_call(struct cove *c, const char *method, const char *path, const char *
 	struct http_response res;
 	if (request(c, method, path, body, NULL, NULL, &res, err) < 0)
 		return -1;
-	return take_json(&res, ret_json, err);
+	return client_take_json(&res, ret_json, err);
 }
 
 int cove_create(struct cove *c, const char *spec_json, char id[16], struct cove_error *err)
@@ -198,7 +186,8 @@ int cove_create(struct cove *c, const char *spec_json, char id[16], struct cove_
 		return -1;
 	json_t *j = json_loads(body, 0, NULL);
 	const char *s = json_string_value(json_object_get(j, "id"));
-	int r = s && strlen(s) < 16 ? (strcpy(id, s), 0) : set_error(err, 500, "internal", "no id in the answer");
+	int r = s && strlen(s) < 16 ? (strcpy(id, s), 0)
+				    : client_set_error(err, 500, "internal", "no id in the answer");
 	json_decref(j);
 	free(body);
 	return r;
@@ -224,7 +213,7 @@ int cove_session_create(struct cove *c, const char *id, const char *options_json
 	if (r == 0)
 		snprintf(session_id, 24, "%s", sid);
 	else
-		set_error(err, 0, "protocol", "no session id in the answer");
+		client_set_error(err, 0, "protocol", "no session id in the answer");
 	json_decref(j);
 	free(answer);
 	return r;
@@ -342,9 +331,9 @@ int cove_exec(struct cove *c, const char *id, const char *request_json, const st
 	struct http_response res;
 	int r = request(c, "POST", path, request_json, on_exec_body, &s, &res, err);
 	if (r == 0 && s.error_code[0])
-		r = set_error(err, res.status >= 300 ? res.status : 409, s.error_code, "%s", s.error_message);
+		r = client_set_error(err, res.status >= 300 ? res.status : 409, s.error_code, "%s", s.error_message);
 	else if (r == 0 && !s.ended)
-		r = set_error(err, 0, "unreachable", "the exec stream ended early");
+		r = client_set_error(err, 0, "unreachable", "the exec stream ended early");
 	free(s.line);
 	if (r == 0)
 		*ret = result;
@@ -352,7 +341,7 @@ int cove_exec(struct cove *c, const char *id, const char *request_json, const st
 }
 
 /* Append "<sep>name=<value, percent-encoded>" to the NUL-terminated buf. */
-static int add_param(char *buf, size_t cap, char sep, const char *name, const char *value, struct cove_error *err)
+int client_add_param(char *buf, size_t cap, char sep, const char *name, const char *value, struct cove_error *err)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t off = strlen(buf);
@@ -369,53 +358,9 @@ static int add_param(char *buf, size_t cap, char sep, const char *name, const ch
 		}
 	}
 	if (off + 4 >= cap)
-		return set_error(err, 0, "invalid_argument", "path too long");
+		return client_set_error(err, 0, "invalid_argument", "path too long");
 	buf[off] = '\0';
 	return 0;
-}
-
-/* "/v1/sandboxes/<id>/files?path=<path, percent-encoded>" into buf. */
-static int files_target(char *buf, size_t cap, const char *id, const char *path, struct cove_error *err)
-{
-	snprintf(buf, cap, "/v1/sandboxes/%s/files", id);
-	return add_param(buf, cap, '?', "path", path, err);
-}
-
-int cove_read_file(struct cove *c, const char *id, const char *path, char **ret_data, size_t *ret_len,
-		   struct cove_error *err)
-{
-	char target[3 * 4096 + 128];
-	struct http_response res;
-	if (files_target(target, sizeof(target), id, path, err) < 0 ||
-	    request_raw(c, "GET", target, NULL, 0, NULL, NULL, &res, err) < 0)
-		return -1;
-	if (res.status >= 300 || strncmp(res.content_type, "application/octet-stream", 24) != 0) {
-		if (res.status < 300)
-			set_error(err, res.status, "invalid_argument", "'%s' is a directory", path);
-		else
-			error_from_body(res.status, res.body, err);
-		free(res.body);
-		return -1;
-	}
-	*ret_data = res.body;
-	*ret_len = res.body_len;
-	return 0;
-}
-
-int cove_write_file(struct cove *c, const char *id, const char *path, const void *data, size_t len, const char *mode,
-		    struct cove_error *err)
-{
-	char target[3 * 4096 + 160];
-	struct http_response res;
-	if (files_target(target, sizeof(target) - 32, id, path, err) < 0)
-		return -1;
-	if (mode)
-		snprintf(target + strlen(target), 32, "&mode=%.8s", mode);
-	if (request_raw(c, "PUT", target, data, len, NULL, NULL, &res, err) < 0)
-		return -1;
-	int r = res.status >= 300 ? error_from_body(res.status, res.body, err) : 0;
-	free(res.body);
-	return r;
 }
 
 /* POST body (a jansson object, taken; NULL: a string that is not UTF-8) to
@@ -426,7 +371,7 @@ static int sandbox_post(struct cove *c, const char *id, const char *verb, json_t
 	char path[160], *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *answer = NULL;
 	json_decref(body);
 	if (!text)
-		return set_error(err, 0, "invalid_argument", "a name, label or token that is not UTF-8");
+		return client_set_error(err, 0, "invalid_argument", "a name, label or token that is not UTF-8");
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s", id, verb);
 	int r = cove_call(c, "POST", path, text, &answer, err);
 	free(text);
@@ -434,7 +379,7 @@ static int sandbox_post(struct cove *c, const char *id, const char *verb, json_t
 		return -1;
 	*ret = json_loads(answer, 0, NULL);
 	free(answer);
-	return *ret ? 0 : set_error(err, 500, "internal", "malformed answer from coved");
+	return *ret ? 0 : client_set_error(err, 500, "internal", "malformed answer from coved");
 }
 
 /* POST a locks request (body given as a jansson object, taken) to
@@ -452,14 +397,14 @@ int cove_lock_acquire(struct cove *c, const char *id, const char *name, double l
 {
 	json_t *j;
 	if (strlen(name) >= sizeof(ret->name))
-		return set_error(err, 0, "invalid_argument", "a lock name must have 1 to 255 bytes");
+		return client_set_error(err, 0, "invalid_argument", "a lock name must have 1 to 255 bytes");
 	if (lock_call(c, id, "", json_pack("{s:s, s:f, s:f}", "name", name, "lease", lease, "wait", wait), &j, err) < 0)
 		return -1;
 	const char *token = json_string_value(json_object_get(j, "token"));
 	json_t *expires = json_object_get(j, "expires_at");
 	int r = token && strlen(token) < sizeof(ret->token) && json_is_integer(expires)
 			? 0
-			: set_error(err, 500, "internal", "no token in coved's answer");
+			: client_set_error(err, 500, "internal", "no token in coved's answer");
 	if (r == 0) {
 		snprintf(ret->name, sizeof(ret->name), "%s", name);
 		snprintf(ret->token, sizeof(ret->token), "%s", token);
@@ -503,7 +448,7 @@ static int proc_path(char *buf, size_t cap, const char *id, const char *proc, co
 	static const char allowed[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
 	size_t n = strlen(proc);
 	if (n == 0 || n > 63 || strspn(proc, allowed) != n || strcmp(proc, ".") == 0 || strcmp(proc, "..") == 0)
-		return set_error(err, 0, "invalid_argument", "bad process '%.63s' (want a pid or a tag)", proc);
+		return client_set_error(err, 0, "invalid_argument", "bad process '%.63s' (want a pid or a tag)", proc);
 	snprintf(buf, cap, "/v1/sandboxes/%s/processes/%s%s", id, proc, suffix);
 	return 0;
 }
@@ -515,7 +460,7 @@ static int call_json(struct cove *c, const char *method, const char *path, json_
 	char *text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	if (!text)
-		return set_error(err, 0, "internal", "out of memory");
+		return client_set_error(err, 0, "internal", "out of memory");
 	int r = cove_call(c, method, path, text, ret_json, err);
 	free(text);
 	return r;
@@ -526,7 +471,7 @@ int cove_proc_start(struct cove *c, const char *id, const char *request_json, in
 	json_t *req = json_loads(request_json ? request_json : "{}", 0, NULL);
 	if (!json_is_object(req)) {
 		json_decref(req);
-		return set_error(err, 0, "invalid_argument", "the request is not a JSON object");
+		return client_set_error(err, 0, "invalid_argument", "the request is not a JSON object");
 	}
 	json_object_set_new(req, "background", json_true());
 	json_object_del(req, "stream"); /* the answer is the pid, not a stream */
@@ -536,7 +481,7 @@ int cove_proc_start(struct cove *c, const char *id, const char *request_json, in
 		return -1;
 	json_t *j = json_loads(answer, 0, NULL);
 	json_t *pid = json_object_get(j, "pid");
-	int r = json_is_integer(pid) ? 0 : set_error(err, 500, "internal", "no pid in the answer");
+	int r = json_is_integer(pid) ? 0 : client_set_error(err, 500, "internal", "no pid in the answer");
 	if (r == 0)
 		*ret_pid = (int)json_integer_value(pid);
 	json_decref(j);
@@ -590,7 +535,7 @@ int cove_proc_stdin(struct cove *c, const char *id, const char *proc, const void
 		return -1;
 	char *b64 = malloc(base64_encoded_len(len) + 1);
 	if (!b64)
-		return set_error(err, 0, "internal", "out of memory");
+		return client_set_error(err, 0, "internal", "out of memory");
 	base64_encode(data, len, b64);
 	json_t *req = json_pack("{s:s}", "data_b64", b64);
 	free(b64);
@@ -636,7 +581,7 @@ static int stream_open(struct cove *c, const char *method, const char *path, con
 {
 	struct cove_stream *s = calloc(1, sizeof(*s));
 	if (!s)
-		return set_error(err, 0, "internal", "out of memory");
+		return client_set_error(err, 0, "internal", "out of memory");
 	s->fd = new_connection(c, err);
 	if (s->fd < 0) {
 		free(s);
@@ -647,7 +592,7 @@ static int stream_open(struct cove *c, const char *method, const char *path, con
 	http_parser_init(&s->parser, on_exec_body, &s->events);
 	struct cove_err e = { 0 };
 	if (http_send_request(s->fd, method, path, c->auth, body, body ? strlen(body) : 0, &e) < 0) {
-		set_error(err, 0, "unreachable", "coved at '%s': %s", daemon_address(c), e.msg);
+		client_set_error(err, 0, "unreachable", "coved at '%s': %s", client_daemon_address(c), e.msg);
 		cove_stream_close(s);
 		return -1;
 	}
@@ -683,9 +628,9 @@ int cove_stream_read(struct cove_stream *s, struct cove_exec_result *ret, struct
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return 0;
 	if (n < 0)
-		return set_error(err, 0, "unreachable", "reading from coved: %s", strerror(errno));
+		return client_set_error(err, 0, "unreachable", "reading from coved: %s", strerror(errno));
 	if (n > 0 && http_parser_feed(&s->parser, s->buf, (size_t)n) < 0)
-		return set_error(err, 0, "internal", "malformed stream from coved: %s", s->parser.why);
+		return client_set_error(err, 0, "internal", "malformed stream from coved: %s", s->parser.why);
 	/* The exit and an error are each the last event of a stream, and an
 	 * error answer's body is one such line. */
 	if (s->events.ended) {
@@ -693,10 +638,10 @@ int cove_stream_read(struct cove_stream *s, struct cove_exec_result *ret, struct
 		return 1;
 	}
 	if (s->events.error_code[0])
-		return set_error(err, s->parser.status >= 300 ? s->parser.status : 409, s->events.error_code, "%s",
-				 s->events.error_message);
+		return client_set_error(err, s->parser.status >= 300 ? s->parser.status : 409, s->events.error_code,
+					"%s", s->events.error_message);
 	if (n == 0 || s->parser.state == HTTP_PARSE_DONE)
-		return set_error(err, 0, "unreachable", "the stream ended early");
+		return client_set_error(err, 0, "unreachable", "the stream ended early");
 	return 0;
 }
 
@@ -736,13 +681,13 @@ int cove_proc_attach_tty(struct cove *c, const char *id, const char *proc, bool 
 	struct cove_err e = { 0 };
 	if (http_request_upgrade(fd, path, "tcp", c->auth, &res, &e) < 0) {
 		close(fd);
-		return set_error(err, 0, "unreachable", "coved at '%s': %s", daemon_address(c), e.msg);
+		return client_set_error(err, 0, "unreachable", "coved at '%s': %s", client_daemon_address(c), e.msg);
 	}
 	if (res.status != 101) {
 		if (res.status < 300)
-			set_error(err, res.status, "internal", "coved answered %d to an upgrade", res.status);
+			client_set_error(err, res.status, "internal", "coved answered %d to an upgrade", res.status);
 		else
-			error_from_body(res.status, res.body, err);
+			client_error_from_body(res.status, res.body, err);
 		free(res.body);
 		close(fd);
 		return -1;
@@ -752,177 +697,12 @@ int cove_proc_attach_tty(struct cove *c, const char *id, const char *proc, bool 
 	return 0;
 }
 
-/* ---- the rest of the Files API ---- */
-
-#define FILES_TARGET_MAX (2 * 3 * 4096 + 256)
-
-/* "/v1/sandboxes/<id>/<route>?path=<path>" into buf. */
-static int route_target(char *buf, size_t cap, const char *id, const char *route, const char *path,
-			struct cove_error *err)
-{
-	snprintf(buf, cap, "/v1/sandboxes/%s/%s", id, route);
-	return add_param(buf, cap, '?', "path", path, err);
-}
-
-int cove_stat(struct cove *c, const char *id, const char *path, char **ret_json, struct cove_error *err)
-{
-	char target[FILES_TARGET_MAX];
-	if (route_target(target, sizeof(target), id, "files", path, err) < 0 ||
-	    add_param(target, sizeof(target), '&', "stat", "1", err) < 0)
-		return -1;
-	return cove_call(c, "GET", target, NULL, ret_json, err);
-}
-
-int cove_list(struct cove *c, const char *id, const char *path, int depth, char **ret_json, struct cove_error *err)
-{
-	char target[FILES_TARGET_MAX], d[16];
-	snprintf(d, sizeof(d), "%d", depth);
-	if (route_target(target, sizeof(target), id, "files", path, err) < 0 ||
-	    add_param(target, sizeof(target), '&', "depth", d, err) < 0)
-		return -1;
-	char *body = NULL;
-	if (cove_call(c, "GET", target, NULL, &body, err) < 0)
-		return -1;
-	json_t *j = json_loads(body, 0, NULL);
-	bool listing = json_is_array(json_object_get(j, "entries"));
-	json_decref(j);
-	if (!listing) { /* a file's bytes */
-		free(body);
-		return set_error(err, 400, "invalid_argument", "'%s' is not a directory", path);
-	}
-	*ret_json = body;
-	return 0;
-}
-
-int cove_remove(struct cove *c, const char *id, const char *path, bool recursive, bool *ret_deleted,
-		struct cove_error *err)
-{
-	char target[FILES_TARGET_MAX], *body = NULL;
-	if (route_target(target, sizeof(target), id, "files", path, err) < 0 ||
-	    (recursive && add_param(target, sizeof(target), '&', "recursive", "1", err) < 0) ||
-	    cove_call(c, "DELETE", target, NULL, &body, err) < 0)
-		return -1;
-	json_t *j = json_loads(body, 0, NULL);
-	if (ret_deleted)
-		*ret_deleted = json_is_true(json_object_get(j, "deleted"));
-	json_decref(j);
-	free(body);
-	return 0;
-}
-
-int cove_mkdir(struct cove *c, const char *id, const char *path, struct cove_error *err)
-{
-	char target[FILES_TARGET_MAX];
-	if (route_target(target, sizeof(target), id, "files/mkdir", path, err) < 0)
-		return -1;
-	return cove_call(c, "POST", target, NULL, NULL, err);
-}
-
-int cove_move(struct cove *c, const char *id, const char *from, const char *to, bool overwrite, struct cove_error *err)
-{
-	char target[FILES_TARGET_MAX];
-	snprintf(target, sizeof(target), "/v1/sandboxes/%s/files/move", id);
-	if (add_param(target, sizeof(target), '?', "from", from, err) < 0 ||
-	    add_param(target, sizeof(target), '&', "to", to, err) < 0 ||
-	    (overwrite && add_param(target, sizeof(target), '&', "overwrite", "1", err) < 0))
-		return -1;
-	return cove_call(c, "POST", target, NULL, NULL, err);
-}
-
-int cove_chmod(struct cove *c, const char *id, const char *path, const char *mode, struct cove_error *err)
-{
-	char target[128];
-	snprintf(target, sizeof(target), "/v1/sandboxes/%s/files/chmod", id);
-	json_t *j = json_pack("{s:s, s:s}", "path", path, "mode", mode);
-	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	if (!body)
-		return set_error(err, 0, "invalid_argument", "path or mode is not valid UTF-8");
-	int r = cove_call(c, "POST", target, body, NULL, err);
-	free(body);
-	return r;
-}
-
-/* A download's bytes to the caller, noting that some went: a request that
- * delivered anything is never sent again. */
-struct download {
-	cove_data_fn on_data;
-	void *arg;
-	bool delivered;
-};
-
-static int on_download(void *arg, const char *buf, size_t len)
-{
-	struct download *d = arg;
-	d->delivered = true;
-	return d->on_data(d->arg, buf, len);
-}
-
-static int download(struct cove *c, const char *target, const char *path, const char *type, cove_data_fn on_data,
-		    void *arg, struct cove_error *err)
-{
-	struct download d = { on_data, arg, false };
-	struct http_response res;
-	struct cove_err e = { 0 };
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (connect_daemon(c, err) < 0)
-			return -1;
-		memset(&e, 0, sizeof(e));
-		bool reused = c->requests_on_fd++ > 0;
-		if (http_request_typed_stream(c->fd, "GET", target, type, on_download, &d, MAX_RESPONSE, &res, &e) == 0)
-			break;
-		close(c->fd);
-		c->fd = -1;
-		if (!reused || e.code != ECONNRESET || d.delivered)
-			return set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
-	}
-	if (c->fd < 0)
-		return set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
-	int r = 0;
-	if (res.status >= 300)
-		r = error_from_body(res.status, res.body, err);
-	else if (res.body) /* collected: not the type asked for */
-		r = set_error(err, res.status, "invalid_argument", "'%s' is not a %s", path,
-			      strcmp(type, "application/x-tar") == 0 ? "directory" : "regular file");
-	free(res.body);
-	return r;
-}
-
-int cove_read_file_stream(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
-			  struct cove_error *err)
-{
-	char target[FILES_TARGET_MAX];
-	if (route_target(target, sizeof(target), id, "files", path, err) < 0)
-		return -1;
-	return download(c, target, path, "application/octet-stream", on_data, arg, err);
-}
-
-int cove_read_tar(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
-		  struct cove_error *err)
-{
-	char target[FILES_TARGET_MAX];
-	if (route_target(target, sizeof(target), id, "files/tar", path, err) < 0)
-		return -1;
-	return download(c, target, path, "application/x-tar", on_data, arg, err);
-}
-
-int cove_write_tar(struct cove *c, const char *id, const char *path, const void *tar, size_t len, char **ret_json,
-		   struct cove_error *err)
-{
-	char target[FILES_TARGET_MAX];
-	struct http_response res;
-	if (route_target(target, sizeof(target), id, "files/tar", path, err) < 0 ||
-	    request_raw(c, "PUT", target, tar, len, NULL, NULL, &res, err) < 0)
-		return -1;
-	return take_json(&res, ret_json, err);
-}
-
 /* A sandbox's ID from its JSON into id. */
 static int copy_id(json_t *sandbox, char id[16], struct cove_error *err)
 {
 	const char *s = json_string_value(json_object_get(sandbox, "id"));
 	if (!s || strlen(s) >= 16)
-		return set_error(err, 500, "internal", "no sandbox ID in coved's answer");
+		return client_set_error(err, 500, "internal", "no sandbox ID in coved's answer");
 	strcpy(id, s);
 	return 0;
 }
@@ -933,7 +713,7 @@ int cove_checkpoint(struct cove *c, const char *id, const char *label, int *ret_
 	if (sandbox_post(c, id, "checkpoints", json_pack("{s:s}", "label", label ? label : ""), &j, err) < 0)
 		return -1;
 	json_t *seq = json_object_get(j, "seq");
-	int r = json_is_integer(seq) ? 0 : set_error(err, 500, "internal", "no seq in coved's answer");
+	int r = json_is_integer(seq) ? 0 : client_set_error(err, 500, "internal", "no seq in coved's answer");
 	if (r == 0)
 		*ret_seq = (int)json_integer_value(seq);
 	json_decref(j);
@@ -956,137 +736,11 @@ int cove_branch(struct cove *c, const char *id, int seq, int count, char (*ret_i
 	if (sandbox_post(c, id, "branch", json_pack("{s:i, s:i}", "seq", seq, "count", count), &j, err) < 0)
 		return -1;
 	json_t *made = json_object_get(j, "sandboxes");
-	int r = json_array_size(made) == (size_t)count ? 0
-						       : set_error(err, 500, "internal", "coved made another count");
+	int r = json_array_size(made) == (size_t)count
+			? 0
+			: client_set_error(err, 500, "internal", "coved made another count");
 	for (int i = 0; r == 0 && i < count; i++)
 		r = copy_id(json_array_get(made, i), ret_ids[i], err);
 	json_decref(j);
 	return r;
-}
-
-/* A watch's NDJSON stream: lines are gathered in line, each handed to fn. */
-struct watch_stream {
-	cove_watch_fn fn;
-	void *arg;
-	char *line;
-	size_t len, cap;
-	bool stopped;
-	char error_code[32], error_message[512];
-};
-
-static void watch_line(struct watch_stream *s)
-{
-	json_t *j = json_loadb(s->line, s->len, 0, NULL);
-	const char *type = json_string_value(json_object_get(j, "type"));
-	if (!type && json_object_get(j, "error"))
-		type = "error"; /* an error answer instead of the stream */
-	if (type && strcmp(type, "error") == 0) {
-		const char *code = "internal", *message = "";
-		json_unpack(j, "{s:{s?s, s?s}}", "error", "code", &code, "message", &message);
-		snprintf(s->error_code, sizeof(s->error_code), "%s", code);
-		snprintf(s->error_message, sizeof(s->error_message), "%s", message);
-	} else if (type && strcmp(type, "keepalive") != 0) {
-		const char *name = json_string_value(json_object_get(j, "name"));
-		struct cove_watch_event ev = { .type = type,
-					       .name = name ? name : "",
-					       .is_dir = json_is_true(json_object_get(j, "is_dir")),
-					       .moved = json_string_value(json_object_get(j, "moved")),
-					       .json = s->line };
-		s->stopped = s->fn(s->arg, &ev) != 0;
-	}
-	json_decref(j);
-}
-
-static int on_watch_body(void *arg, const char *buf, size_t n)
-{
-	struct watch_stream *s = arg;
-	while (n > 0 && !s->stopped) {
-		const char *nl = memchr(buf, '\n', n);
-		size_t take = nl ? (size_t)(nl - buf) : n;
-		if (s->len + take + 1 > s->cap) {
-			size_t cap = (s->len + take + 1) * 2;
-			char *bigger = cap <= MAX_EVENT_LINE ? realloc(s->line, cap) : NULL;
-			if (!bigger)
-				return 1;
-			s->line = bigger;
-			s->cap = cap;
-		}
-		memcpy(s->line + s->len, buf, take);
-		s->len += take;
-		if (!nl)
-			break;
-		s->line[s->len] = '\0';
-		watch_line(s);
-		s->len = 0;
-		buf += take + 1;
-		n -= take + 1;
-	}
-	return s->stopped ? 1 : 0;
-}
-
-static int status_of_code(const char *code)
-{
-	static const struct {
-		const char *code;
-		int status;
-	} map[] = { { "invalid_argument", 400 }, { "permission_denied", 403 }, { "not_found", 404 },
-		    { "wrong_state", 409 },      { "too_large", 413 },         { "no_capacity", 429 } };
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (strcmp(code, map[i].code) == 0)
-			return map[i].status;
-	return 500;
-}
-
-int cove_watch(struct cove *c, const char *id, const char *path, bool recursive, cove_watch_fn fn, void *arg,
-	       struct cove_error *err)
-{
-	char target[3 * 4096 + 128], files[3 * 4096 + 128];
-	if (files_target(files, sizeof(files) - 32, id, path, err) < 0)
-		return -1;
-	/* ".../files?path=P" becomes ".../files/watch?path=P[&recursive=1]" */
-	const char *query = strchr(files, '?');
-	snprintf(target, sizeof(target), "%.*s/watch%s%s", (int)(query - files), files, query,
-		 recursive ? "&recursive=1" : "");
-	struct watch_stream s = { .fn = fn, .arg = arg };
-	struct http_response res;
-	int r = request_raw(c, "GET", target, NULL, 0, on_watch_body, &s, &res, err);
-	if (s.stopped) {
-		r = 0; /* our own doing: the connection is closed, coved frees the watch */
-		if (err)
-			memset(err, 0, sizeof(*err));
-	} else if (r == 0 && s.error_code[0]) {
-		r = set_error(err, res.status >= 300 ? res.status : status_of_code(s.error_code), s.error_code, "%s",
-			      s.error_message);
-	} else if (r == 0) {
-		r = set_error(err, res.status >= 300 ? res.status : 0, "unreachable", "the watch stream ended early");
-	}
-	free(s.line);
-	return r;
-}
-
-int cove_export(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data, void *arg,
-		struct cove_error *err)
-{
-	char target[FILES_TARGET_MAX];
-	bool json = strcmp(format, "json") == 0;
-	snprintf(target, sizeof(target), "/v1/sandboxes/%s/%s", id, json ? "snapshot.json" : "export");
-	if ((!json && add_param(target, sizeof(target), '?', "format", format, err) < 0) ||
-	    (path && add_param(target, sizeof(target), json ? '?' : '&', "path", path, err) < 0))
-		return -1;
-	const char *type = json                         ? "application/json"
-			   : strcmp(format, "zip") == 0 ? "application/zip"
-							: "application/x-tar";
-	return download(c, target, path ? path : "the workspace", type, on_data, arg, err);
-}
-
-int cove_import_portable(struct cove *c, const char *id, const char *path, const void *json, size_t len,
-			 char **ret_json, struct cove_error *err)
-{
-	char target[FILES_TARGET_MAX];
-	struct http_response res;
-	snprintf(target, sizeof(target), "/v1/sandboxes/%s/snapshot.json", id);
-	if ((path && add_param(target, sizeof(target), '?', "path", path, err) < 0) ||
-	    request_raw(c, "POST", target, json, len, NULL, NULL, &res, err) < 0)
-		return -1;
-	return take_json(&res, ret_json, err);
 }

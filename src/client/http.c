@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -27,6 +28,10 @@
 #include "common/netaddr.h"
 
 #define HTTP_READ_BUF (64 * 1024)
+/* A streamed request body that sendfile cannot take (a pipe's) goes in
+ * pieces of this size: a pipe holds 64 KiB, so more gains nothing. */
+#define HTTP_SEND_BUF (64 * 1024)
+#define HTTP_SEND_FILE (4u << 20) /* the most one sendfile takes */
 /* A chunk-size line is a few hex digits; extensions are legal but the daemon
  * sends none, so a long line is garbage, not something to buffer. */
 #define HTTP_CHUNK_LINE_MAX 1024
@@ -706,9 +711,13 @@ static bool is_header_block(const char *h)
 	return true;
 }
 
+/* The head of a request whose body is body_len bytes, or chunked when
+ * body_len is HTTP_BODY_CHUNKED. */
+#define HTTP_BODY_CHUNKED SIZE_MAX
 static int request_head(const char *method, const char *target, const char *extra, size_t body_len, char **ret,
 			struct cove_err *err)
 {
+	char length[64] = "Transfer-Encoding: chunked";
 	/* The messages do not echo the bad bytes: they may be CR/LF. */
 	if (!is_token(method))
 		return err_set(err, COVE_EINVAL, "bad HTTP method");
@@ -716,9 +725,10 @@ static int request_head(const char *method, const char *target, const char *extr
 		return err_set(err, COVE_EINVAL, "bad request target for %s", method);
 	if (!is_header_block(extra))
 		return err_set(err, COVE_EINVAL, "%s %s: extra headers must be CRLF-terminated lines", method, target);
-	if (asprintf(ret,
-		     "%s %s HTTP/1.1\r\nHost: cove\r\n%sContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-		     method, target, extra ? extra : "", body_len) < 0) {
+	if (body_len != HTTP_BODY_CHUNKED)
+		snprintf(length, sizeof(length), "Content-Length: %zu", body_len);
+	if (asprintf(ret, "%s %s HTTP/1.1\r\nHost: cove\r\n%sContent-Type: application/json\r\n%s\r\n\r\n", method,
+		     target, extra ? extra : "", length) < 0) {
 		*ret = NULL;
 		return err_sys(err, ENOMEM, "%s %s", method, target);
 	}
@@ -775,19 +785,99 @@ static int take_response(const struct http_parser *p, struct body_sink *s, const
 	return 0;
 }
 
-static int request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
-		   size_t body_len, http_body_cb on_body, void *arg, const char *stream_type, size_t max_body,
-		   struct http_response *ret, struct cove_err *err)
+/* As much of a Content-Length body as sendfile takes (the kernel copies
+ * from the page cache: no pass through our memory), done counting; 0 once
+ * it is all sent, -EINVAL or -ENOSYS when src is not a file sendfile
+ * reads (then read and send it), else -errno of the socket. */
+static int send_file(int fd, const struct http_body_source *src, unsigned long long *done)
+{
+	while (*done < (unsigned long long)src->len) {
+		unsigned long long left = (unsigned long long)src->len - *done;
+		ssize_t n = sendfile(fd, src->fd, NULL, left < HTTP_SEND_FILE ? (size_t)left : HTTP_SEND_FILE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int r = wait_fd(fd, POLLOUT);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0) /* the file is shorter than it was: the read loop says so */
+			return 0;
+		*done += (unsigned long long)n;
+		if (src->progress)
+			src->progress(src->arg, *done);
+	}
+	return 0;
+}
+
+/* Send the head, then src's bytes: len of them, or chunks until EOF. 0, or
+ * -errno of the socket (the response may still be there: see request());
+ * -1 with err set when the source failed. */
+static int send_fd_body(int fd, const char *method, const char *target, const char *extra_headers,
+			const struct http_body_source *src, int *ret_sent, struct cove_err *err)
+{
+	_cleanup_free_ char *head = NULL;
+	char buf[HTTP_SEND_BUF];
+	bool chunked = src->len < 0;
+	if (request_head(method, target, extra_headers, chunked ? HTTP_BODY_CHUNKED : (size_t)src->len, &head, err) < 0)
+		return -1;
+	struct iovec iov[3] = { { head, strlen(head) } };
+	if ((*ret_sent = send_all(fd, iov, 1)) < 0)
+		return 0;
+	unsigned long long done = 0;
+	if (!chunked) {
+		int r = send_file(fd, src, &done);
+		if (r < 0 && r != -EINVAL && r != -ENOSYS) {
+			*ret_sent = r;
+			return 0;
+		}
+	}
+	for (;;) {
+		size_t want = HTTP_SEND_BUF;
+		if (!chunked && (unsigned long long)src->len - done < want)
+			want = (size_t)((unsigned long long)src->len - done);
+		ssize_t n = want ? read(src->fd, buf, want) : 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_sys(err, errno, "%s %s: read the body", method, target);
+		if (n == 0 && !chunked && done < (unsigned long long)src->len)
+			return err_set(err, COVE_EINVAL, "%s %s: the body ended %llu bytes short", method, target,
+				       (unsigned long long)src->len - done);
+		if (n == 0 && !chunked)
+			return 0;
+		char line[32];
+		size_t k = 0;
+		if (chunked)
+			iov[k++] = (struct iovec){ line, (size_t)snprintf(line, sizeof(line), "%zx\r\n", (size_t)n) };
+		iov[k++] = (struct iovec){ buf, (size_t)n };
+		if (chunked)
+			iov[k++] = (struct iovec){ "\r\n", 2 };
+		if ((*ret_sent = send_all(fd, iov, k)) < 0 || n == 0)
+			return 0;
+		done += (unsigned long long)n;
+		if (src->progress)
+			src->progress(src->arg, done);
+	}
+}
+
+static int request_src(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
+		       size_t body_len, const struct http_body_source *src, http_body_cb on_body, void *arg,
+		       const char *stream_type, size_t max_body, struct http_response *ret, struct cove_err *err)
 {
 	struct http_parser p;
 	struct body_sink sink = {
 		.user = on_body, .user_arg = arg, .parser = &p, .stream_type = stream_type, .max = max_body
 	};
-	int sent;
+	int sent = 0;
 
 	if (sink.max > SIZE_MAX / 2)
 		sink.max = SIZE_MAX / 2;
-	if (send_request(fd, method, target, extra_headers, body, body_len, &sent, err) < 0)
+	if (src ? send_fd_body(fd, method, target, extra_headers, src, &sent, err) < 0
+		: send_request(fd, method, target, extra_headers, body, body_len, &sent, err) < 0)
 		return -1;
 	/* A daemon may answer (413, 401) and close before reading the whole
 	 * request: on EPIPE/ECONNRESET still read, and report the send
@@ -807,6 +897,14 @@ static int request(int fd, const char *method, const char *target, const char *e
 	return take_response(&p, &sink, method, target, ret, err);
 }
 
+static int request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
+		   size_t body_len, http_body_cb on_body, void *arg, const char *stream_type, size_t max_body,
+		   struct http_response *ret, struct cove_err *err)
+{
+	return request_src(fd, method, target, extra_headers, body, body_len, NULL, on_body, arg, stream_type, max_body,
+			   ret, err);
+}
+
 int http_send_request(int fd, const char *method, const char *target, const char *extra_headers, const char *body,
 		      size_t body_len, struct cove_err *err)
 {
@@ -822,6 +920,13 @@ int http_request(int fd, const char *method, const char *target, const char *ext
 		 struct cove_err *err)
 {
 	return request(fd, method, target, extra_headers, body, body_len, on_body, arg, NULL, max_body, ret, err);
+}
+
+int http_request_from(int fd, const char *method, const char *target, const char *extra_headers,
+		      const struct http_body_source *src, size_t max_body, struct http_response *ret,
+		      struct cove_err *err)
+{
+	return request_src(fd, method, target, extra_headers, NULL, 0, src, NULL, NULL, NULL, max_body, ret, err);
 }
 
 int http_request_typed_stream(int fd, const char *method, const char *target, const char *type, http_body_cb on_body,

@@ -78,6 +78,21 @@ int http_request(int fd, const char *method, const char *target, const char *ext
 		 size_t body_len, http_body_cb on_body, void *arg, size_t max_body, struct http_response *ret,
 		 struct cove_err *err);
 
+/* A request body read from fd as it is sent: len bytes (Content-Length),
+ * or until EOF when len < 0 (chunked). progress, if set, hears the bytes
+ * sent so far after each piece. */
+struct http_body_source {
+	int fd;
+	long long len;
+	void (*progress)(void *arg, unsigned long long done);
+	void *arg;
+};
+/* As http_request, the body from src (a regular file by sendfile, else 64 KiB in memory at a
+ * time whatever its size). A failure to read src: -1 with err set. */
+int http_request_from(int fd, const char *method, const char *target, const char *extra_headers,
+		      const struct http_body_source *src, size_t max_body, struct http_response *ret,
+		      struct cove_err *err);
+
 /* Send one request (head and Content-Length body, may be NULL) on fd and
  * read nothing: for a response that the caller reads at its own pace with
  * an http_parser (a stream it polls). 0 or -1 with err set. */

@@ -106,11 +106,13 @@ def test_cli_proc_failures(cv):
     _detach(cv, sid, "--tag", "once", "sleep 100")
     r = cv.cli("exec", "-d", "--tag", "once", sid, "--", "true")
     _one_line_error(r, "already tagged")
-    # usage errors: status 2
+    # usage errors: status 2, what is wrong, then the command's usage line
     for args in (["ps"], ["attach", sid], ["kill", sid], ["wait", sid, "1", "2"], ["kill", "-x", sid, "1"],
                  ["shell"], ["shell", "--bogus", sid]):
         r = cv.cli(*args)
-        assert r.returncode == 2 and r.stderr.count(b"\n") == 1, (args, r)
+        lines = r.stderr.decode().splitlines()
+        assert r.returncode == 2 and lines[0].startswith("cove " + args[0] + ": "), (args, r)
+        assert lines[-1].startswith("usage: cove " + args[0] + " "), (args, r)
     cv.api("DELETE", "/v1/sandboxes/" + sid)
 
 

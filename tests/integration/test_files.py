@@ -780,7 +780,7 @@ def test_cli_files(cv):
                             (["mv", sid, "/tmp/cf/l"], 2, b"expected"),
                             (["ls", "-d", "0", sid, "/tmp"], 2, b"depth"),
                             (["ls", "-x", sid, "/tmp"], 2, b"unknown option"),
-                            (["frobnicate", sid, "/tmp"], 2, b"expected ls")]:
+                            (["frobnicate", sid, "/tmp"], 2, b"unknown command 'frobnicate'")]:
         r = cv.cli("files", *args)
         assert r.returncode == code and msg in r.stderr, (args, r)
 

@@ -359,7 +359,8 @@ def test_cli_verbs(cv):
         r = cv.cli("history", sid)
         lines = r.stdout.decode().splitlines()
         assert r.returncode == 0 and lines[0].split() == ["SEQ", "PARENT", "SNAPSHOT", "TAKEN", "OF", "CREATED",
-                                                          "(ms)", "LABEL"], r
+                                                          "LABEL"], r
+        assert all(line == line.rstrip() for line in lines), lines
         assert lines[1].split()[:2] == ["1", "-"] and lines[1].endswith("first step"), lines
         assert lines[2].split()[:2] == ["2", "1"] and len(lines) == 3, lines
         r = cv.cli("--json", "history", sid)

@@ -1,0 +1,382 @@
+/* The CLI's commands: one table that main dispatches from, opts.c parses
+ * by, `cove COMMAND --help` prints, and `cove help --man` turns into the
+ * manual page cove(1) at build time, so that the three never drift.
+ *
+ * Every example is run by tests/integration/test_cli_help.py with $ID a
+ * running sandbox of its own: an example that stops working fails the
+ * suite. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* Sandbox options, of run and create. */
+static const struct cli_opt spec_opts[] = {
+	{ 'I', 0, "image", "IMAGE", "the image (default: host, the host's /usr and /opt)" },
+	{ 'm', 0, "memory", "SIZE", "memory limit, like 512M or 2G" },
+	{ 'c', 0, "cpus", "N", "CPU limit, like 1 or 0.5" },
+	{ 'p', 0, "pids", "N", "most processes at once" },
+	{ 'e', 'e', "env", "K=V", "an environment variable (again for more)" },
+	{ 'w', 'w', "workdir", "DIR", "where commands start" },
+	{ 'u', 'u', "user", "USER", "who commands run as" },
+	{ 'n', 0, "name", "NAME", "a name to list it by" },
+	{ 't', 0, "timeout", "SECONDS", "delete the sandbox that long from now" },
+	{ 'X', 0, "isolation", "external", "the host backend: a workspace folder, no OS boundary" },
+	{ 'E', 0, "inherit-env", NULL, "(external) start from coved's environment" },
+	{ 0 },
+};
+
+static const struct cli_opt exec_opts[] = {
+	{ 'e', 'e', "env", "K=V", "an environment variable (again for more)" },
+	{ 'w', 'w', "workdir", "DIR", "where CMD starts" },
+	{ 'u', 'u', "user", "USER", "who CMD runs as (a name or a uid)" },
+	{ 't', 't', "timeout", "SECONDS", "kill CMD after that long (exit status 124)" },
+	{ 'i', 'i', "interactive", NULL, "pass our stdin to CMD" },
+	{ 'd', 'd', "detach", NULL, "run in the background, print its pid (see cove ps)" },
+	{ 'T', 0, "tag", "TAG", "name a background process (for attach, kill, wait)" },
+	{ 0 },
+};
+
+static const struct cli_opt shell_opts[] = {
+	{ 'e', 'e', "env", "K=V", "an environment variable (again for more)" },
+	{ 'w', 'w', "workdir", "DIR", "where the shell starts" },
+	{ 'u', 'u', "user", "USER", "who it runs as" },
+	{ 0 },
+};
+
+static const struct cli_opt snapshot_opts[] = {
+	{ 'n', 0, "name", "NAME", "a name to list it by" },
+	{ 'P', 0, "portable", NULL, "print the portable JSON snapshot of a folder's files instead" },
+	{ 'p', 0, "path", "DIR", "(--portable) the folder (default: the workspace)" },
+	{ 0 },
+};
+
+static const struct cli_opt restore_opts[] = {
+	{ 'n', 0, "name", "NAME", "the new sandbox's name" },
+	{ 'm', 0, "memory", "SIZE", "its memory limit (default: the snapshot's)" },
+	{ 'c', 0, "cpus", "N", "its CPU limit" },
+	{ 'p', 0, "pids", "N", "its process limit" },
+	{ 'P', 0, "portable", NULL, "SNAPSHOT is a portable JSON file (- for stdin): a new sandbox with its files" },
+	{ 'D', 0, "path", "DIR", "(--portable) the folder to make them in (default: the workspace)" },
+	{ 0 },
+};
+
+static const struct cli_opt count_opts[] = {
+	{ 'n', 'n', "count", "N", "how many (1 to 100; default 1)" },
+	{ 0 },
+};
+
+static const struct cli_opt lock_opts[] = {
+	{ 'l', 'l', "lease", "SECONDS", "the lease, renewed while CMD runs (default 30)" },
+	{ 'w', 'w', "wait", "SECONDS", "how long to wait for the lock (default 3600; 0: try once)" },
+	{ 0 },
+};
+
+static const struct cli_opt attach_opts[] = {
+	{ 'R', 0, "no-replay", NULL, "only live output, not the kept tail" },
+	{ 0 },
+};
+
+static const struct cli_opt kill_opts[] = {
+	{ 's', 's', "signal", "SIG", "the signal, a name or a number (default KILL)" },
+	{ 'T', 0, "tree", NULL, "to its descendants too" },
+	{ 0 },
+};
+
+static const struct cli_opt checkpoint_opts[] = {
+	{ 'l', 0, "label", "LABEL", "a label for it" },
+	{ 0 },
+};
+
+static const struct cli_opt export_opts[] = {
+	{ 'o', 'o', "output", "FILE", "write there (default stdout); the format follows .zip, .tar" },
+	{ 'f', 0, "format", "tar|zip", "the format, whatever FILE is called" },
+	{ 'p', 0, "path", "DIR", "the folder (default: the workspace)" },
+	{ 0 },
+};
+
+static const struct cli_opt files_ls_opts[] = {
+	{ 'l', 'l', "long", NULL, "type, mode, owner, size and time too" },
+	{ 'd', 'd', "depth", "N", "levels down (default 1)" },
+	{ 0 },
+};
+static const struct cli_opt recursive_opts[] = {
+	{ 'r', 'r', "recursive", NULL, "a folder and all it holds" },
+	{ 0 },
+};
+static const struct cli_opt force_opts[] = {
+	{ 'f', 'f', "force", NULL, "replace TO if it exists" },
+	{ 0 },
+};
+static const struct cli_opt help_opts[] = {
+	{ 'M', 0, "man", NULL, "the whole manual, cove(1), as roff" },
+	{ 0 },
+};
+
+const struct cli_cmd cli_commands[] = {
+	{ "run", cmd_run, "[OPTIONS] [--] CMD...",
+	  "Create a sandbox, run CMD in it, delete it (however cove ends); exits with CMD's status.", spec_opts, 0,
+	  "cove run --memory 256M -- sh -c 'echo hello from $(hostname)'" },
+	{ "create", cmd_create, "[OPTIONS]", "Create a sandbox that stays until removed; print its ID.", spec_opts, -1,
+	  "cove create --memory 1G --name build" },
+	{ "timeout", cmd_timeout, "ID SECONDS", "Delete a sandbox SECONDS from now (a new deadline).", NULL, -1,
+	  "cove timeout $ID 3600" },
+	{ "exec", cmd_exec, "[OPTIONS] ID [--] CMD...",
+	  "Run CMD in a sandbox, streaming its output; exits with its status (124 timed out, 125 a cove error, "
+	  "126/127 could not run). CMD and its arguments are never parsed by cove.",
+	  exec_opts, 1, "cove exec $ID --user nobody -- id -u\necho 'print(6*7)' | cove exec -i $ID -- python3" },
+	{ "ls", cmd_ls, "", "List the sandboxes.", NULL, -1, "cove ls" },
+	{ "info", cmd_info, "ID", "A sandbox, as the API's JSON.", NULL, -1, "cove info $ID" },
+	{ "rm", cmd_rm, "ID...", "Delete sandboxes.", NULL, -1, "cove rm $ID" },
+	{ "cp", cmd_cp, "SRC ID:DST | ID:SRC DST",
+	  "Copy a file or folder into or out of a sandbox, as docker cp: onto an existing folder it goes inside, "
+	  "under its own name; SRC/. copies what a folder holds; - is stdin or stdout (a folder as a tar). Files "
+	  "of any size stream; a progress bar shows on a terminal for a copy that takes more than a second.",
+	  NULL, -1, "echo hello > in.txt\ncove cp in.txt $ID:/tmp/\ncove cp $ID:/tmp/in.txt -" },
+	{ "snapshot", cmd_snapshot, "[OPTIONS] ID",
+	  "Snapshot a sandbox, running or not (consistent while it runs, durable when printed); print its ID.",
+	  snapshot_opts, -1, "cove snapshot --name before $ID\ncove snapshot --portable $ID > s.json" },
+	{ "snapshot rm", cmd_snapshot_rm, "SNAPSHOT...", "Delete snapshots.", NULL, -1,
+	  "cove snapshot rm $(cove snapshot $ID)" },
+	{ "snapshots", cmd_snapshots, "", "List the snapshots.", NULL, -1, "cove snapshots" },
+	{ "restore", cmd_restore, "[OPTIONS] SNAPSHOT",
+	  "A new sandbox from a snapshot (or a portable JSON file); print its ID.", restore_opts, -1,
+	  "cove restore $(cove snapshot $ID) --name again\ncove snapshot --portable $ID | cove restore --portable -" },
+	{ "fork", cmd_fork, "[-n N] ID", "N running copies of a sandbox; print their IDs, one a line.", count_opts, -1,
+	  "cove fork $ID -n 3" },
+	{ "lock", cmd_lock, "[OPTIONS] ID NAME [--] CMD...",
+	  "Run CMD in a sandbox holding its lock NAME (waiting for it), as flock does; other clients of the "
+	  "sandbox that take NAME wait meanwhile.",
+	  lock_opts, 2, "cove lock $ID build/cache -- sh -c 'echo one at a time'" },
+	{ "ps", cmd_ps, "ID", "A sandbox's kept processes (exec -d, shell), running and ended.", NULL, -1,
+	  "cove exec -d --tag sleeper $ID -- sleep 1\ncove ps $ID" },
+	{ "attach", cmd_attach, "[--no-replay] ID PROC",
+	  "A kept process's output: its kept tail (1 MiB a stream), then live, until it ends; exits with its "
+	  "status. PROC is its pid or tag.",
+	  attach_opts, -1, "cove exec -d --tag hi $ID -- echo hello\ncove attach $ID hi" },
+	{ "kill", cmd_kill, "[-s SIG] [--tree] ID PROC", "Signal a kept process (default KILL).", kill_opts, -1,
+	  "P=$(cove exec -d $ID -- sleep 600)\ncove kill -s TERM $ID $P" },
+	{ "wait", cmd_wait, "ID PROC", "Wait for a kept process to end; exit with its status.", NULL, -1,
+	  "P=$(cove exec -d $ID -- sleep 1)\ncove wait $ID $P" },
+	{ "shell", cmd_shell, "[OPTIONS] ID [[--] CMD...]",
+	  "An interactive terminal in a sandbox: the user's login shell, or CMD (the local terminal in raw mode, "
+	  "its size followed); exits with the shell's status.",
+	  shell_opts, 1, "cove shell $ID\ncove shell $ID -- uname -a" },
+	{ "files ls", cmd_files, "[-l] [-d N] ID PATH", "A sandbox's folder, names relative to it.", files_ls_opts, -1,
+	  "cove files ls -l $ID /etc" },
+	{ "files cat", cmd_files, "ID PATH...", "Print a sandbox's files.", NULL, -1,
+	  "cove files cat $ID /etc/hostname" },
+	{ "files rm", cmd_files, "[-r] ID PATH...", "Remove a sandbox's files (a missing one is no error).",
+	  recursive_opts, -1, "cove files rm -r $ID /tmp/old" },
+	{ "files mkdir", cmd_files, "ID PATH...", "Make folders, with their parents.", NULL, -1,
+	  "cove files mkdir $ID /tmp/a/b" },
+	{ "files mv", cmd_files, "[-f] ID FROM TO", "Rename a sandbox's file or folder.", force_opts, -1,
+	  "cove files mkdir $ID /tmp/x\ncove files mv $ID /tmp/x /tmp/y" },
+	{ "files chmod", cmd_files, "ID MODE PATH...", "Change modes (octal, like 0755).", NULL, -1,
+	  "cove files chmod $ID 0700 /tmp" },
+	{ "files watch", cmd_files_watch, "[-r] ID PATH",
+	  "Print the changes under a sandbox's folder as they happen, one line each, until interrupted.",
+	  recursive_opts, -1, "timeout 1 cove files watch -r $ID /tmp || test $? = 124" },
+	{ "checkpoint", cmd_checkpoint, "[--label L] ID",
+	  "Add a checkpoint to a sandbox's history (a durable snapshot); print its number: 1, 2, 3...", checkpoint_opts,
+	  -1, "cove checkpoint --label 'tests pass' $ID" },
+	{ "history", cmd_history, "ID", "A sandbox's checkpoints (kept after the sandbox is deleted).", NULL, -1,
+	  "cove checkpoint $ID\ncove history $ID" },
+	{ "history rm", cmd_history, "ID", "Forget a history, and the snapshots only it needed.", NULL, -1,
+	  "cove checkpoint $ID\ncove history rm $ID" },
+	{ "rollback", cmd_rollback, "ID K", "A new sandbox from checkpoint K; print its ID. ID is left as it is.", NULL,
+	  -1, "cove checkpoint $ID\ncove rollback $ID 1" },
+	{ "branch", cmd_branch, "[-n N] ID K", "N new sandboxes from checkpoint K, each its own line of history.",
+	  count_opts, -1, "cove checkpoint $ID\ncove branch $ID 1 -n 2" },
+	{ "export", cmd_export, "[OPTIONS] ID",
+	  "A folder of a sandbox (default: the workspace) as a tar or zip archive.", export_opts, -1,
+	  "cove export $ID -o work.zip\ncove export --path /etc $ID > etc.tar" },
+	{ "help", cmd_help, "[--man] [COMMAND]", "A command's usage, or all of them.", help_opts, -1,
+	  "cove help exec" },
+};
+const size_t cli_n_commands = sizeof(cli_commands) / sizeof(cli_commands[0]);
+
+const struct cli_cmd *cli_find_command(const char *name)
+{
+	for (size_t i = 0; i < cli_n_commands; i++)
+		if (strcmp(cli_commands[i].name, name) == 0)
+			return &cli_commands[i];
+	return NULL;
+}
+
+/* "-e, --env K=V" into buf. */
+static void option_name(const struct cli_opt *o, char *buf, size_t cap)
+{
+	char letter[8] = "";
+	if (o->letter)
+		snprintf(letter, sizeof(letter), "-%c, ", o->letter);
+	snprintf(buf, cap, "%s--%s%s%s", letter, o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+}
+
+static void print_options(const struct cli_opt *o, FILE *f)
+{
+	char name[64];
+	for (; o && o->key; o++) {
+		option_name(o, name, sizeof(name));
+		fprintf(f, "  %-24s %s\n", name, o->help);
+	}
+}
+
+static void print_indented(const char *text, FILE *f)
+{
+	for (const char *p = text; *p;) {
+		size_t n = strcspn(p, "\n");
+		fprintf(f, "  %.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
+}
+
+/* text in lines of at most 78 columns, broken at spaces. */
+static void print_wrapped(const char *text, FILE *f)
+{
+	const char *p = text;
+	while (*p) {
+		size_t n = strlen(p);
+		if (n > 78) {
+			n = 78;
+			while (n > 0 && p[n] != ' ')
+				n--;
+			if (n == 0)
+				n = strcspn(p, " ");
+		}
+		fprintf(f, "%.*s\n", (int)n, p);
+		p += n;
+		p += *p == ' ';
+	}
+}
+
+void cli_print_help(const struct cli_cmd *cmd, FILE *f)
+{
+	fprintf(f, "usage: cove %s %s\n\n", cmd->name, cmd->synopsis);
+	print_wrapped(cmd->summary, f);
+	if (cmd->opts) {
+		fprintf(f, "\noptions:\n");
+		print_options(cmd->opts, f);
+	}
+	fprintf(f, "\nexample:\n");
+	print_indented(cmd->example, f);
+	fprintf(f, "\nglobal options (anywhere before the command): --socket PATH, --data DIR, --json,\n"
+		   "  --host ADDR:PORT, --token-file PATH (cove --help)\n");
+}
+
+void cli_print_usage(FILE *f)
+{
+	fprintf(f, "usage: cove [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n\n"
+		   "Sandboxes on this machine's coved (started on demand). Options go anywhere before \"--\";\n"
+		   "a command run in a sandbox (run, exec, shell, lock) is never parsed.\n\ncommands:\n");
+	for (size_t i = 0; i < cli_n_commands; i++) {
+		char line[128];
+		const char *s = cli_commands[i].summary;
+		int n = (int)strcspn(s, ".;(:");
+		while (n > 0 && s[n - 1] == ' ')
+			n--;
+		snprintf(line, sizeof(line), "%s %s", cli_commands[i].name, cli_commands[i].synopsis);
+		fprintf(f, "  %-34s %.*s\n", line, n, s);
+	}
+	fprintf(f, "\nglobal options:\n");
+	print_options(cli_global_opts, f);
+	fprintf(f, "\n\"cove help COMMAND\" or \"cove COMMAND --help\": a command's options and an example.\n");
+}
+
+/* text with roff's special characters escaped: a backslash, and a line
+ * that would start with '.' or '\''. */
+static void roff(const char *text, FILE *f)
+{
+	bool line_start = true;
+	for (const char *p = text; *p; p++) {
+		if (line_start && (*p == '.' || *p == '\''))
+			fputs("\\&", f);
+		if (*p == '\\')
+			fputs("\\e", f);
+		else if (*p == '-')
+			fputs("\\-", f);
+		else
+			fputc(*p, f);
+		line_start = *p == '\n';
+	}
+}
+
+static void man_options(const struct cli_opt *o, FILE *f)
+{
+	char name[64];
+	for (; o && o->key; o++) {
+		option_name(o, name, sizeof(name));
+		fputs(".TP\n.B ", f);
+		roff(name, f);
+		fputc('\n', f);
+		roff(o->help, f);
+		fputc('\n', f);
+	}
+}
+
+void cli_print_man(FILE *f)
+{
+	fputs(".TH COVE 1 \"\" \"cove\" \"User Commands\"\n.SH NAME\ncove \\- sandboxes for AI agents and code "
+	      "execution\n.SH SYNOPSIS\n.B cove\n[GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n.SH DESCRIPTION\n"
+	      "cove is the command line of coved(8), which it starts on demand. Options go anywhere before\n"
+	      ".BR \\-\\- ;\na command run in a sandbox (run, exec, shell, lock) is never parsed.\n"
+	      ".SH GLOBAL OPTIONS\n",
+	      f);
+	man_options(cli_global_opts, f);
+	fputs(".SH COMMANDS\n", f);
+	for (size_t i = 0; i < cli_n_commands; i++) {
+		const struct cli_cmd *c = &cli_commands[i];
+		fputs(".SS ", f);
+		roff(c->name, f);
+		fputs("\n.B cove ", f);
+		roff(c->name, f);
+		fputc(' ', f);
+		roff(c->synopsis, f);
+		fputs("\n.PP\n", f);
+		roff(c->summary, f);
+		fputc('\n', f);
+		man_options(c->opts, f);
+		fputs(".PP\nExample:\n.PP\n.nf\n.RS\n", f);
+		roff(c->example, f);
+		fputs("\n.RE\n.fi\n", f);
+	}
+	fputs(".SH ENVIRONMENT\nCOVE_SOCKET, COVE_DATA, COVE_HOST, COVE_TOKEN: as the global options.\n"
+	      ".SH SEE ALSO\ncoved(8)\n",
+	      f);
+}
+
+void cli_print_files_usage(FILE *f)
+{
+	for (size_t i = 0; i < cli_n_commands; i++)
+		if (strncmp(cli_commands[i].name, "files ", 6) == 0)
+			fprintf(f, "usage: cove %s %s\n", cli_commands[i].name, cli_commands[i].synopsis);
+	fprintf(f, "(cove help files COMMAND: a command's options and an example)\n");
+}
+
+int cmd_help(struct cli *cli, int argc, char **argv)
+{
+	const char *v;
+	int c;
+	while ((c = cli_next_opt(cli, &v)) != -1)
+		if (c == 'M') {
+			cli_print_man(stdout);
+			return 0;
+		}
+	if (argc == 1) {
+		cli_print_usage(stdout);
+		return 0;
+	}
+	char name[64];
+	snprintf(name, sizeof(name), "%s%s%s", argv[1], argc > 2 ? " " : "", argc > 2 ? argv[2] : "");
+	const struct cli_cmd *cmd = argc <= 3 ? cli_find_command(name) : NULL;
+	if (!cmd && argc == 2 && strcmp(argv[1], "files") == 0) {
+		cli_print_files_usage(stdout);
+		return 0;
+	}
+	if (!cmd) {
+		fprintf(stderr, "cove help: unknown command '%s' (see cove --help)\n", name);
+		return 2;
+	}
+	cli_print_help(cmd, stdout);
+	return 0;
+}
