@@ -11,7 +11,7 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(SAN)
 PIE_CFLAGS = -fPIE
 PIE_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN)
 
-LIBS_DAEMON := -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lpthread
+LIBS_DAEMON := -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lnettle -lpthread
 LIBS_CLIENT := -ljansson -larchive -lacl
 
 COMMON_SRC := $(wildcard src/common/*.c)
