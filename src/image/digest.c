@@ -17,7 +17,7 @@ void digest_final(struct digest_ctx *c, char out[DIGEST_STR_MAX])
 	static const char hex[] = "0123456789abcdef";
 	unsigned char d[SHA256_DIGEST_SIZE];
 	sha256_digest(&c->sha, sizeof(d), d);
-	memcpy(out, DIGEST_PREFIX, strlen(DIGEST_PREFIX));
+	strcpy(out, DIGEST_PREFIX);
 	char *p = out + strlen(DIGEST_PREFIX);
 	for (size_t i = 0; i < sizeof(d); i++) {
 		*p++ = hex[d[i] >> 4];

@@ -71,15 +71,14 @@ struct import {
 	size_t n_made;
 };
 
-static int read_blob(struct import *im, const char *digest, size_t max, char **buf, size_t *len,
-		     struct cove_err *err)
+static int read_blob(struct import *im, const char *digest, size_t max, char **buf, size_t *len, struct cove_err *err)
 {
 	return blob_read_all(&im->s->blobs, digest, max, buf, len, err);
 }
 
 /* The member name as a blob, read whole (a JSON document). */
-static int read_member(struct import *im, const char *name, size_t max, char ret_digest[DIGEST_STR_MAX],
-		       char **buf, size_t *len, struct cove_err *err)
+static int read_member(struct import *im, const char *name, size_t max, char ret_digest[DIGEST_STR_MAX], char **buf,
+		       size_t *len, struct cove_err *err)
 {
 	char digest[DIGEST_STR_MAX];
 	if (source_blob(&im->src, name, digest, err) < 0 || read_blob(im, digest, max, buf, len, err) < 0)
@@ -329,15 +328,19 @@ static int import_source(struct import *im, const char *ref, struct image_info *
 	int r = source_has(&im->src, "oci-layout") ? read_oci(im, ref, err)
 		: source_has(&im->src, "manifest.json")
 			? read_docker(im, ref, err)
-			: err_set(err, COVE_EINVAL, "neither an OCI image layout (oci-layout) nor a docker archive "
-						    "(manifest.json)");
+			: err_set(err, COVE_EINVAL,
+				  "neither an OCI image layout (oci-layout) nor a docker archive "
+				  "(manifest.json)");
 	if (r == 0)
 		r = unpack_layers(im, top, err);
 	drop_added(im, r < 0);
 	if (r < 0)
 		return -1;
-	*ret = (struct image_info){ .n_layers = im->manifest.n_layers, .config = im->config, .tags = TAKE_PTR(im->tags),
-				    .n_tags = im->n_tags };
+	/* The config and tags move to ret. */
+	*ret = (struct image_info){
+		.n_layers = im->manifest.n_layers, .config = im->config, .tags = im->tags, .n_tags = im->n_tags
+	};
+	im->tags = NULL;
 	memset(&im->config, 0, sizeof(im->config));
 	memcpy(ret->manifest, im->manifest_digest, DIGEST_STR_MAX);
 	memcpy(ret->config_digest, im->manifest.config.digest, DIGEST_STR_MAX);
@@ -372,8 +375,8 @@ static int lock_imports(struct image_store *s, struct cove_err *err)
 	return fd;
 }
 
-static int import_with(struct image_store *s, const char *path, int tar_fd, const char *ref,
-		       struct image_info *ret, struct cove_err *err)
+static int import_with(struct image_store *s, const char *path, int tar_fd, const char *ref, struct image_info *ret,
+		       struct cove_err *err)
 {
 	_cleanup_close_ int lock = lock_imports(s, err);
 	if (lock < 0)
@@ -392,8 +395,7 @@ static int import_with(struct image_store *s, const char *path, int tar_fd, cons
 	return r;
 }
 
-int image_import_tar_fd(struct image_store *s, int fd, const char *ref, struct image_info *ret,
-			struct cove_err *err)
+int image_import_tar_fd(struct image_store *s, int fd, const char *ref, struct image_info *ret, struct cove_err *err)
 {
 	return import_with(s, NULL, fd, ref, ret, err);
 }

@@ -64,8 +64,7 @@ void image_info_free(struct image_info *info);
 int image_import_path(struct image_store *s, const char *path, const char *ref, struct image_info *ret,
 		      struct cove_err *err);
 /* The same, for a tar read from fd (a stream: read once, front to back). */
-int image_import_tar_fd(struct image_store *s, int fd, const char *ref, struct image_info *ret,
-			struct cove_err *err);
+int image_import_tar_fd(struct image_store *s, int fd, const char *ref, struct image_info *ret, struct cove_err *err);
 /* An imported image by its manifest digest; COVE_ENOTFOUND if it or one of
  * its layer trees is missing. */
 int image_open(struct image_store *s, const char *manifest, struct image_info *ret, struct cove_err *err);

@@ -389,8 +389,7 @@ static int make_hardlink(struct unpack *u, int pfd, const char *leaf, struct arc
 	_cleanup_close_ int tfd = open_below(u->root, tdir);
 	struct stat st;
 	if (tfd < 0 || fstatat(tfd, tleaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return err_set(u->err, COVE_EINVAL, "'%s': hard link to '%s', which is not in the layer", path,
-			       target);
+		return err_set(u->err, COVE_EINVAL, "'%s': hard link to '%s', which is not in the layer", path, target);
 	if (S_ISDIR(st.st_mode))
 		return err_set(u->err, COVE_EINVAL, "'%s': hard link to the folder '%s'", path, target);
 	if (replace_existing(u, pfd, leaf, false, path) < 0)
@@ -424,7 +423,8 @@ static int clear_opaque(struct unpack *u, int dfd, const char *dir, int depth)
 			r = remove_tree(dfd, e->d_name, 0);
 			u->stats.whiteouts++;
 		} else if (e->d_type == DT_DIR) {
-			_cleanup_close_ int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			_cleanup_close_ int sub =
+				openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			r = sub < 0 ? -errno : clear_opaque(u, sub, child, depth + 1);
 		}
 	}
@@ -526,7 +526,8 @@ static int open_readers(struct unpack *u, int fd)
 		return err_sys(u->err, ENOMEM, "layer");
 	if (archive_read_support_filter_gzip(u->raw) != ARCHIVE_OK ||
 	    archive_read_support_filter_zstd(u->raw) != ARCHIVE_OK ||
-	    archive_read_support_format_raw(u->raw) != ARCHIVE_OK || archive_read_support_format_tar(u->tar) != ARCHIVE_OK)
+	    archive_read_support_format_raw(u->raw) != ARCHIVE_OK ||
+	    archive_read_support_format_tar(u->tar) != ARCHIVE_OK)
 		return err_set(u->err, COVE_EINTERNAL, "libarchive: %s", archive_error_string(u->raw));
 	if (archive_read_open_fd(u->raw, fd, LAYER_READ_BLOCK) != ARCHIVE_OK ||
 	    archive_read_next_header(u->raw, &raw_entry) != ARCHIVE_OK)

@@ -29,11 +29,11 @@
 #define LAYER_DEPTH_MAX 256
 
 struct layer_stats {
-	uint64_t entries;          /* tar members seen */
-	uint64_t bytes;            /* file data written */
-	uint64_t whiteouts;        /* names removed by a whiteout or an opaque folder */
-	uint64_t skipped_devices;  /* device nodes and sockets */
-	uint64_t skipped_xattrs;   /* xattrs of a namespace not kept (trusted.*, security.* but caps, ...) */
+	uint64_t entries;         /* tar members seen */
+	uint64_t bytes;           /* file data written */
+	uint64_t whiteouts;       /* names removed by a whiteout or an opaque folder */
+	uint64_t skipped_devices; /* device nodes and sockets */
+	uint64_t skipped_xattrs;  /* xattrs of a namespace not kept (trusted.*, security.* but caps, ...) */
 };
 
 /* Apply the layer read from fd onto the tree at rootfd. The digest of the

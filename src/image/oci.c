@@ -60,8 +60,7 @@ static json_t *load_object(const char *buf, size_t len, const char *what, struct
 
 /* o[key] as a string: NULL into *ret when absent (or JSON null) and not
  * required; refused when of another type. */
-static int get_str(json_t *o, const char *key, bool required, const char **ret, const char *what,
-		   struct cove_err *err)
+static int get_str(json_t *o, const char *key, bool required, const char **ret, const char *what, struct cove_err *err)
 {
 	json_t *v = json_object_get(o, key);
 	*ret = NULL;
@@ -127,8 +126,8 @@ static bool ref_name_match(json_t *m, const char *ref_name)
 {
 	if (!ref_name)
 		return true;
-	const char *n = json_string_value(json_object_get(json_object_get(m, "annotations"),
-							  "org.opencontainers.image.ref.name"));
+	const char *n = json_string_value(
+		json_object_get(json_object_get(m, "annotations"), "org.opencontainers.image.ref.name"));
 	return n && strcmp(n, ref_name) == 0;
 }
 
@@ -149,7 +148,8 @@ int oci_parse_index(const char *buf, size_t len, const char *os, const char *arc
 	int best_rank = -1;
 	size_t i;
 	json_t *m;
-	json_array_foreach (ms, i, m) {
+	json_array_foreach(ms, i, m)
+	{
 		if (!json_is_object(m) || !ref_name_match(m, ref_name))
 			continue;
 		int rank = platform_match(m, os, arch);
@@ -205,8 +205,8 @@ int oci_parse_manifest(const char *buf, size_t len, struct oci_manifest *ret, st
 		struct oci_descriptor *l = &m.layers[i];
 		if (parse_descriptor(json_array_get(ls, i), what, l, err) < 0 ||
 		    (oci_media_kind(l->media_type) != OCI_KIND_LAYER &&
-		     err_set(err, COVE_EINVAL, "%s: layer %s has media type '%s', not a tar layer's", what,
-			     l->digest, l->media_type) < 0)) {
+		     err_set(err, COVE_EINVAL, "%s: layer %s has media type '%s', not a tar layer's", what, l->digest,
+			     l->media_type) < 0)) {
 			oci_manifest_free(&m);
 			return -1;
 		}
@@ -296,10 +296,11 @@ static int parse_ports(json_t *cfg, struct image_config *c, struct cove_err *err
 		return err_sys(err, ENOMEM, "image config");
 	const char *k;
 	json_t *v;
-	json_object_foreach (o, k, v) {
+	json_object_foreach(o, k, v)
+	{
 		if (parse_port(k, &c->ports[c->n_ports]) < 0)
-			return err_set(err, COVE_EINVAL, "image config: exposed port '%.40s' is not PORT[/tcp|udp|sctp]",
-				       k);
+			return err_set(err, COVE_EINVAL,
+				       "image config: exposed port '%.40s' is not PORT[/tcp|udp|sctp]", k);
 		c->n_ports++;
 	}
 	return 0;
@@ -318,7 +319,8 @@ static int parse_labels(json_t *cfg, struct image_config *c, struct cove_err *er
 		return err_sys(err, ENOMEM, "image config");
 	const char *k;
 	json_t *v;
-	json_object_foreach (o, k, v) {
+	json_object_foreach(o, k, v)
+	{
 		if (!json_is_string(v))
 			return err_set(err, COVE_EINVAL, "image config: label '%.40s' is not a string", k);
 		c->label_keys[c->n_labels] = strdup(k);
@@ -349,8 +351,8 @@ static int parse_rootfs(json_t *r, struct image_config *c, struct cove_err *err)
 		return -1;
 	if (strcmp(type, "layers") != 0)
 		return err_set(err, COVE_EINVAL, "image config: rootfs type '%.40s' is not \"layers\"", type);
-	if (strv_from_json(json_object_get(r, "diff_ids"), "image config", "diff_ids", &c->diff_ids,
-			   &c->n_diff_ids, err) < 0)
+	if (strv_from_json(json_object_get(r, "diff_ids"), "image config", "diff_ids", &c->diff_ids, &c->n_diff_ids,
+			   err) < 0)
 		return -1;
 	if (c->n_diff_ids == 0 || c->n_diff_ids > OCI_LAYERS_MAX)
 		return err_set(err, COVE_EINVAL, "image config: 1 to %d diff_ids expected", OCI_LAYERS_MAX);
@@ -373,8 +375,9 @@ static int parse_run_config(json_t *cfg, struct image_config *c, struct cove_err
 	    strv_from_json(json_object_get(cfg, "Entrypoint"), what, "Entrypoint", &c->entrypoint, &c->n_entrypoint,
 			   err) < 0 ||
 	    strv_from_json(json_object_get(cfg, "Cmd"), what, "Cmd", &c->cmd, &c->n_cmd, err) < 0 ||
-	    dup_str(cfg, "WorkingDir", &c->working_dir, what, err) < 0 || dup_str(cfg, "User", &c->user, what, err) < 0 ||
-	    parse_ports(cfg, c, err) < 0 || parse_labels(cfg, c, err) < 0)
+	    dup_str(cfg, "WorkingDir", &c->working_dir, what, err) < 0 ||
+	    dup_str(cfg, "User", &c->user, what, err) < 0 || parse_ports(cfg, c, err) < 0 ||
+	    parse_labels(cfg, c, err) < 0)
 		return -1;
 	if (c->working_dir && *c->working_dir && c->working_dir[0] != '/')
 		return err_set(err, COVE_EINVAL, "%s: WorkingDir '%.80s' is not absolute", what, c->working_dir);
@@ -420,9 +423,8 @@ static bool has_tag(json_t *img, const char *ref)
 {
 	size_t i;
 	json_t *t;
-	json_array_foreach (json_object_get(img, "RepoTags"), i, t)
-		if (json_is_string(t) && strcmp(json_string_value(t), ref) == 0)
-			return true;
+	json_array_foreach(json_object_get(img, "RepoTags"), i,
+			   t) if (json_is_string(t) && strcmp(json_string_value(t), ref) == 0) return true;
 	return false;
 }
 

@@ -12,10 +12,10 @@
 #include "common/error.h"
 #include "image/digest.h"
 
-#define OCI_DOC_MAX (4u << 20)     /* an index or manifest (registries cap them at 4 MiB) */
-#define OCI_CONFIG_MAX (8u << 20)  /* an image config */
-#define OCI_LAYERS_MAX 256         /* layers of one image */
-#define OCI_LIST_MAX 65536         /* entries of Env, Cmd, Labels, ... */
+#define OCI_DOC_MAX (4u << 20)    /* an index or manifest (registries cap them at 4 MiB) */
+#define OCI_CONFIG_MAX (8u << 20) /* an image config */
+#define OCI_LAYERS_MAX 256        /* layers of one image */
+#define OCI_LIST_MAX 65536        /* entries of Env, Cmd, Labels, ... */
 #define OCI_MEDIA_TYPE_MAX 128
 
 /* What a descriptor points at, by its media type. */

@@ -91,8 +91,7 @@ static int resolve_link(const char *name, const char *target, char out[WIRE_ENTR
 	return k ? 0 : -EINVAL;
 }
 
-static int add_member(struct source *src, const char *name, const char *link, const char *digest,
-		      struct cove_err *err)
+static int add_member(struct source *src, const char *name, const char *link, const char *digest, struct cove_err *err)
 {
 	if (find(src, name))
 		return err_set(err, COVE_EINVAL, "archive: '%.200s' is in it twice", name);

@@ -324,13 +324,10 @@ static const struct member layer1[] = {
 };
 
 static const struct member layer2[] = {
-	{ "etc/.wh.b", S_IFREG, 0644 },
-	{ "etc/a", S_IFREG, 0644, 0, 0, "alpha 2\n" },
+	{ "etc/.wh.b", S_IFREG, 0644 },        { "etc/a", S_IFREG, 0644, 0, 0, "alpha 2\n" },
 	{ "opq/z", S_IFREG, 0644, 0, 0, "z" }, /* before the marker: this layer's own, kept */
-	{ "opq/.wh..wh..opq", S_IFREG, 0644 },
-	{ ".wh.del", S_IFREG, 0644 },
-	{ "srv/", S_IFDIR, 0750, 1000, 1000 },
-	{ NULL },
+	{ "opq/.wh..wh..opq", S_IFREG, 0644 }, { ".wh.del", S_IFREG, 0644 },
+	{ "srv/", S_IFDIR, 0750, 1000, 1000 }, { NULL },
 };
 
 static const struct member layer3[] = {
@@ -587,8 +584,11 @@ static void test_hostile(void)
 	struct buf ok = layer(layer3b, GZ);
 	struct image_spec spec = { { l1, ok }, 2, .corrupt_blob = true };
 	refused("a layer blob that does not match its digest", &spec, "digest mismatch");
-	spec = (struct image_spec){ { l1, ok }, 2, .corrupt_diff_id = "sha256:"
-								      "0000000000000000000000000000000000000000000000000000000000000000" };
+	spec = (struct image_spec){ { l1, ok },
+				    2,
+				    .corrupt_diff_id =
+					    "sha256:"
+					    "0000000000000000000000000000000000000000000000000000000000000000" };
 	refused("a layer that does not match its diff id", &spec, "diff id");
 	/* Cut in the middle of a member's data. */
 	struct buf cut = uncompressed(ok);

@@ -25,9 +25,11 @@ static void test_digest(void)
 {
 	char d[DIGEST_STR_MAX];
 	digest_of("", 0, d);
-	CHECK(strcmp(d, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0, "sha256 of nothing");
+	CHECK(strcmp(d, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0,
+	      "sha256 of nothing");
 	CHECK(digest_valid("sha256:" A64), "a valid digest");
-	CHECK(!digest_valid("sha256:" "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+	CHECK(!digest_valid("sha256:"
+			    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
 	      "uppercase hex refused (one digest, one file name)");
 	CHECK(!digest_valid("sha256:abc"), "a short digest refused");
 	CHECK(!digest_valid("sha512:" A64 A64), "sha512 refused");
@@ -36,9 +38,11 @@ static void test_digest(void)
 	oci_chain_id(ids, 1, d);
 	CHECK(strcmp(d, "sha256:" A64) == 0, "the first chain id is the diff id");
 	oci_chain_id(ids, 2, d);
-	CHECK(strcmp(d, "sha256:ccd722928bd92476ba1745586fed6e45a102504185ad88cd89e01ff116fd146c") == 0, "chain id of 2");
+	CHECK(strcmp(d, "sha256:ccd722928bd92476ba1745586fed6e45a102504185ad88cd89e01ff116fd146c") == 0,
+	      "chain id of 2");
 	oci_chain_id(ids, 3, d);
-	CHECK(strcmp(d, "sha256:c1377126441fb2f5ec2c21ae2a60255331d639e830f0ee1b40a36e52d4c40588") == 0, "chain id of 3");
+	CHECK(strcmp(d, "sha256:c1377126441fb2f5ec2c21ae2a60255331d639e830f0ee1b40a36e52d4c40588") == 0,
+	      "chain id of 3");
 }
 
 static void test_index(void)
@@ -60,19 +64,21 @@ static void test_index(void)
 			    "\",\"digest\":\"sha256:" C64 "\",\"size\":5}]}";
 	CHECK(parse_index(plain, NULL, &d, &err) == 0 && strcmp(d.digest, "sha256:" C64) == 0,
 	      "an entry without a platform is taken when it is the only one");
-	const char *arm = "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"" MT_MANIFEST "\",\"digest\":\"sha256:" A64
-			  "\",\"size\":5,\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\"}}]}";
+	const char *arm =
+		"{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"" MT_MANIFEST "\",\"digest\":\"sha256:" A64
+		"\",\"size\":5,\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\"}}]}";
 	CHECK(parse_index(arm, NULL, &d, &err) < 0 && err.code == COVE_ENOTFOUND && strstr(err.msg, "amd64"),
 	      "no amd64 image: not found (%s)", err.msg);
-	const char *cfg = "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"" MT_CONFIG "\",\"digest\":\"sha256:" A64
-			  "\",\"size\":5}]}";
+	const char *cfg = "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"" MT_CONFIG
+			  "\",\"digest\":\"sha256:" A64 "\",\"size\":5}]}";
 	CHECK(parse_index(cfg, NULL, &d, &err) < 0 && err.code == COVE_EINVAL, "an entry that is not a manifest");
 	const char *bad[] = {
 		"{\"schemaVersion\":1,\"manifests\":[]}",
 		"{\"schemaVersion\":2}",
 		"{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"" MT_MANIFEST "\",\"digest\":\"sha256:" A64
 		"\",\"size\":-1}]}",
-		"{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"" MT_MANIFEST "\",\"digest\":\"md5:abc\",\"size\":1}]}",
+		"{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"" MT_MANIFEST
+		"\",\"digest\":\"md5:abc\",\"size\":1}]}",
 		"{\"schemaVersion\":2,\"schemaVersion\":2,\"manifests\":[]}",
 		"[1,2]",
 		"{\"schemaVersion\":2,\"manifests\":[",
@@ -121,10 +127,11 @@ static void test_manifest(void)
 	CHECK(parse_manifest("application/octet-stream", two, &m, &err) < 0 && err.code == COVE_EINVAL,
 	      "a config of another media type refused (%s)", err.msg);
 	CHECK(parse_manifest(MT_CONFIG, "", &m, &err) < 0 && err.code == COVE_EINVAL, "no layers refused");
-	CHECK(parse_manifest(MT_CONFIG,
-			     "{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+encrypted\",\"digest\":\"sha256:" B64
-			     "\",\"size\":1}",
-			     &m, &err) < 0 &&
+	CHECK(parse_manifest(
+		      MT_CONFIG,
+		      "{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+encrypted\",\"digest\":\"sha256:" B64
+		      "\",\"size\":1}",
+		      &m, &err) < 0 &&
 		      strstr(err.msg, "not a tar layer"),
 	      "an encrypted layer refused (%s)", err.msg);
 	CHECK(parse_manifest(MT_CONFIG, "{\"mediaType\":\"" MT_LAYER "\",\"digest\":\"sha256:" B64 "\"}", &m, &err) < 0,
@@ -172,14 +179,22 @@ static void test_config(void)
 	CHECK(parse_config("null", &c, &err) == 0 && c.n_env == 0 && c.cmd == NULL, "no run config at all");
 	image_config_free(&c);
 	const char *bad[] = {
-		"{\"Env\":[\"NOEQUALS\"]}", "{\"Env\":[\"=x\"]}",  "{\"Env\":\"A=1\"}",
-		"{\"Env\":[1]}",            "{\"WorkingDir\":\"rel\"}", "{\"User\":7}",
-		"{\"ExposedPorts\":{\"70000/tcp\":{}}}", "{\"ExposedPorts\":{\"80/icmp\":{}}}",
-		"{\"ExposedPorts\":{\"-1\":{}}}", "{\"ExposedPorts\":[\"80\"]}", "{\"Labels\":{\"k\":1}}",
+		"{\"Env\":[\"NOEQUALS\"]}",
+		"{\"Env\":[\"=x\"]}",
+		"{\"Env\":\"A=1\"}",
+		"{\"Env\":[1]}",
+		"{\"WorkingDir\":\"rel\"}",
+		"{\"User\":7}",
+		"{\"ExposedPorts\":{\"70000/tcp\":{}}}",
+		"{\"ExposedPorts\":{\"80/icmp\":{}}}",
+		"{\"ExposedPorts\":{\"-1\":{}}}",
+		"{\"ExposedPorts\":[\"80\"]}",
+		"{\"Labels\":{\"k\":1}}",
 		"{\"Cmd\":\"sh\"}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		CHECK(parse_config(bad[i], &c, &err) < 0 && err.code == COVE_EINVAL, "%s refused (%s)", bad[i], err.msg);
+		CHECK(parse_config(bad[i], &c, &err) < 0 && err.code == COVE_EINVAL, "%s refused (%s)", bad[i],
+		      err.msg);
 	}
 	const char *rootfs_bad[] = {
 		"{\"config\":{}}",
