@@ -107,6 +107,7 @@ static struct buf slurp(const char *file)
 	rewind(f);
 	b.p = malloc(b.n + 1);
 	b.n = fread(b.p, 1, b.n, f);
+	b.p[b.n] = '\0';
 	fclose(f);
 	return b;
 }
@@ -599,6 +600,28 @@ static void test_hostile(void)
 	free(ok.p);
 }
 
+/* The overlay driver (plain folders, copies for snapshots) makes the same
+ * trees from the same layout. */
+static void test_overlay_driver(void)
+{
+	struct pool pool;
+	struct image_store s2;
+	struct image_info info = { 0 };
+	struct cove_err err = { 0 };
+	int r = pool_open(&pool, pathf("%s/odata", base), STORAGE_OVERLAY, 0, &err);
+	CHECK1(r == 0 && image_store_open(&s2, &pool, &err) == 0, "an overlay-driver pool (%s)", err.msg);
+	if (r < 0)
+		return;
+	r = image_import_path(&s2, pathf("%s/layout", base), NULL, &info, &err);
+	CHECK1(r == 0, "import the layout with the overlay driver (%s)", err.msg);
+	if (r == 0) {
+		CHECK1(count(s2.layers) == 3, "one folder per layer");
+		check_tree(pathf("%s/rootfs", info.tree));
+		image_info_free(&info);
+	}
+	image_store_close(&s2);
+}
+
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return flag == FTW_DP ? rmdir(path) : unlink(path);
@@ -621,6 +644,7 @@ int main(void)
 		test_layout();
 		test_shared_and_docker();
 		test_hostile();
+		test_overlay_driver();
 		image_store_close(&store);
 	}
 	if (r == 0)
