@@ -548,6 +548,29 @@ static void refused(const char *what, struct image_spec *spec, const char *expec
 	free(trees2);
 }
 
+/* A tar of one raw header block of type type (a pax 'x' or GNU 'L' header)
+ * that claims size bytes of header data, followed by only a little. */
+static struct buf huge_header(char type, const char *size)
+{
+	struct buf b = { calloc(1, 2048), 2048 };
+	char *h = b.p;
+	strcpy(h, "././@LongLink");
+	strcpy(h + 100, "0000644");
+	strcpy(h + 108, "0000000");
+	strcpy(h + 116, "0000000");
+	snprintf(h + 124, 12, "%s", size);
+	strcpy(h + 136, "00000000000");
+	h[156] = type;
+	memcpy(h + 257, "ustar\00000", 8);
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (int i = 0; i < 512; i++)
+		sum += (unsigned char)h[i];
+	snprintf(h + 148, 8, "%06o", sum);
+	memset(h + 512, 'a', 1024);
+	return b;
+}
+
 static void test_hostile(void)
 {
 	PATH_VAR(outside, "%s/outside", base);
@@ -581,6 +604,15 @@ static void test_hostile(void)
 		free(bad.p);
 	}
 	CHECK1(count(outside) == 0 && missing("/etc/evil"), "nothing written outside");
+
+	/* Headers that claim 8 GiB - 1 of pax data or of a GNU long name. */
+	struct buf pax = huge_header('x', "77777777777"), gnu = huge_header('L', "77777777777");
+	struct image_spec hs = { { l1, pax }, 2 };
+	refused("a pax header of 8 GiB", &hs, "too large");
+	hs = (struct image_spec){ { l1, gnu }, 2 };
+	refused("a GNU long name of 8 GiB", &hs, "too large");
+	free(pax.p);
+	free(gnu.p);
 
 	struct buf ok = layer(layer3b, GZ);
 	struct image_spec spec = { { l1, ok }, 2, .corrupt_blob = true };
