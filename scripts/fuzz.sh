@@ -29,7 +29,7 @@ sources()
 	passwd) echo "src/common/passwd.c" ;;
 	encoding) echo "src/common/encoding.c" ;;
 	entry) echo "src/common/wire.c" ;;
-	oci) echo "src/image/oci.c src/image/digest.c src/common/error.c" ;;
+	oci) echo "src/image/oci.c src/image/ref.c src/image/digest.c src/common/error.c" ;;
 	layer) echo "src/image/layer.c src/image/digest.c src/common/wire.c src/common/io.c src/common/error.c" ;;
 	*) return 1 ;;
 	esac
@@ -52,6 +52,7 @@ seed_oci()
 	printf '{"os":"linux","architecture":"amd64","config":{"Env":["A=1"],"WorkingDir":"/w","User":"1:1","Entrypoint":["sh"],"Cmd":["-c","x"],"ExposedPorts":{"80/tcp":{}},"Labels":{"k":"v"}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' $A64 >"$1/config"
 	printf '[{"Config":"c.json","RepoTags":["a:1"],"Layers":["l/layer.tar"]}]' >"$1/docker"
 	printf '{"imageLayoutVersion":"1.0.0"}' >"$1/layout"
+	printf 'localhost:5000/a/b:v1@sha256:%s' $A64 >"$1/ref"
 }
 
 # Small layers made with tar: files, a folder, a hard link, whiteouts,

@@ -7,7 +7,8 @@
  * layer media types with valid digests and sizes >= 0, and its
  * oci_manifest_json reads back as the same manifest; a config's Env
  * entries are KEY=VALUE, its ports 1..65535, its WorkingDir absolute or
- * empty, its diff ids valid and 1..OCI_LAYERS_MAX.
+ * empty, its diff ids valid and 1..OCI_LAYERS_MAX. An image reference that
+ * parses, written out in full, parses back to the same.
  *
  *   scripts/fuzz.sh oci
  */
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "image/oci.h"
+#include "image/ref.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -59,8 +61,27 @@ static void check_config(const struct image_config *c)
 		abort();
 }
 
+static void check_ref(const uint8_t *data, size_t size)
+{
+	char s[1024], full[1024];
+	if (size >= sizeof(s))
+		return;
+	memcpy(s, data, size);
+	s[size] = '\0';
+	struct image_ref r, again;
+	struct cove_err err = { 0 };
+	if (image_ref_parse(s, &r, &err) != 0)
+		return;
+	if (image_ref_format(&r, full, sizeof(full)) != 0 || image_ref_parse(full, &again, &err) != 0 ||
+	    memcmp(&r, &again, sizeof(r)) != 0 || (r.digest[0] && !digest_valid(r.digest)) ||
+	    (!r.tag[0] && !r.digest[0]))
+		abort();
+	(void)image_ref_is_loopback(&r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	check_ref(data, size);
 	const char *buf = (const char *)data;
 	struct cove_err err = { 0 };
 	struct oci_descriptor d;

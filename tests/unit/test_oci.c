@@ -6,6 +6,7 @@
 
 #include "image/digest.h"
 #include "image/oci.h"
+#include "image/ref.h"
 #include "tap.h"
 
 #define A64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -238,8 +239,64 @@ static void test_docker_manifest(void)
 	      "no layers: refused");
 }
 
+static void check_ref(const char *s, const char *registry, const char *repo, const char *tag, const char *digest,
+		      bool loopback)
+{
+	struct image_ref r, again;
+	struct cove_err err = { 0 };
+	char full[600];
+	int ok = image_ref_parse(s, &r, &err) == 0;
+	CHECK(ok && strcmp(r.registry, registry) == 0 && strcmp(r.repository, repo) == 0 && strcmp(r.tag, tag) == 0 &&
+		      strcmp(r.digest, digest) == 0 && image_ref_is_loopback(&r) == loopback,
+	      "reference '%.40s' (%s)", s, err.msg);
+	ok = ok && image_ref_format(&r, full, sizeof(full)) == 0 && image_ref_parse(full, &again, &err) == 0 &&
+	     memcmp(&r, &again, sizeof(r)) == 0;
+	CHECK(ok, "'%.40s' written out in full (%s) reads back the same", s, ok ? full : "");
+}
+
+static void test_refs(void)
+{
+	const char *d = "sha256:" A64;
+	check_ref("python:3.12-slim", "docker.io", "library/python", "3.12-slim", "", false);
+	check_ref("python", "docker.io", "library/python", "latest", "", false);
+	check_ref("user/repo", "docker.io", "user/repo", "latest", "", false);
+	check_ref("ghcr.io/org/sub/app:v1.2_x", "ghcr.io", "org/sub/app", "v1.2_x", "", false);
+	check_ref("localhost:5000/app", "localhost:5000", "app", "latest", "", true);
+	check_ref("localhost/app", "localhost", "app", "latest", "", true);
+	check_ref("127.0.0.1:5000/a/b@sha256:" A64, "127.0.0.1:5000", "a/b", "", d, true);
+	check_ref("[::1]:5000/x:1", "[::1]:5000", "x", "1", "", true);
+	check_ref("a.b-c__d--e:t@sha256:" A64, "docker.io", "library/a.b-c__d--e", "t", d, false);
+	check_ref("127.0.0.1.example.com/a", "127.0.0.1.example.com", "a", "latest", "", false);
+	struct image_ref r;
+	struct cove_err err = { 0 };
+	CHECK(image_ref_parse("python", &r, &err) == 0 && strcmp(image_ref_api_host(&r), "registry-1.docker.io") == 0,
+	      "docker.io's API host");
+	const char *bad[] = { "",
+			      "Python",
+			      "a//b",
+			      "a:",
+			      "a:-x",
+			      "-a",
+			      "a@sha256:xyz",
+			      "a b",
+			      "a/",
+			      "a_/b",
+			      "a..b",
+			      "host:99999x/a",
+			      "ex ample.com/a",
+			      "[zz]:1/a",
+			      "a:tag:tag",
+			      "a@sha256:" A64 "x" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		CHECK(image_ref_parse(bad[i], &r, &err) < 0 && err.code == COVE_EINVAL, "reference '%s' refused (%s)",
+		      bad[i], err.msg);
+	}
+}
+
 int main(void)
 {
+	test_refs();
 	test_digest();
 	test_index();
 	test_manifest();
