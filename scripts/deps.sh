@@ -4,10 +4,10 @@
 set -eu
 PKGS="gcc make pkg-config libc6-dev
 libevent-dev libjansson-dev libsqlite3-dev libseccomp-dev
-libarchive-dev libacl1-dev
+libarchive-dev libacl1-dev libcurl4-openssl-dev
 nettle-dev libzstd-dev liblz4-dev libbz2-dev libxml2-dev liblzma-dev zlib1g-dev
 btrfs-progs util-linux iproute2 procps psmisc python3
-busybox-static hyperfine crun bubblewrap
+busybox-static hyperfine crun bubblewrap docker-registry
 clang libclang-rt-14-dev clang-format clang-tidy cppcheck tmux"
 missing=""
 for p in $PKGS; do

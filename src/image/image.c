@@ -322,15 +322,11 @@ static void drop_added(struct import *im, bool failed)
 			(void)blob_remove(&im->s->blobs, im->src.added[i]);
 }
 
-static int import_source(struct import *im, const char *ref, struct image_info *ret, struct cove_err *err)
+/* After the documents were read (r: how that went): the layers unpacked,
+ * what is not needed dropped, ret filled. */
+static int finish(struct import *im, int r, struct image_info *ret, struct cove_err *err)
 {
 	char top[DIGEST_STR_MAX];
-	int r = source_has(&im->src, "oci-layout") ? read_oci(im, ref, err)
-		: source_has(&im->src, "manifest.json")
-			? read_docker(im, ref, err)
-			: err_set(err, COVE_EINVAL,
-				  "neither an OCI image layout (oci-layout) nor a docker archive "
-				  "(manifest.json)");
 	if (r == 0)
 		r = unpack_layers(im, top, err);
 	drop_added(im, r < 0);
@@ -349,6 +345,17 @@ static int import_source(struct import *im, const char *ref, struct image_info *
 	return 0;
 }
 
+static int import_source(struct import *im, const char *ref, struct image_info *ret, struct cove_err *err)
+{
+	int r = source_has(&im->src, "oci-layout") ? read_oci(im, ref, err)
+		: source_has(&im->src, "manifest.json")
+			? read_docker(im, ref, err)
+			: err_set(err, COVE_EINVAL,
+				  "neither an OCI image layout (oci-layout) nor a docker archive "
+				  "(manifest.json)");
+	return finish(im, r, ret, err);
+}
+
 static void import_free(struct import *im)
 {
 	source_free(&im->src);
@@ -360,7 +367,7 @@ static void import_free(struct import *im)
 
 /* Serialize imports: each removes the scratch trees it finds, which only a
  * crashed import can have left while this lock is held. */
-static int lock_imports(struct image_store *s, struct cove_err *err)
+int image_lock_imports(struct image_store *s, struct cove_err *err)
 {
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%s/import.lock", s->images);
@@ -378,7 +385,7 @@ static int lock_imports(struct image_store *s, struct cove_err *err)
 static int import_with(struct image_store *s, const char *path, int tar_fd, const char *ref, struct image_info *ret,
 		       struct cove_err *err)
 {
-	_cleanup_close_ int lock = lock_imports(s, err);
+	_cleanup_close_ int lock = image_lock_imports(s, err);
 	if (lock < 0)
 		return -1;
 	struct import im = { .s = s };
@@ -412,6 +419,27 @@ int image_import_path(struct image_store *s, const char *path, const char *ref, 
 	if (fd < 0)
 		return err_sys(err, errno, "open '%s'", path);
 	return import_with(s, NULL, fd, ref, ret, err);
+}
+
+int image_finish_stored(struct image_store *s, struct source *src, const char *manifest, const char *tag,
+			struct image_info *ret, struct cove_err *err)
+{
+	struct import im = { .s = s, .src = *src };
+	*src = (struct source){ .dirfd = -1 };
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	memcpy(im.manifest_digest, manifest, DIGEST_STR_MAX);
+	int r = read_blob(&im, manifest, OCI_DOC_MAX, &buf, &len, err) < 0 ||
+				oci_parse_manifest(buf, len, &im.manifest, err) < 0 ||
+				read_config(&im, im.manifest.config.digest, err) < 0
+			? -1
+			: 0;
+	if (r == 0 && tag && (!(im.tags = calloc(2, sizeof(char *))) || !(im.tags[0] = strdup(tag))))
+		r = err_sys(err, ENOMEM, "pull");
+	im.n_tags = im.tags ? 1 : 0;
+	r = finish(&im, r, ret, err);
+	import_free(&im);
+	return r;
 }
 
 int image_open(struct image_store *s, const char *manifest, struct image_info *ret, struct cove_err *err)

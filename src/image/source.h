@@ -38,3 +38,14 @@ bool source_has(struct source *src, const char *name);
 int source_blob(struct source *src, const char *name, char ret[DIGEST_STR_MAX], struct cove_err *err);
 /* Note a blob the import added to the store by other means. */
 int source_note_added(struct source *src, const char *digest);
+
+/* For the registry client (registry.c), which stores an image's blobs
+ * itself: with the import lock held (image_lock_imports, an fd to close),
+ * finish the image whose manifest and every blob it names are in the store,
+ * src listing those that are new (src is taken over). As an import: on
+ * failure what src lists is removed. */
+struct image_store;
+struct image_info;
+int image_lock_imports(struct image_store *s, struct cove_err *err);
+int image_finish_stored(struct image_store *s, struct source *src, const char *manifest, const char *tag,
+			struct image_info *ret, struct cove_err *err);

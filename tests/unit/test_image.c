@@ -25,9 +25,7 @@
 #include "sys/btrfs.h"
 #include "sys/pool.h"
 #include "tap.h"
-
-/* The tables of members below name only the fields they need. */
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#include "imagetest.h"
 
 static char base[] = "/var/tmp/cove-test-image-XXXXXX";
 
@@ -35,120 +33,10 @@ static char base[] = "/var/tmp/cove-test-image-XXXXXX";
 	char name[PATH_MAX]; \
 	snprintf(name, sizeof(name), __VA_ARGS__)
 
-/* ---- building tars ---- */
-
-struct buf {
-	char *p;
-	size_t n;
-};
-
-enum { GZ = 1, ZST = 2 };
-
-static struct archive *tar_new(const char *file, int filter)
-{
-	struct archive *a = archive_write_new();
-	archive_write_set_format_pax_restricted(a);
-	if (filter == GZ)
-		archive_write_add_filter_gzip(a);
-	else if (filter == ZST)
-		archive_write_add_filter_zstd(a);
-	if (archive_write_open_filename(a, file) != ARCHIVE_OK) {
-		printf("# archive: %s\n", archive_error_string(a));
-		exit(1);
-	}
-	return a;
-}
-
-struct member {
-	const char *name;
-	mode_t type; /* S_IFREG, S_IFDIR, S_IFLNK, S_IFIFO, S_IFCHR; 0: a hard link to link */
-	mode_t mode;
-	int uid, gid;
-	const char *data; /* file contents, or the link target */
-	const char *xname;
-	const void *xvalue;
-	size_t xsize;
-};
-
-static void tar_add(struct archive *a, const struct member *m)
-{
-	struct archive_entry *e = archive_entry_new();
-	archive_entry_set_pathname(e, m->name);
-	archive_entry_set_uid(e, m->uid);
-	archive_entry_set_gid(e, m->gid);
-	archive_entry_set_mtime(e, 1700000000, 0);
-	if (m->type == 0) {
-		archive_entry_set_filetype(e, AE_IFREG);
-		archive_entry_set_hardlink(e, m->data);
-	} else {
-		archive_entry_set_filetype(e, m->type);
-	}
-	archive_entry_set_perm(e, m->mode ? m->mode : 0644);
-	if (m->type == S_IFLNK)
-		archive_entry_set_symlink(e, m->data);
-	if (m->type == S_IFCHR)
-		archive_entry_set_rdev(e, makedev(1, 3));
-	size_t len = m->type == S_IFREG && m->data ? strlen(m->data) : 0;
-	archive_entry_set_size(e, (la_int64_t)len);
-	if (m->xname)
-		archive_entry_xattr_add_entry(e, m->xname, m->xvalue, m->xsize);
-	archive_write_header(a, e);
-	if (len)
-		archive_write_data(a, m->data, len);
-	archive_entry_free(e);
-}
-
-static struct buf slurp(const char *file)
-{
-	struct buf b = { 0 };
-	FILE *f = fopen(file, "rb");
-	fseek(f, 0, SEEK_END);
-	b.n = (size_t)ftell(f);
-	rewind(f);
-	b.p = malloc(b.n + 1);
-	b.n = fread(b.p, 1, b.n, f);
-	b.p[b.n] = '\0';
-	fclose(f);
-	return b;
-}
-
-/* A layer tar of the members (up to the one with no name). */
 static struct buf layer(const struct member *ms, int filter)
 {
 	PATH_VAR(file, "%s/layer.tmp", base);
-	struct archive *a = tar_new(file, filter);
-	for (; ms->name; ms++)
-		tar_add(a, ms);
-	archive_write_close(a);
-	archive_write_free(a);
-	struct buf b = slurp(file);
-	unlink(file);
-	return b;
-}
-
-/* A layer uncompressed (its first 1 MiB). */
-static struct buf uncompressed(struct buf b)
-{
-	struct buf out = { malloc(1 << 20), 0 };
-	struct archive *a = archive_read_new();
-	archive_read_support_filter_all(a);
-	archive_read_support_format_raw(a);
-	archive_read_open_memory(a, b.p, b.n);
-	struct archive_entry *e;
-	archive_read_next_header(a, &e);
-	la_ssize_t n;
-	while ((n = archive_read_data(a, out.p + out.n, (1 << 20) - out.n)) > 0)
-		out.n += (size_t)n;
-	archive_read_free(a);
-	return out;
-}
-
-/* The digest of the uncompressed tar, for a config's diff_ids. */
-static void diff_id(struct buf b, char out[DIGEST_STR_MAX])
-{
-	struct buf raw = uncompressed(b);
-	digest_of(raw.p, raw.n, out);
-	free(raw.p);
+	return layer_at(file, ms, filter);
 }
 
 /* ---- OCI layouts ---- */
@@ -370,22 +258,6 @@ static bool missing(const char *path)
 	return lstat(path, &st) < 0 && errno == ENOENT;
 }
 
-/* Names in a folder, sorted into one string, to compare before and after. */
-static char *listing(const char *dir)
-{
-	struct dirent **es;
-	int n = scandir(dir, &es, NULL, alphasort);
-	size_t cap = 64 + (n > 0 ? (size_t)n * 80 : 0);
-	char *s = calloc(1, cap);
-	for (int i = 0; i < n; i++) {
-		if (es[i]->d_name[0] != '.' || strncmp(es[i]->d_name, ".tmp", 4) == 0)
-			snprintf(s + strlen(s), cap - strlen(s), "%s ", es[i]->d_name);
-		free(es[i]);
-	}
-	free(es);
-	return s;
-}
-
 static int count(const char *dir)
 {
 	struct dirent **es;
@@ -492,9 +364,9 @@ static void test_layout(void)
 	/* The same image as a tar of the layout: nothing new. */
 	PATH_VAR(tarfile, "%s/layout.tar", base);
 	tar_folder(dir, tarfile);
-	char *before = listing(pathf("%s/blobs/sha256", store.images));
+	char *before = store_names(&store);
 	r = image_import_path(&store, tarfile, "v1", &info, &err);
-	char *after = listing(pathf("%s/blobs/sha256", store.images));
+	char *after = store_names(&store);
 	CHECK1(r == 0 && strcmp(info.manifest, want) == 0, "import the layout as a tar, by ref name (%s)", err.msg);
 	CHECK1(strcmp(before, after) == 0, "no blob added, the tar's other members dropped");
 	CHECK1(count(store.layers) == 3, "no tree added");
@@ -535,17 +407,11 @@ static void refused(const char *what, struct image_spec *spec, const char *expec
 	char m[DIGEST_STR_MAX];
 	PATH_VAR(dir, "%s/bad%d", base, seq++);
 	make_layout(dir, spec, m);
-	char *blobs = listing(pathf("%s/blobs/sha256", store.images)), *trees = listing(store.layers);
+	char *before = store_names(&store);
 	int r = image_import_path(&store, dir, NULL, &info, &err);
-	char *blobs2 = listing(pathf("%s/blobs/sha256", store.images)), *trees2 = listing(store.layers);
-	CHECK1(r < 0 && err.code == COVE_EINVAL && strstr(err.msg, expect), "%s: refused (%s)", what, err.msg);
-	CHECK1(strcmp(blobs, blobs2) == 0 && strcmp(trees, trees2) == 0, "%s: nothing left behind", what);
+	check_refused(what, r, &err, COVE_EINVAL, expect, &store, before);
 	if (r == 0)
 		image_info_free(&info);
-	free(blobs);
-	free(blobs2);
-	free(trees);
-	free(trees2);
 }
 
 /* A tar of one raw header block of type type (a pax 'x' or GNU 'L' header)
