@@ -6,6 +6,7 @@
  * leaving nothing behind. Needs root, /dev/loop-control, mkfs.btrfs and
  * docker-registry (scripts/deps.sh); all traffic is to loopback. */
 #include <crypt.h>
+#include <pthread.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/encoding.h"
 #include "image/digest.h"
 #include "image/image.h"
 #include "image/registry.h"
@@ -55,28 +57,20 @@ static int free_port(void)
 static long http(const char *method, const char *url, const char *user, const char *type, const void *body, size_t len,
 		 char *location, size_t loc_cap);
 
-/* Start docker-registry on 127.0.0.1 with storage under dir; with user, an
- * htpasswd file for it (bcrypt, as the registry wants). */
-static bool registry_start(struct registry *r, const char *dir, const char *user, const char *password)
+/* Start docker-registry on 127.0.0.1 with its config and log in dir, its
+ * blobs in store, and auth (a YAML "auth:" section, or ""). */
+static bool registry_start(struct registry *r, const char *dir, const char *store, const char *auth)
 {
-	char auth[512] = "";
 	mkdir(dir, 0700);
-	if (user) {
-		PATH_VAR(pw, "%s/htpasswd", dir);
-		FILE *f = fopen(pw, "w");
-		fprintf(f, "%s:%s\n", user, crypt(password, "$2b$05$abcdefghijklmnopqrstuu"));
-		fclose(f);
-		snprintf(auth, sizeof(auth), "auth:\n  htpasswd:\n    realm: cove-test\n    path: %s\n", pw);
-	}
 	r->port = free_port();
 	snprintf(r->host, sizeof(r->host), "127.0.0.1:%d", r->port);
 	PATH_VAR(cfg, "%s/config.yml", dir);
 	FILE *f = fopen(cfg, "w");
 	fprintf(f,
 		"version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"
-		"storage:\n  filesystem:\n    rootdirectory: %s/store\n"
+		"storage:\n  filesystem:\n    rootdirectory: %s\n"
 		"http:\n  addr: 127.0.0.1:%d\n%s",
-		dir, r->port, auth);
+		store, r->port, auth);
 	fclose(f);
 	PATH_VAR(log, "%s/registry.log", dir);
 	r->pid = fork();
@@ -346,8 +340,15 @@ static void test_resume(const struct registry *reg)
 static void test_basic_auth(void)
 {
 	struct registry reg = { 0 };
+	char auth[512];
 	PATH_VAR(dir, "%s/reg-auth", base);
-	if (!registry_start(&reg, dir, "alice", "s3cret")) {
+	PATH_VAR(pw, "%s/htpasswd", dir);
+	mkdir(dir, 0700);
+	FILE *f = fopen(pw, "w");
+	fprintf(f, "alice:%s\n", crypt("s3cret", "$2b$05$abcdefghijklmnopqrstuu")); /* bcrypt, as the registry wants */
+	fclose(f);
+	snprintf(auth, sizeof(auth), "auth:\n  htpasswd:\n    realm: cove-test\n    path: %s\n", pw);
+	if (!registry_start(&reg, dir, pathf("%s/store", dir), auth)) {
 		CHECK1(0, "start docker-registry with htpasswd auth");
 		registry_stop(&reg);
 		return;
@@ -386,6 +387,180 @@ static void test_challenge(void)
 	CHECK(registry_parse_challenge("Bearer realm=\"unterminated", &c) < 0, "an unterminated value refused");
 }
 
+/* ---- a token server (the registry's Bearer auth) ----
+ *
+ * The registry trusts tokens signed by the key of cert.pem (its
+ * rootcertbundle): RS256 JWTs carrying the certificate (x5c), made here
+ * with the openssl tool, granting what the request's scope asks. */
+
+struct token_server {
+	int fd, port;
+	pthread_t thread;
+	char dir[PATH_MAX];
+	char x5c[4096]; /* the certificate, base64 DER */
+	int requests;
+};
+
+static void b64url(const void *p, size_t n, char *out)
+{
+	base64_encode(p, n, out);
+	for (char *c = out; *c; c++)
+		*c = *c == '+' ? '-' : *c == '/' ? '_' : *c;
+	out[strcspn(out, "=")] = '\0';
+}
+
+static bool run(const char *cmd)
+{
+	int st = system(cmd);
+	return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* The JWT for scope ("repository:NAME:pull"), into out. */
+static bool make_token(struct token_server *t, const char *scope, char *out, size_t cap)
+{
+	char hdr[4400], claims[1024], h64[6000], c64[1400], name[256] = "";
+	sscanf(scope, "repository:%255[^:]", name);
+	snprintf(hdr, sizeof(hdr), "{\"alg\":\"RS256\",\"typ\":\"JWT\",\"x5c\":[\"%s\"]}", t->x5c);
+	long now = (long)time(NULL);
+	snprintf(claims, sizeof(claims),
+		 "{\"iss\":\"cove-test-issuer\",\"sub\":\"\",\"aud\":\"cove-test\",\"exp\":%ld,\"nbf\":%ld,"
+		 "\"iat\":%ld,\"jti\":\"t%d\",\"access\":[{\"type\":\"repository\",\"name\":\"%s\","
+		 "\"actions\":[\"pull\"]}]}",
+		 now + 300, now - 10, now - 10, t->requests, name);
+	b64url(hdr, strlen(hdr), h64);
+	b64url(claims, strlen(claims), c64);
+	PATH_VAR(in, "%s/jwt.in", t->dir);
+	PATH_VAR(sig, "%s/jwt.sig", t->dir);
+	FILE *f = fopen(in, "w");
+	fprintf(f, "%s.%s", h64, c64);
+	fclose(f);
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof(cmd), "openssl dgst -sha256 -sign %s/key.pem -out %s %s", t->dir, sig, in);
+	if (!run(cmd))
+		return false;
+	struct buf sb = slurp(sig);
+	char s64[1024];
+	b64url(sb.p, sb.n, s64);
+	free(sb.p);
+	snprintf(out, cap, "%s.%s.%s", h64, c64, s64);
+	return true;
+}
+
+static void *token_serve(void *arg)
+{
+	struct token_server *t = arg;
+	for (;;) {
+		int c = accept4(t->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			return NULL;
+		char req[4096], scope[512] = "", tok[8192], resp[9000];
+		ssize_t n = read(c, req, sizeof(req) - 1);
+		req[n > 0 ? n : 0] = '\0';
+		const char *sc = strstr(req, "scope=");
+		if (sc)
+			sscanf(sc + 6, "%511[^& ]", scope);
+		/* scope arrives URL-escaped: repository%3Atest%2Fapp%3Apull */
+		char plain[512];
+		size_t k = 0;
+		for (const char *p = scope; *p && k + 1 < sizeof(plain); p++) {
+			unsigned v;
+			if (*p == '%' && sscanf(p + 1, "%2x", &v) == 1) {
+				plain[k++] = (char)v;
+				p += 2;
+			} else {
+				plain[k++] = *p;
+			}
+		}
+		plain[k] = '\0';
+		t->requests++;
+		if (make_token(t, plain, tok, sizeof(tok))) {
+			char body[8300];
+			snprintf(body, sizeof(body), "{\"token\":\"%s\"}", tok);
+			snprintf(resp, sizeof(resp),
+				 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+				 "Connection: close\r\n\r\n%s",
+				 strlen(body), body);
+			(void)!write(c, resp, strlen(resp));
+		}
+		close(c);
+	}
+}
+
+static bool token_server_start(struct token_server *t, const char *dir)
+{
+	snprintf(t->dir, sizeof(t->dir), "%s", dir);
+	mkdir(dir, 0700);
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s/key.pem -out %s/cert.pem -days 1 "
+		 "-subj /CN=cove-test 2>/dev/null && openssl x509 -in %s/cert.pem -outform DER -out %s/cert.der",
+		 dir, dir, dir, dir);
+	if (!run(cmd))
+		return false;
+	struct buf der = slurp(pathf("%s/cert.der", dir));
+	base64_encode((const unsigned char *)der.p, der.n, t->x5c);
+	free(der.p);
+	t->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t n = sizeof(a);
+	if (bind(t->fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(t->fd, 8) < 0 ||
+	    getsockname(t->fd, (struct sockaddr *)&a, &n) < 0)
+		return false;
+	t->port = ntohs(a.sin_port);
+	return pthread_create(&t->thread, NULL, token_serve, t) == 0;
+}
+
+static void token_server_stop(struct token_server *t)
+{
+	shutdown(t->fd, SHUT_RDWR);
+	close(t->fd);
+	pthread_join(t->thread, NULL);
+}
+
+/* A registry with token auth over the same blobs as the anonymous one:
+ * the pull gets a token from the realm and pulls with it. */
+static void test_bearer(const struct registry *anon)
+{
+	struct token_server t = { 0 };
+	struct registry reg = { 0 };
+	char auth[2048], ref[256];
+	PATH_VAR(dir, "%s/reg-token", base);
+	if (!token_server_start(&t, pathf("%s/tokens", base))) {
+		CHECK1(0, "start a token server (openssl)");
+		return;
+	}
+	snprintf(auth, sizeof(auth),
+		 "auth:\n  token:\n    realm: http://127.0.0.1:%d/token\n    service: cove-test\n"
+		 "    issuer: cove-test-issuer\n    rootcertbundle: %s/cert.pem\n",
+		 t.port, t.dir);
+	if (registry_start(&reg, dir, pathf("%s/store", base), auth)) {
+		struct image_info info = { 0 };
+		struct cove_err err = { 0 };
+		PATH_VAR(scratch, "%s/layer.tmp", base);
+		struct member m[] = { { "tokened", S_IFREG, 0644, 0, 0, "behind a token\n" }, { NULL } };
+		struct buf ls[1] = { layer_at(scratch, m, GZ) };
+		char want[DIGEST_STR_MAX], url[128];
+		CHECK1(push_image(anon, NULL, "test/tok", "v1", ls, 1, want),
+		       "push an image (beside the token registry)");
+		free(ls[0].p);
+		snprintf(url, sizeof(url), "http://%s/v2/test/tok/manifests/v1", reg.host);
+		CHECK1(http("GET", url, NULL, NULL, NULL, 0, NULL, 0) == 401, "the token registry wants a token");
+		struct registry_stats stats = { 0 };
+		struct registry_opts o = { .stats = &stats };
+		snprintf(ref, sizeof(ref), "%s/test/tok:v1", reg.host);
+		int r = image_pull(&store, ref, &o, &info, &err);
+		CHECK1(r == 0 && strcmp(info.manifest, want) == 0 && stats.blobs == 2,
+		       "pull config and layer with an anonymous Bearer token (%s)", err.msg);
+		CHECK1(t.requests == 1, "one token asked for, and used for every request (%d)", t.requests);
+		if (r == 0)
+			image_info_free(&info);
+	} else {
+		CHECK1(0, "start docker-registry with token auth");
+	}
+	registry_stop(&reg);
+	token_server_stop(&t);
+}
+
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return flag == FTW_DP ? rmdir(path) : unlink(path);
@@ -407,10 +582,11 @@ int main(void)
 	struct registry reg = { 0 };
 	int r = pool_open(&pool, pathf("%s/data", base), STORAGE_BTRFS, 1ULL << 30, &err);
 	CHECK1(r == 0 && image_store_open(&store, &pool, &err) == 0, "a btrfs pool (%s)", err.msg);
-	if (r == 0 && registry_start(&reg, pathf("%s/reg", base), NULL, NULL)) {
+	if (r == 0 && registry_start(&reg, pathf("%s/reg", base), pathf("%s/store", base), "")) {
 		test_anonymous(&reg);
 		test_resume(&reg);
 		test_basic_auth();
+		test_bearer(&reg);
 	} else {
 		CHECK1(0, "start docker-registry on 127.0.0.1");
 	}
