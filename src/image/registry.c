@@ -29,7 +29,7 @@ struct sink {
 	struct blob_writer *w;
 	const struct blob_store *bs;
 	uint64_t range_from; /* the blob bytes asked to be skipped (Range) */
-	bool started;
+	bool started, discard;
 	uint64_t *cut_after; /* fault injection, shared by the pull: 0 = off */
 	struct cove_err *err;
 };
@@ -68,13 +68,15 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
-/* The first bytes of a blob response: a 200 to a Range request is the
- * whole blob again, so the writer starts over. */
+/* The first bytes of a blob response: an error's body (a 401 before a
+ * token is asked for, a 404) is not the blob's; a 200 to a Range request
+ * is the whole blob again, so the writer starts over. */
 static int sink_start(struct sink *k, CURL *c)
 {
 	long status = 0;
 	k->started = true;
 	(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	k->discard = k->w && status != 200 && status != 206;
 	if (!k->w || status != 200 || k->w->size == 0)
 		return 0;
 	uint64_t max = k->w->max;
@@ -94,6 +96,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 	if (!k->started && sink_start(k, b->r->c) < 0)
 		return 0;
+	if (k->discard)
+		return len;
 	if (!k->w) {
 		if (len > k->max - k->len)
 			return 0;
