@@ -29,7 +29,7 @@ sources()
 	passwd) echo "src/common/passwd.c" ;;
 	encoding) echo "src/common/encoding.c" ;;
 	entry) echo "src/common/wire.c" ;;
-	oci) echo "src/image/oci.c src/image/ref.c src/image/digest.c src/common/error.c" ;;
+	oci) echo "src/image/oci.c src/image/ref.c src/image/challenge.c src/image/digest.c src/common/error.c" ;;
 	layer) echo "src/image/layer.c src/image/digest.c src/common/wire.c src/common/io.c src/common/error.c" ;;
 	*) return 1 ;;
 	esac
@@ -53,6 +53,7 @@ seed_oci()
 	printf '[{"Config":"c.json","RepoTags":["a:1"],"Layers":["l/layer.tar"]}]' >"$1/docker"
 	printf '{"imageLayoutVersion":"1.0.0"}' >"$1/layout"
 	printf 'localhost:5000/a/b:v1@sha256:%s' $A64 >"$1/ref"
+	printf 'Bearer realm="https://auth.example/token",service="reg",scope="repository:a/b:pull"' >"$1/challenge"
 }
 
 # Small layers made with tar: files, a folder, a hard link, whiteouts,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "image/challenge.h"
 #include "image/ref.h"
 #include "image/source.h"
 
@@ -168,39 +169,6 @@ static void perform(struct reg *r, const char *url, const char *accept, struct s
 	curl_slist_free_all(h);
 }
 
-int registry_parse_challenge(const char *header, struct registry_challenge *ret)
-{
-	struct registry_challenge c = { 0 };
-	size_t n = strcspn(header, " ");
-	if (n == 0 || n >= sizeof(c.scheme))
-		return -EINVAL;
-	memcpy(c.scheme, header, n);
-	for (const char *p = header + n; *p;) {
-		p += strspn(p, " ,");
-		size_t klen = strcspn(p, "=");
-		if (!*p || !p[klen] || p[klen + 1] != '"')
-			break;
-		const char *v = p + klen + 2, *end = strchr(v, '"');
-		if (!end)
-			return -EINVAL;
-		char *dst = NULL;
-		size_t cap = 0;
-		if (klen == 5 && strncasecmp(p, "realm", 5) == 0)
-			dst = c.realm, cap = sizeof(c.realm);
-		else if (klen == 7 && strncasecmp(p, "service", 7) == 0)
-			dst = c.service, cap = sizeof(c.service);
-		else if (klen == 5 && strncasecmp(p, "scope", 5) == 0)
-			dst = c.scope, cap = sizeof(c.scope);
-		if (dst && (size_t)(end - v) >= cap)
-			return -ENAMETOOLONG;
-		if (dst)
-			snprintf(dst, cap, "%.*s", (int)(end - v), v);
-		p = end + 1;
-	}
-	*ret = c;
-	return 0;
-}
-
 static int get(struct reg *r, const char *url, const char *accept, struct sink *k, long *status, CURLcode *cc,
 	       struct cove_err *err);
 
@@ -218,7 +186,7 @@ static int http_error(struct reg *r, const char *what, long status, CURLcode cc,
 
 /* A Bearer token from the challenge's realm (with the credentials, if
  * any: as Basic), for the Authorization header of what follows. */
-static int bearer(struct reg *r, const struct registry_challenge *ch, struct cove_err *err)
+static int bearer(struct reg *r, const struct challenge *ch, struct cove_err *err)
 {
 	char url[2048];
 	_cleanup_free_ char *svc = curl_easy_escape(r->c, ch->service, 0);
@@ -251,10 +219,10 @@ static int bearer(struct reg *r, const struct registry_challenge *ch, struct cov
 
 static int authenticate(struct reg *r, struct cove_err *err)
 {
-	struct registry_challenge ch;
+	struct challenge ch;
 	if (r->auth_depth > 1)
 		return err_set(err, COVE_EINVAL, "registry: the token server asks for a token itself");
-	if (registry_parse_challenge(r->challenge, &ch) < 0)
+	if (challenge_parse(r->challenge, &ch) < 0)
 		return err_set(err, COVE_EINVAL, "registry: a 401 without a usable WWW-Authenticate");
 	if (strcasecmp(ch.scheme, "Bearer") == 0) {
 		r->auth_depth++;

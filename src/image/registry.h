@@ -38,11 +38,3 @@ struct registry_opts {
 
 int image_pull(struct image_store *s, const char *ref, const struct registry_opts *opts, struct image_info *ret,
 	       struct cove_err *err);
-
-/* A WWW-Authenticate challenge: its scheme and the parameters a Bearer one
- * carries. Pure; for the tests too. */
-struct registry_challenge {
-	char scheme[16]; /* "Basic", "Bearer" */
-	char realm[1024], service[256], scope[512];
-};
-int registry_parse_challenge(const char *header, struct registry_challenge *ret);

@@ -8,7 +8,8 @@
  * oci_manifest_json reads back as the same manifest; a config's Env
  * entries are KEY=VALUE, its ports 1..65535, its WorkingDir absolute or
  * empty, its diff ids valid and 1..OCI_LAYERS_MAX. An image reference that
- * parses, written out in full, parses back to the same.
+ * parses, written out in full, parses back to the same. A WWW-Authenticate
+ * challenge that parses has a scheme and NUL-terminated fields.
  *
  *   scripts/fuzz.sh oci
  */
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image/challenge.h"
 #include "image/oci.h"
 #include "image/ref.h"
 
@@ -77,6 +79,11 @@ static void check_ref(const uint8_t *data, size_t size)
 	    (!r.tag[0] && !r.digest[0]))
 		abort();
 	(void)image_ref_is_loopback(&r);
+	struct challenge ch;
+	if (challenge_parse(s, &ch) == 0 &&
+	    (!ch.scheme[0] || strlen(ch.realm) >= sizeof(ch.realm) || strlen(ch.service) >= sizeof(ch.service) ||
+	     strlen(ch.scope) >= sizeof(ch.scope)))
+		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

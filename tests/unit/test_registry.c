@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/encoding.h"
+#include "image/challenge.h"
 #include "image/digest.h"
 #include "image/image.h"
 #include "image/registry.h"
@@ -375,16 +376,16 @@ static void test_basic_auth(void)
 
 static void test_challenge(void)
 {
-	struct registry_challenge c;
-	CHECK(registry_parse_challenge("Bearer realm=\"https://auth.example/token\",service=\"reg.example\","
-				       "scope=\"repository:library/python:pull\"",
-				       &c) == 0 &&
+	struct challenge c;
+	CHECK(challenge_parse("Bearer realm=\"https://auth.example/token\",service=\"reg.example\","
+			      "scope=\"repository:library/python:pull\"",
+			      &c) == 0 &&
 		      strcmp(c.scheme, "Bearer") == 0 && strcmp(c.realm, "https://auth.example/token") == 0 &&
 		      strcmp(c.service, "reg.example") == 0 && strcmp(c.scope, "repository:library/python:pull") == 0,
 	      "a Bearer challenge");
-	CHECK(registry_parse_challenge("Basic realm=\"x\"", &c) == 0 && strcmp(c.scheme, "Basic") == 0, "a Basic one");
-	CHECK(registry_parse_challenge("", &c) < 0, "an empty one refused");
-	CHECK(registry_parse_challenge("Bearer realm=\"unterminated", &c) < 0, "an unterminated value refused");
+	CHECK(challenge_parse("Basic realm=\"x\"", &c) == 0 && strcmp(c.scheme, "Basic") == 0, "a Basic one");
+	CHECK(challenge_parse("", &c) < 0, "an empty one refused");
+	CHECK(challenge_parse("Bearer realm=\"unterminated", &c) < 0, "an unterminated value refused");
 }
 
 /* ---- a token server (the registry's Bearer auth) ----
