@@ -11,12 +11,15 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(SAN)
 PIE_CFLAGS = -fPIE
 PIE_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN)
 
-LIBS_DAEMON := -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lnftables -lprotobuf-c -lpthread
+LIBS_DAEMON := -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lnftables -lprotobuf-c -lnettle -lpthread
 LIBS_CLIENT := -ljansson -larchive -lacl
 
 COMMON_SRC := $(wildcard src/common/*.c)
 SYS_SRC    := $(filter-out src/sys/nftables.c,$(wildcard src/sys/*.c))
-SANDBOX_SRC:= $(wildcard src/sandbox/*.c) $(wildcard src/image/*.c)
+# The registry client is left out of coved until it is wired in: libcurl's
+# shared libraries would be mapped into every fork (see COVED_LIBS).
+REGISTRY_SRC := src/image/registry.c
+SANDBOX_SRC:= $(wildcard src/sandbox/*.c) $(filter-out $(REGISTRY_SRC),$(wildcard src/image/*.c))
 DAEMON_SRC := $(wildcard src/daemon/*.c src/daemon/*/*.c)
 ENGINE_SRC := $(wildcard src/engine/*.c src/store/*.c)
 # The network (src/net/, and libnftables through src/sys/nftables.c) is in
@@ -105,6 +108,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) $(NET_OBJ) $(call obj,$(CLIENT_SRC)
 $(BUILD)/tests/test_engine: tests/unit/test_engine.c $(ENGINE_OBJ) $(CORE_OBJ) $(NET_OBJ) $(call obj,$(CLIENT_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
+
+$(BUILD)/tests/test_registry: tests/unit/test_registry.c $(CORE_OBJ) $(call obj,$(CLIENT_SRC) $(REGISTRY_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON) -lcurl -lcrypt
 
 unit: $(UNIT_BIN)
 	@scripts/run-unit.sh $(UNIT_BIN)

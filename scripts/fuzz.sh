@@ -24,15 +24,58 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN
 sources()
 {
 	case "$1" in
-	http) echo "src/client/http.c src/common/error.c" ;;
+	http) echo "src/client/http.c src/common/error.c src/common/netaddr.c" ;;
 	wire) echo "src/common/wire.c" ;;
 	passwd) echo "src/common/passwd.c" ;;
 	encoding) echo "src/common/encoding.c" ;;
 	entry) echo "src/common/wire.c" ;;
 	dns) echo "src/net/dnsmsg.c" ;;
 	policy) echo "src/net/policy.c src/common/error.c" ;;
+	oci) echo "src/image/oci.c src/image/ref.c src/image/challenge.c src/image/digest.c src/common/error.c" ;;
+	layer) echo "src/image/layer.c src/image/digest.c src/common/wire.c src/common/io.c src/common/error.c" ;;
 	*) return 1 ;;
 	esac
+}
+
+# The libraries each harness links against.
+libs()
+{
+	case "$1" in
+	oci) echo "-ljansson -lnettle" ;;
+	layer) echo "-larchive -lnettle" ;;
+	esac
+}
+
+A64=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+seed_oci()
+{
+	printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":7,"platform":{"os":"linux","architecture":"amd64"}}]}' $A64 >"$1/index"
+	printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":7},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":9}]}' $A64 $A64 >"$1/manifest"
+	printf '{"os":"linux","architecture":"amd64","config":{"Env":["A=1"],"WorkingDir":"/w","User":"1:1","Entrypoint":["sh"],"Cmd":["-c","x"],"ExposedPorts":{"80/tcp":{}},"Labels":{"k":"v"}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' $A64 >"$1/config"
+	printf '[{"Config":"c.json","RepoTags":["a:1"],"Layers":["l/layer.tar"]}]' >"$1/docker"
+	printf '{"imageLayoutVersion":"1.0.0"}' >"$1/layout"
+	printf 'localhost:5000/a/b:v1@sha256:%s' $A64 >"$1/ref"
+	printf 'Bearer realm="https://auth.example/token",service="reg",scope="repository:a/b:pull"' >"$1/challenge"
+}
+
+# Small layers made with tar: files, a folder, a hard link, whiteouts,
+# and symlinks and hard links aimed outside the tree.
+seed_layer()
+{
+	t=$(mktemp -d) || return 1
+	mkdir -p "$t/a/etc" "$t/a/opq" "$t/b"
+	echo hello >"$t/a/etc/f"
+	ln "$t/a/etc/f" "$t/a/etc/hl"
+	ln -s ../outside "$t/a/esc"
+	touch "$t/a/.wh.gone" "$t/a/opq/.wh..wh..opq"
+	tar -C "$t/a" --owner=0 --group=0 -cf "$1/plain" .
+	gzip -c "$1/plain" >"$1/gzip"
+	if command -v zstd >/dev/null; then zstd -q -c "$1/plain" >"$1/zstd"; fi
+	ln -s ../outside "$t/b/esc"
+	tar -C "$t/b" -cf "$1/escape" esc
+	mkdir -p "$t/b/esc2" && echo x >"$t/b/esc2/x"
+	tar -C "$t/b" --transform 's,^esc2,esc,' --no-recursion -cf "$1/through" esc esc2/x
+	rm -rf "$t"
 }
 
 # A few valid inputs to start from, so that the first seconds are not spent
@@ -75,6 +118,8 @@ seed()
 		printf './a//b/./c/' >"$d/seed1"
 		printf '/../etc/passwd' >"$d/seed2"
 		;;
+	oci) seed_oci "$d" ;;
+	layer) seed_layer "$d" ;;
 	esac
 }
 
@@ -92,7 +137,7 @@ for n in $names; do
 	bin=$OUT/fuzz_$n
 	log=$OUT/$n.log
 	# shellcheck disable=SC2086 # word splitting of the flag lists is intended
-	if ! $CC $CFLAGS "$src" $mods -o "$bin"; then
+	if ! $CC $CFLAGS "$src" $mods -o "$bin" $(libs "$n"); then
 		echo "fuzz: $n: build failed" >&2
 		failed="$failed $n"
 		continue

@@ -4,7 +4,10 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int tap_n, tap_failed, tap_skipped;
 
@@ -65,4 +68,20 @@ static inline const char *pathf(const char *fmt, ...)
 	vsnprintf(b, PATH_MAX, fmt, ap);
 	va_end(ap);
 	return b;
+}
+
+/* For tests on a loop-backed btrfs pool: root and /dev/loop-control, and
+ * the test's directory made from the mkdtemp template tmpl. false (after a
+ * SKIP or a failed check) when the test cannot run here. */
+static inline bool tap_loop_tmpdir(char *tmpl)
+{
+	if (geteuid() != 0 || access("/dev/loop-control", F_OK) < 0) {
+		SKIP("needs root and /dev/loop-control");
+		return false;
+	}
+	if (!mkdtemp(tmpl)) {
+		CHECK1(0, "mkdtemp: %s", strerror(errno));
+		return false;
+	}
+	return true;
 }

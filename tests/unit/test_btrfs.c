@@ -394,14 +394,8 @@ static void cleanup(void)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (geteuid() != 0 || access("/dev/loop-control", F_OK) < 0) {
-		SKIP("needs root and /dev/loop-control");
+	if (!tap_loop_tmpdir(base))
 		return tap_done();
-	}
-	if (!mkdtemp(base)) {
-		CHECK1(0, "mkdtemp: %s", strerror(errno));
-		return tap_done();
-	}
 	if (btrfs_is_btrfs(base) == 1) {
 		SKIP("/var/tmp is btrfs: the pool would not be loop-backed");
 	} else {
