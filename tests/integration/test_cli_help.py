@@ -129,7 +129,8 @@ def _run_block(cv, block, build):
             cv = tcp
             block = "\n".join(lines[1:]).replace("7070", str(port))
         script = _substitute(block, cv, stage, build)
-        cwd = ROOT if re.search(r"\bmake\b", block) else work
+        # blocks about the source tree (make, the SDKs' folders) run in it
+        cwd = ROOT if re.search(r"\bmake\b|\bsdk/", block) else work
         r = subprocess.run(["sh", "-ec", script], cwd=cwd, env=_env(cv), capture_output=True, input=TYPED,
                            timeout=600)
         assert r.returncode == 0, (script, r.stdout[-3000:], r.stderr[-3000:])
