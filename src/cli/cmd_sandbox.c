@@ -16,7 +16,9 @@ static const struct option spec_opts[] = {
 	{ "env", required_argument, NULL, 'e' },     { "workdir", required_argument, NULL, 'w' },
 	{ "user", required_argument, NULL, 'u' },    { "name", required_argument, NULL, 'n' },
 	{ "timeout", required_argument, NULL, 't' }, { "isolation", required_argument, NULL, 'X' },
-	{ "inherit-env", no_argument, NULL, 'E' },   { 0 },
+	{ "inherit-env", no_argument, NULL, 'E' },   { "network", required_argument, NULL, 'N' },
+	{ "allow-out", required_argument, NULL, 'O' }, { "deny-out", required_argument, NULL, 'D' },
+	{ 0 },
 };
 
 /* "K=V" into an env object. */
@@ -99,6 +101,13 @@ static int parse_spec(const char *verb, int argc, char **argv, json_t *spec)
 			break;
 		case 'E':
 			json_object_set_new(spec, "inherit_env", json_true());
+			break;
+		case 'N': /* coved checks the mode and the lists */
+			json_object_set_new(spec, "network", json_string(optarg));
+			break;
+		case 'O':
+		case 'D':
+			cli_add_list(spec, c == 'O' ? "allow_out" : "deny_out", optarg);
 			break;
 		default:
 			return cli_usage_error(verb, "unknown or incomplete option '%s'", argv[optind - 1]), -1;

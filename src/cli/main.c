@@ -28,6 +28,8 @@ static const struct verb {
 	{ "ls", cmd_ls, "ls                           list sandboxes" },
 	{ "info", cmd_info, "info ID                      a sandbox as JSON" },
 	{ "rm", cmd_rm, "rm ID...                     delete sandboxes" },
+	{ "network", cmd_network,
+	  "network ID [--allow-out X]... [--deny-out Y]... [--clear]  replace a sandbox's egress policy (none: show it)" },
 	{ "cp", cmd_cp,
 	  "cp SRC ID:DST | ID:SRC DST   copy a file or folder into or out of a sandbox (- is stdin/stdout)" },
 	{ "snapshot", cmd_snapshot, "snapshot [--name N] ID       snapshot a sandbox (running or not), print its ID" },
@@ -61,6 +63,7 @@ static void usage(FILE *f)
 		fprintf(f, "  %s\n", verbs[i].help);
 	fprintf(f, "\nsandbox options (run, create): --image I --memory 512M --cpus 1 --pids N --env K=V\n"
 		   "  --workdir DIR --user U --name NAME\n"
+		   "  --network egress|none (default egress) --allow-out CIDR|DOMAIN --deny-out CIDR|DOMAIN\n"
 		   "  --isolation external [--inherit-env]  the host backend: a workspace folder, no OS boundary\n"
 		   "restore options: --name NAME --memory 512M --cpus 1 --pids N (default: the snapshot's)\n"
 		   "portable snapshots: snapshot --portable [--path DIR] ID > s.json; restore --portable [--path DIR] "
