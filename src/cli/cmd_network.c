@@ -31,7 +31,7 @@ int cmd_network(struct cli *cli, int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == '?') {
 			json_decref(req);
 			return cli_usage_error("network", "unknown or incomplete option '%s'", argv[optind - 1]);
