@@ -29,6 +29,7 @@ struct sandbox_net {
 	struct net_addrs addrs;
 	struct policy_list allow, deny;
 	struct dns_forwarder *dns;
+	int claim_fd;  /* holds the host-wide lock on its addresses, or -1 */
 	bool attached; /* veth and rules made in this run */
 };
 
@@ -97,13 +98,43 @@ int network_check(const struct sandbox_spec *s, struct cove_err *err)
 	return r;
 }
 
+#define CLAIM_DIR "/run/cove-net"
+#define GUARD_FILE CLAIM_DIR "/forwarding-guard"
+
+/* Which forwarding a coved turned on, for the coveds after it: forwarding
+ * stays on when coved stops, so a restarted coved (or a second one) finds
+ * it on and would otherwise drop the guard that keeps the host from
+ * routing anything but sandboxes. In /run: gone at a reboot, as the
+ * switch is. */
+static void guard_share(struct net_forwarding *fw)
+{
+	char buf[4] = "";
+	if (fw->guard4 || fw->guard6) {
+		(void)mkdir(CLAIM_DIR, 0700);
+		FILE *f = fopen(GUARD_FILE, "we");
+		if (f) {
+			fprintf(f, "%s%s", fw->guard4 ? "4" : "", fw->guard6 ? "6" : "");
+			fclose(f);
+		}
+		return;
+	}
+	_cleanup_close_ int fd = open(GUARD_FILE, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0) {
+		fw->guard4 = strchr(buf, '4') != NULL;
+		fw->guard6 = strchr(buf, '6') != NULL;
+	}
+}
+
 /* forwarding and the table: once, at the first sandbox with egress. */
 static int start(struct engine *d, struct cove_err *err)
 {
 	struct engine_net *n = d->net;
 	if (n->started)
 		return 0;
-	if (net_forwarding_enable(n->pool.has_v6, &n->fw, err) < 0 || net_init(&n->pool, &n->fw, err) < 0)
+	if (net_forwarding_enable(n->pool.has_v6, &n->fw, err) < 0)
+		return -1;
+	guard_share(&n->fw);
+	if (net_init(&n->pool, &n->fw, err) < 0)
 		return -1;
 	n->started = true;
 	return 0;
@@ -132,6 +163,8 @@ static void sandbox_net_free(struct sandbox_net *sn)
 	if (!sn)
 		return;
 	dns_forwarder_free(sn->dns);
+	if (sn->claim_fd >= 0)
+		close(sn->claim_fd);
 	policy_list_free(&sn->allow);
 	policy_list_free(&sn->deny);
 	free(sn);
@@ -163,20 +196,48 @@ static bool host_has_addr(const uint8_t addr[4])
 	return fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 }
 
-/* A free slot of the pool whose gateway no other coved on the host has
- * taken; the slots skipped go back (next fit moves past them anyway). */
-static int alloc_addrs(struct net_pool *p, struct net_addrs *ret)
+/* The host-wide claim on a gateway address, among the coveds of a host: a
+ * record lock on CLAIM_DIR/<gateway>, held as long as the sandbox lives in
+ * this coved (a POSIX lock: coved's forks do not inherit it, and it goes
+ * when coved dies). The fd, or -1 when another coved holds it. A sandbox
+ * of a coved that died holds no lock, but its gateway is still on the
+ * host: host_has_addr sees that. */
+static int claim(const uint8_t gw4[4])
+{
+	char path[64], gw[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, gw4, gw, sizeof(gw));
+	snprintf(path, sizeof(path), CLAIM_DIR "/%s", gw);
+	(void)mkdir(CLAIM_DIR, 0700);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	if (fd >= 0 && fcntl(fd, F_SETLK, &fl) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A free slot of the pool that no other coved on the host has: claimed
+ * (*claim_fd), and its gateway not on the host yet. The slots skipped go
+ * back (next fit moves past them anyway). */
+static int alloc_addrs(struct net_pool *p, struct net_addrs *ret, int *claim_fd)
 {
 	uint32_t skipped[64];
 	int n = 0, r;
-	while ((r = net_pool_alloc(p, ret)) == 0 && host_has_addr(ret->gw4) && n < 64)
+	while ((r = net_pool_alloc(p, ret)) == 0) {
+		if ((*claim_fd = claim(ret->gw4)) >= 0 && !host_has_addr(ret->gw4))
+			break;
+		if (*claim_fd >= 0)
+			close(*claim_fd);
+		*claim_fd = -1;
 		skipped[n++] = ret->slot;
+		if (n == 64) {
+			r = -ENOSPC;
+			break;
+		}
+	}
 	for (int i = 0; i < n; i++)
 		net_pool_release(p, skipped[i]);
-	if (r == 0 && n == 64) {
-		net_pool_release(p, ret->slot);
-		return -ENOSPC;
-	}
 	return r;
 }
 
@@ -187,8 +248,12 @@ int network_prepare(struct engine *d, struct sandbox *sb, const char *subvol, st
 	struct sandbox_net *sn = calloc(1, sizeof(*sn));
 	if (!sn)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
-	int r = subvol ? alloc_addrs(&d->net->pool, &sn->addrs)
+	sn->claim_fd = -1;
+	int r = subvol ? alloc_addrs(&d->net->pool, &sn->addrs, &sn->claim_fd)
 		       : net_pool_take(&d->net->pool, (uint32_t)sb->spec.net_slot, &sn->addrs);
+	/* A sandbox kept over a restart: its addresses are its own already. */
+	if (r == 0 && !subvol)
+		sn->claim_fd = claim(sn->addrs.gw4);
 	if (r < 0) {
 		free(sn);
 		return r == -ENOSPC
