@@ -45,6 +45,9 @@ int network_open(struct engine *d, const char *subnet, struct cove_err *err)
 	if (r == 0)
 		r = net_pool_init(&n->pool, subnet && *subnet ? subnet : NULL, &routes, ula, err);
 	net_host_routes_free(&routes);
+	struct net_addrs resolver;
+	if (r == 0 && net_pool_take(&n->pool, NET_RESOLVER_SLOT, &resolver) < 0)
+		r = err_set(err, COVE_EINVAL, "--subnet: too small");
 	if (r < 0) {
 		free(n);
 		return -1;
@@ -170,19 +173,21 @@ static void sandbox_net_free(struct sandbox_net *sn)
 	free(sn);
 }
 
-static int write_resolv_conf(const char *subvol, const struct net_addrs *a, struct cove_err *err)
+/* A new sandbox's /etc/resolv.conf, in its root's upper layer: the
+ * resolver address, the same in every sandbox of the pool (see
+ * NET_RESOLVER_SLOT), so a restored or forked root keeps its bytes. */
+static int write_resolv_conf(const struct net_pool *p, const char *subvol, struct cove_err *err)
 {
 	char path[700], gw[INET6_ADDRSTRLEN];
-	inet_ntop(AF_INET, a->gw4, gw, sizeof(gw));
+	struct net_addrs r;
+	net_pool_addrs(p, NET_RESOLVER_SLOT, &r);
+	inet_ntop(AF_INET, r.gw4, gw, sizeof(gw));
 	snprintf(path, sizeof(path), "%s/upper/root/etc", subvol);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return err_sys(err, errno, "mkdir '%s'", path);
 	snprintf(path, sizeof(path), "%s/upper/root/etc/resolv.conf", subvol);
-	/* A file of the sandbox's own, replacing what a restored root had:
-	 * the resolver is at this sandbox's gateway, not its origin's. */
-	(void)unlink(path);
-	FILE *f = fopen(path, "wex");
-	if (!f || fprintf(f, "# coved's resolver on this sandbox's gateway\nnameserver %s\n", gw) < 0 || fclose(f) != 0)
+	FILE *f = fopen(path, "we");
+	if (!f || fprintf(f, "# coved's resolver\nnameserver %s\n", gw) < 0 || fclose(f) != 0)
 		return err_sys(err, errno, "write '%s'", path);
 	return 0;
 }
@@ -241,7 +246,7 @@ static int alloc_addrs(struct net_pool *p, struct net_addrs *ret, int *claim_fd)
 	return r;
 }
 
-int network_prepare(struct engine *d, struct sandbox *sb, const char *subvol, struct cove_err *err)
+int network_prepare(struct engine *d, struct sandbox *sb, bool loaded, const char *new_root, struct cove_err *err)
 {
 	if (!sb->spec.egress)
 		return 0;
@@ -249,10 +254,10 @@ int network_prepare(struct engine *d, struct sandbox *sb, const char *subvol, st
 	if (!sn)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	sn->claim_fd = -1;
-	int r = subvol ? alloc_addrs(&d->net->pool, &sn->addrs, &sn->claim_fd)
-		       : net_pool_take(&d->net->pool, (uint32_t)sb->spec.net_slot, &sn->addrs);
+	int r = !loaded ? alloc_addrs(&d->net->pool, &sn->addrs, &sn->claim_fd)
+			: net_pool_take(&d->net->pool, (uint32_t)sb->spec.net_slot, &sn->addrs);
 	/* A sandbox kept over a restart: its addresses are its own already. */
-	if (r == 0 && !subvol)
+	if (r == 0 && loaded)
 		sn->claim_fd = claim(sn->addrs.gw4);
 	if (r < 0) {
 		free(sn);
@@ -263,7 +268,7 @@ int network_prepare(struct engine *d, struct sandbox *sb, const char *subvol, st
 	sb->spec.net_slot = (int)sn->addrs.slot;
 	if (parse_list("allow_out", sb->spec.allow_out, &sn->allow, err) < 0 ||
 	    parse_list("deny_out", sb->spec.deny_out, &sn->deny, err) < 0 ||
-	    (subvol && !sb->spec.external && write_resolv_conf(subvol, &sn->addrs, err) < 0)) {
+	    (new_root && !sb->spec.external && write_resolv_conf(&d->net->pool, new_root, err) < 0)) {
 		net_pool_release(&d->net->pool, sn->addrs.slot);
 		sandbox_net_free(sn);
 		return -1;
@@ -398,7 +403,9 @@ json_t *network_to_json(const struct sandbox *sb)
 		return j;
 	put_addr(j, "address", AF_INET, sn->addrs.sb4);
 	put_addr(j, "gateway", AF_INET, sn->addrs.gw4);
-	put_addr(j, "dns", AF_INET, sn->addrs.gw4);
+	struct net_addrs r;
+	net_pool_addrs(&engine_ctx->net->pool, NET_RESOLVER_SLOT, &r);
+	put_addr(j, "dns", AF_INET, r.gw4);
 	if (sn->addrs.has_v6) {
 		put_addr(j, "address6", AF_INET6, sn->addrs.sb6);
 		put_addr(j, "gateway6", AF_INET6, sn->addrs.gw6);

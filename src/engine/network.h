@@ -38,11 +38,12 @@ void network_close(struct engine *d);
  * that an external sandbox does not ask for egress. */
 int network_check(const struct sandbox_spec *s, struct cove_err *err);
 
-/* Create, before the runtime starts: the sandbox's addresses (a 503-ish
- * COVE_EFULL when the pool has none), its parsed policy, and its
- * /etc/resolv.conf naming its gateway in the root's upper layer (subvol).
- * A no-op for network "none". */
-int network_prepare(struct engine *d, struct sandbox *sb, const char *subvol, struct cove_err *err);
+/* Create (loaded false), before the runtime starts: the sandbox's
+ * addresses (COVE_EFULL when the pool has none) and its parsed policy; in
+ * new_root (a new root's subvolume, NULL for a restored or forked one,
+ * which has it already) /etc/resolv.conf naming the resolver. At load
+ * (loaded true): the addresses it had. A no-op for network "none". */
+int network_prepare(struct engine *d, struct sandbox *sb, bool loaded, const char *new_root, struct cove_err *err);
 /* After the runtime started init (a new network namespace): veth, rules,
  * resolver. With reattached (init of a previous coved, still running: its
  * veth is there) only rules and resolver. */

@@ -100,9 +100,9 @@ def test_egress_is_the_default_with_addresses_and_resolver(cv):
     try:
         n = _network(cv, sid)
         assert n["mode"] == "egress" and n["allow_out"] == [] and n["deny_out"] == [], n
-        assert n["address"] and n["gateway"] and n["dns"] == n["gateway"], n
+        assert n["address"] and n["gateway"] and n["dns"] and n["dns"] != n["gateway"], n
         r = cv.sh(sid, "cat /etc/resolv.conf; cat /proc/net/fib_trie")
-        assert "nameserver %s\n" % n["gateway"] in r["stdout"], r
+        assert "nameserver %s\n" % n["dns"] in r["stdout"], r
         assert n["address"] in r["stdout"], r
         caps = cv.api("GET", "/v1/capabilities")[1]
         assert caps["network"] == ["egress", "none"], caps
@@ -222,8 +222,8 @@ def test_policy_survives_restart_snapshot_restore_and_fork(_shared):
             for copy in (r["id"], fid):
                 n = _network(own, copy)
                 assert n["deny_out"] == [HOST2] and n["address"] != before["address"], n
-                r2 = own.sh(copy, "cat /etc/resolv.conf")
-                assert "nameserver %s\n" % n["gateway"] in r2["stdout"], r2
+                r2 = own.sh(copy, "cat /etc/resolv.conf; getent hosts registry.npmjs.org >/dev/null; echo rc=$?")
+                assert "nameserver %s\n" % n["dns"] in r2["stdout"] and "rc=0" in r2["stdout"], r2
                 assert _reach(own, copy, HOST1) and not _reach(own, copy, HOST2), copy
             # A runtime change survives a restart too.
             assert _put(own, sid, deny_out=[HOST1])[0] == 200
