@@ -390,13 +390,15 @@ static void bench_idle(struct cove *c, int n, int coved)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' }, { "coved-pid", required_argument, NULL, 'p' },
-		{ "cold", required_argument, NULL, 'c' },   { "exec", required_argument, NULL, 'e' },
-		{ "idle", required_argument, NULL, 'i' },   { "paced", required_argument, NULL, 'P' },
-		{ "out", required_argument, NULL, 'o' },    { "cold-net", required_argument, NULL, 'n' },
-		{ 0 }
-	};
+	static const struct option opts[] = { { "socket", required_argument, NULL, 's' },
+					      { "coved-pid", required_argument, NULL, 'p' },
+					      { "cold", required_argument, NULL, 'c' },
+					      { "exec", required_argument, NULL, 'e' },
+					      { "idle", required_argument, NULL, 'i' },
+					      { "paced", required_argument, NULL, 'P' },
+					      { "out", required_argument, NULL, 'o' },
+					      { "cold-net", required_argument, NULL, 'n' },
+					      { 0 } };
 	const char *sock = COVE_DEFAULT_SOCKET, *outfile = NULL;
 	int coved = 0, ncold = 200, npaced = 50, nexec = 1000, nidle = 200, ncoldnet = 0, o;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)

@@ -11,13 +11,20 @@
 #include "common/parse.h"
 
 static const struct option spec_opts[] = {
-	{ "image", required_argument, NULL, 'I' },   { "memory", required_argument, NULL, 'm' },
-	{ "cpus", required_argument, NULL, 'c' },    { "pids", required_argument, NULL, 'p' },
-	{ "env", required_argument, NULL, 'e' },     { "workdir", required_argument, NULL, 'w' },
-	{ "user", required_argument, NULL, 'u' },    { "name", required_argument, NULL, 'n' },
-	{ "timeout", required_argument, NULL, 't' }, { "isolation", required_argument, NULL, 'X' },
-	{ "inherit-env", no_argument, NULL, 'E' },   { "network", required_argument, NULL, 'N' },
-	{ "allow-out", required_argument, NULL, 'O' }, { "deny-out", required_argument, NULL, 'D' },
+	{ "image", required_argument, NULL, 'I' },
+	{ "memory", required_argument, NULL, 'm' },
+	{ "cpus", required_argument, NULL, 'c' },
+	{ "pids", required_argument, NULL, 'p' },
+	{ "env", required_argument, NULL, 'e' },
+	{ "workdir", required_argument, NULL, 'w' },
+	{ "user", required_argument, NULL, 'u' },
+	{ "name", required_argument, NULL, 'n' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "isolation", required_argument, NULL, 'X' },
+	{ "inherit-env", no_argument, NULL, 'E' },
+	{ "network", required_argument, NULL, 'N' },
+	{ "allow-out", required_argument, NULL, 'O' },
+	{ "deny-out", required_argument, NULL, 'D' },
 	{ 0 },
 };
 

@@ -29,7 +29,8 @@ static const struct verb {
 	{ "info", cmd_info, "info ID                      a sandbox as JSON" },
 	{ "rm", cmd_rm, "rm ID...                     delete sandboxes" },
 	{ "network", cmd_network,
-	  "network ID [--allow-out X]... [--deny-out Y]... [--clear]  replace a sandbox's egress policy (none: show it)" },
+	  "network ID [--allow-out X]... [--deny-out Y]... [--clear]  replace a sandbox's egress policy (none: show "
+	  "it)" },
 	{ "cp", cmd_cp,
 	  "cp SRC ID:DST | ID:SRC DST   copy a file or folder into or out of a sandbox (- is stdin/stdout)" },
 	{ "snapshot", cmd_snapshot, "snapshot [--name N] ID       snapshot a sandbox (running or not), print its ID" },

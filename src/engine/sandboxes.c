@@ -490,7 +490,8 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	}
 	/* Recorded before it runs, so that a crash from here on leaves a row
 	 * that the next start can boot or clean up, never a leaked subvolume. */
-	if (network_prepare(d, sb, false, from ? NULL : subvol, err) < 0 || sandbox_save(d, sb, err) < 0 || boot_begin(d, sb, p, err) < 0) {
+	if (network_prepare(d, sb, false, from ? NULL : subvol, err) < 0 || sandbox_save(d, sb, err) < 0 ||
+	    boot_begin(d, sb, p, err) < 0) {
 		network_release(d, sb);
 		(void)storage_delete(d->pool.driver, subvol);
 		(void)store_delete_sandbox(d->store, sb->id, NULL);

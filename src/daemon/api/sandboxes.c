@@ -65,8 +65,11 @@ static int get_list(json_t *j, const char *key, json_t **ret, struct cove_err *e
 	if (!json_is_array(v) || json_array_size(v) > NETWORK_LIST_MAX)
 		return err_set(err, COVE_EINVAL, "'%s' must be an array of at most %d CIDRs and domain names", key,
 			       NETWORK_LIST_MAX);
-	json_array_foreach(v, i, it) if (!json_is_string(it)) return err_set(err, COVE_EINVAL,
-									      "'%s'[%zu] must be a string", key, i);
+	json_array_foreach(v, i, it)
+	{
+		if (!json_is_string(it))
+			return err_set(err, COVE_EINVAL, "'%s'[%zu] must be a string", key, i);
+	}
 	*ret = json_incref(v);
 	return 0;
 }
@@ -87,9 +90,10 @@ static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err
 
 static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 {
-	static const char *const fields[] = { "name", "image",   "memory",    "cpus",      "pids",        "env", "cwd",
-					      "user", "timeout", "ephemeral", "isolation", "inherit_env", "network",
-					      "allow_out", "deny_out", NULL };
+	static const char *const fields[] = { "name",    "image",     "memory",    "cpus",
+					      "pids",    "env",       "cwd",       "user",
+					      "timeout", "ephemeral", "isolation", "inherit_env",
+					      "network", "allow_out", "deny_out",  NULL };
 	const char *name = "", *image = "host", *cwd = "", *user = "";
 	double cpus = 1, pids = 1024;
 	s->memory = 512ull << 20;
@@ -220,7 +224,6 @@ int h_timeout(struct http_req *req, const char *id, struct cove_err *err)
 	return 0;
 }
 
-
 /* PUT /v1/sandboxes/{id}/network {allow_out, deny_out}: both lists
  * replaced (an absent one is empty). */
 int h_network(struct http_req *req, const char *id, struct cove_err *err)
@@ -232,9 +235,9 @@ int h_network(struct http_req *req, const char *id, struct cove_err *err)
 		return -1;
 	json_t *allow = NULL, *deny = NULL;
 	int r = check_fields(j, fields, err) < 0 || get_list(j, "allow_out", &allow, err) < 0 ||
-			get_list(j, "deny_out", &deny, err) < 0
-		? -1
-		: 0;
+				get_list(j, "deny_out", &deny, err) < 0
+			? -1
+			: 0;
 	json_decref(j);
 	size_t na = json_array_size(allow), nd = json_array_size(deny);
 	const char **a = calloc(na + 1, sizeof(*a)), **dv = calloc(nd + 1, sizeof(*dv));
