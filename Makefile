@@ -11,7 +11,7 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(SAN)
 PIE_CFLAGS = -fPIE
 PIE_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN)
 
-LIBS_DAEMON := -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lnftables -lprotobuf-c -lnettle -lpthread
+LIBS_DAEMON := -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lprotobuf-c -lnettle -ldl -lpthread
 LIBS_CLIENT := -ljansson -larchive -lacl
 
 COMMON_SRC := $(wildcard src/common/*.c)
@@ -22,9 +22,9 @@ REGISTRY_SRC := src/image/registry.c
 SANDBOX_SRC:= $(wildcard src/sandbox/*.c) $(filter-out $(REGISTRY_SRC),$(wildcard src/image/*.c))
 DAEMON_SRC := $(wildcard src/daemon/*.c src/daemon/*/*.c)
 ENGINE_SRC := $(wildcard src/engine/*.c src/store/*.c)
-# The network (src/net/, and libnftables through src/sys/nftables.c) is in
-# the unit tests until coved wires it in: libnftables is a shared library
-# only, and coved links what it loads at every sandbox start (see below).
+# The network (src/net/, and libnftables through src/sys/nftables.c, which
+# loads it with dlopen on first use: it is a shared library only, and coved
+# must not map it at every sandbox start unless a sandbox has egress).
 NET_SRC    := $(wildcard src/net/*.c) src/sys/nftables.c
 CLIENT_SRC := $(wildcard src/client/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
@@ -82,9 +82,9 @@ $(BUILD)/libcove.a: $(CLIENT_OBJ)
 # each fork copies and each exit unmaps every mapping of every shared
 # library. libarchive's 14 shared libraries made a create 0.7-1 ms slower.
 COVED_LIBS := -Wl,-Bstatic -levent_core -levent_extra -ljansson -lsqlite3 -lseccomp -larchive -lacl -lnettle \
-              -lzstd -llz4 -lbz2 -lprotobuf-c -Wl,-Bdynamic -lxml2 -llzma -lz -lm -lpthread
+              -lzstd -llz4 -lbz2 -lprotobuf-c -Wl,-Bdynamic -lxml2 -ldl -llzma -lz -lm -lpthread
 
-$(BUILD)/coved: $(DAEMON_OBJ) $(ENGINE_OBJ) $(CORE_OBJ)
+$(BUILD)/coved: $(DAEMON_OBJ) $(ENGINE_OBJ) $(CORE_OBJ) $(NET_OBJ)
 	$(CC) $(PIE_LDFLAGS) -o $@ $^ $(COVED_LIBS)
 
 # The CLI is linked statically (static-pie keeps ASLR): loading shared

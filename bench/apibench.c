@@ -136,6 +136,47 @@ static void bench_cold(struct cove *c, int n)
 	free(tot), free(cr), free(ex), free(dl);
 }
 
+/* ---- (a-net) cold cycles with network egress and none, alternated -------
+ * Side by side in one run: egress (veth, rules, resolver; the default) and
+ * none (loopback only), one after the other, so that both see the same
+ * load. */
+static void bench_cold_net(struct cove *c, int n)
+{
+	static const char *const specs[2] = { "{\"network\": \"egress\"}", "{\"network\": \"none\"}" };
+	double *cr[2] = { calloc(n, sizeof(double)), calloc(n, sizeof(double)) };
+	double *tot[2] = { calloc(n, sizeof(double)), calloc(n, sizeof(double)) };
+	struct cove_error e = { 0 };
+	char id[16];
+	for (int i = -WARMUP; i < n; i++)
+		for (int k = 0; k < 2; k++) {
+			double t0 = now_ms();
+			if (cove_create(c, specs[k], id, &e) < 0)
+				die("create", &e);
+			double t1 = now_ms();
+			exec_true(c, id);
+			delete (c, id);
+			if (i >= 0) {
+				cr[k][i] = t1 - t0;
+				tot[k][i] = now_ms() - t0;
+			}
+		}
+	printf("(a-net) cold create with network egress and none, alternated, %d runs each (+%d warm-up)\n", n, WARMUP);
+	static const char *const names[2] = { "egress", "none" };
+	for (int k = 0; k < 2; k++) {
+		double c50 = pct(cr[k], n, .50), t50 = pct(tot[k], n, .50);
+		printf("    %-6s create p50 %6.2f ms, p95 %6.2f ms; whole cycle p50 %6.2f ms\n", names[k], c50,
+		       pct(cr[k], n, .95), t50);
+		char key[64];
+		snprintf(key, sizeof(key), "cold_net.%s.create.p50", names[k]);
+		result(key, "%.3f", c50);
+		snprintf(key, sizeof(key), "cold_net.%s.cycle.p50", names[k]);
+		result(key, "%.3f", t50);
+	}
+	printf("    egress - none, create p50: %+.2f ms\n", pct(cr[0], n, .50) - pct(cr[1], n, .50));
+	for (int k = 0; k < 2; k++)
+		free(cr[k]), free(tot[k]);
+}
+
 /* ---- (a') the same cycle, paced: with a pause before each, coved's
  * background work (deferred cgroup and subvolume deletion, the kernel's
  * namespace teardown) is
@@ -349,14 +390,17 @@ static void bench_idle(struct cove *c, int n, int coved)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' }, { "coved-pid", required_argument, NULL, 'p' },
-		{ "cold", required_argument, NULL, 'c' },   { "exec", required_argument, NULL, 'e' },
-		{ "idle", required_argument, NULL, 'i' },   { "paced", required_argument, NULL, 'P' },
-		{ "out", required_argument, NULL, 'o' },    { 0 }
-	};
+	static const struct option opts[] = { { "socket", required_argument, NULL, 's' },
+					      { "coved-pid", required_argument, NULL, 'p' },
+					      { "cold", required_argument, NULL, 'c' },
+					      { "exec", required_argument, NULL, 'e' },
+					      { "idle", required_argument, NULL, 'i' },
+					      { "paced", required_argument, NULL, 'P' },
+					      { "out", required_argument, NULL, 'o' },
+					      { "cold-net", required_argument, NULL, 'n' },
+					      { 0 } };
 	const char *sock = COVE_DEFAULT_SOCKET, *outfile = NULL;
-	int coved = 0, ncold = 200, npaced = 50, nexec = 1000, nidle = 200, o;
+	int coved = 0, ncold = 200, npaced = 50, nexec = 1000, nidle = 200, ncoldnet = 0, o;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
 		switch (o) {
 		case 's':
@@ -380,9 +424,12 @@ int main(int argc, char **argv)
 		case 'o':
 			outfile = optarg;
 			break;
+		case 'n':
+			ncoldnet = atoi(optarg);
+			break;
 		default:
 			fprintf(stderr, "usage: apibench --socket S --coved-pid PID [--cold N] [--paced N] [--exec N] "
-					"[--idle N] "
+					"[--idle N] [--cold-net N] "
 					"[--out FILE]\n");
 			return 2;
 		}
@@ -397,6 +444,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (ncold > 0)
 		bench_cold(c, ncold);
+	if (ncoldnet > 0)
+		bench_cold_net(c, ncoldnet);
 	if (npaced > 0)
 		bench_paced(c, npaced, 100);
 	if (nexec > 0)

@@ -19,6 +19,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${COVE_BENCH_DIR:-/var/tmp/cove-bench}
 COLD_N=${COLD_N:-200}       # (a) API cold create -> exec -> delete, back to back
+COLD_NET_N=${COLD_NET_N:-100} # (a-net) the same with network egress and none, alternated
 PACED_N=${PACED_N:-50}      # (a') the same, each after a 100 ms pause
 EXEC_N=${EXEC_N:-1000}      # (b) API exec true
 IDLE_N=${IDLE_N:-200}       # (c) idle sandboxes for memory
@@ -231,7 +232,7 @@ log "building apibench"
 cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra -I"$ROOT/include" -I"$ROOT/src" "$ROOT/bench/apibench.c" \
 	"$ROOT/build/libcove.a" -ljansson -o "$B/apibench"
 log "apibench: cold $COLD_N, paced $PACED_N, exec $EXEC_N, idle $IDLE_N"
-"$B/apibench" --socket "$SOCK" --coved-pid "$COVED_PID" --cold "$COLD_N" --paced "$PACED_N" --exec "$EXEC_N" \
+"$B/apibench" --socket "$SOCK" --coved-pid "$COVED_PID" --cold "$COLD_N" --cold-net "$COLD_NET_N" --paced "$PACED_N" --exec "$EXEC_N" \
 	--idle "$IDLE_N" --out "$RES/api.txt" | tee "$RES/api-report.txt" >&2
 
 # --- 2a. the SDKs next to what they wrap: Python's next to libcove, TypeScript's next to node's http

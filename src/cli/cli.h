@@ -1,5 +1,6 @@
 /* The cove CLI: one file per group of verbs, all built on libcove. */
 #pragma once
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -86,6 +87,9 @@ int cmd_exec(struct cli *cli, int argc, char **argv);
 int cmd_ls(struct cli *cli, int argc, char **argv);
 int cmd_info(struct cli *cli, int argc, char **argv);
 int cmd_rm(struct cli *cli, int argc, char **argv);
+/* cmd_network.c; cli_add_list appends value to the array obj[key]. */
+int cmd_network(struct cli *cli, int argc, char **argv);
+int cli_add_list(json_t *obj, const char *key, const char *value);
 int cmd_cp(struct cli *cli, int argc, char **argv);
 int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_snapshot_rm(struct cli *cli, int argc, char **argv);

@@ -90,6 +90,13 @@ static int parse_spec(struct cli *cli, const char *verb, json_t *spec)
 		case 'E':
 			json_object_set_new(spec, "inherit_env", json_true());
 			break;
+		case 'N': /* coved checks the mode and the lists */
+			json_object_set_new(spec, "network", json_string(optarg));
+			break;
+		case 'O':
+		case 'D':
+			cli_add_list(spec, c == 'O' ? "allow_out" : "deny_out", optarg);
+			break;
 		}
 	}
 	return 0;

@@ -23,6 +23,16 @@ static const struct cli_opt spec_opts[] = {
 	{ 't', 0, "timeout", "SECONDS", "delete the sandbox that long from now" },
 	{ 'X', 0, "isolation", "external", "the host backend: a workspace folder, no OS boundary" },
 	{ 'E', 0, "inherit-env", NULL, "(external) start from coved's environment" },
+	{ 'N', 0, "network", "MODE", "egress (the default: out through NAT, DNS) or none (loopback only)" },
+	{ 'O', 0, "allow-out", "CIDR|DOMAIN", "let out to it, before the deny list (again for more)" },
+	{ 'D', 0, "deny-out", "CIDR|DOMAIN", "keep from it (again for more); 0.0.0.0/0 makes allow-out a list" },
+	{ 0 },
+};
+
+static const struct cli_opt network_opts[] = {
+	{ 'a', 0, "allow-out", "CIDR|DOMAIN", "the new allow list (again for more)" },
+	{ 'd', 0, "deny-out", "CIDR|DOMAIN", "the new deny list (again for more)" },
+	{ 'c', 0, "clear", NULL, "no lists at all" },
 	{ 0 },
 };
 
@@ -128,6 +138,10 @@ const struct cli_cmd cli_commands[] = {
 	{ "ls", cmd_ls, "", "List the sandboxes.", NULL, -1, "cove ls" },
 	{ "info", cmd_info, "ID", "A sandbox, as the API's JSON.", NULL, -1, "cove info $ID" },
 	{ "rm", cmd_rm, "ID...", "Delete sandboxes.", NULL, -1, "cove rm $ID" },
+	{ "network", cmd_network, "[--allow-out X]... [--deny-out Y]... [--clear] ID",
+	  "Replace a sandbox's egress policy (both lists; one not given is emptied); with no option, show its "
+	  "network.",
+	  network_opts, -1, "cove network $ID\ncove network --deny-out 0.0.0.0/0 --allow-out 127.0.0.1 $ID" },
 	{ "cp", cmd_cp, "SRC ID:DST | ID:SRC DST",
 	  "Copy a file or folder into or out of a sandbox, as docker cp: onto an existing folder it goes inside, "
 	  "under its own name; SRC/. copies what a folder holds; - is stdin or stdout (a folder as a tar). Files "

@@ -100,7 +100,9 @@ static void usage(FILE *f)
 		   "  --socket PATH  API socket (default /run/cove/cove.sock)\n"
 		   "  --init PATH    cove-init binary (default: next to coved)\n"
 		   "  --storage DRIVER  btrfs, overlay or auto (default): the data root's, or on a new one\n"
-		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n");
+		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
+		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
+		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
 		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"
 		   "  --token-file PATH       the token (mode 0600, 32+ bytes; default DIR/token, made if missing)\n"
@@ -130,6 +132,7 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "idle-timeout", required_argument, NULL, 'A' },
 		{ "request-timeout", required_argument, NULL, 'A' },
 		{ "storage", required_argument, NULL, 'S' },
+		{ "subnet", required_argument, NULL, 'N' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -160,6 +163,9 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 					optarg);
 				return -1;
 			}
+			break;
+		case 'N':
+			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
 			break;
 		case 'h':
 			usage(stdout);

@@ -10,6 +10,7 @@
 #include "common/io.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "engine/network.h"
 #include "image/host_image.h"
 #include "store/snapshot_store.h"
 #include "store/store.h"
@@ -70,12 +71,15 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 	int r = seccomp_compile_sandbox_filter(&d->seccomp);
 	if (r < 0)
 		return err_sys(err, -r, "compile the seccomp filter");
+	if (network_open(d, d->subnet, err) < 0)
+		return -1;
 	snprintf(path, sizeof(path), "%s/state.db", d->data_dir);
 	return store_sqlite_open(&d->store, path, err);
 }
 
 void engine_close(struct engine *d)
 {
+	network_close(d);
 	store_close(d->store);
 	d->store = NULL;
 	if (d->snapshot_store)

@@ -21,6 +21,8 @@ struct file_op;
 struct proc;
 struct lock;
 struct durable_job;
+struct engine_net;
+struct sandbox_net;
 
 struct sandbox_spec {
 	char name[64];
@@ -39,6 +41,10 @@ struct sandbox_spec {
 	 * workspace on the host, and init a plain host process in it. */
 	bool external;
 	bool inherit_env; /* external only: coved's own environment is execs' base */
+	bool egress;        /* network "egress" (else "none": loopback only); network.h */
+	json_t *allow_out, *deny_out; /* arrays of strings, CIDRs and domains; NULL: empty */
+	int net_slot;                 /* egress: its addresses' slot in the pool (network.c); a new
+				       * sandbox (restores and forks too) gets its own */
 };
 
 enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING };
@@ -61,6 +67,7 @@ struct sandbox {
 	struct file_op *file_ops; /* Files API requests waiting for cove-init */
 	struct event *expire_ev;  /* deletes it at spec.expires_at (or, at load, an ephemeral one) */
 	struct lock *locks;       /* named locks held or waited for (locks.c), in memory only */
+	struct sandbox_net *net;  /* an egress sandbox's addresses, policy, resolver (network.c) */
 };
 
 /* A snapshot: <pool>/snapshots/<id>/files, a read-only snapshot of a
@@ -95,6 +102,8 @@ struct engine {
 	struct snapshot *snapshots;               /* complete ones only, oldest first */
 	bool stopping; /* SIGTERM: exit once no deletion or worker job is under way */
 	enum storage_driver storage; /* --storage: what was asked for (STORAGE_AUTO by default) */
+	char subnet[64];             /* --subnet: the sandboxes' address pool ("": the default) */
+	struct engine_net *net;      /* network.c */
 	/* A front end's: a sandbox is being deleted (its ID is gone from the
 	 * engine on return). */
 	void (*on_sandbox_deleted)(const char *id);
@@ -138,6 +147,8 @@ int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err);
 int sandbox_set_expiry(struct engine *d, struct sandbox *sb, int64_t expires_at, struct cove_err *err);
 int64_t sandbox_now_ms(void); /* unix ms */
 json_t *sandbox_to_json(const struct sandbox *sb);
+/* Record sb's row (its spec and state) in state.db. */
+int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err);
 int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);
 void sandbox_spec_free(struct sandbox_spec *spec);
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s);

@@ -30,6 +30,7 @@
 #include "common/wire.h"
 #include "engine/engine.h"
 #include "engine/files.h"
+#include "engine/network.h"
 #include "engine/process.h"
 #include "engine/watch.h"
 #include "store/store.h"
@@ -69,7 +70,9 @@ struct sandbox *sandbox_lookup(struct engine *d, const char *id, struct cove_err
 void sandbox_spec_free(struct sandbox_spec *spec)
 {
 	json_decref(spec->env);
-	spec->env = NULL;
+	json_decref(spec->allow_out);
+	json_decref(spec->deny_out);
+	spec->env = spec->allow_out = spec->deny_out = NULL;
 }
 
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
@@ -81,6 +84,11 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 			      s->expires_at ? json_integer(s->expires_at) : json_null(), "ephemeral", s->ephemeral);
 	json_object_set_new(j, "isolation", json_string(s->external ? "external" : "isolated"));
 	json_object_set_new(j, "inherit_env", json_boolean(s->inherit_env));
+	json_object_set_new(j, "network", json_string(s->egress ? "egress" : "none"));
+	json_object_set_new(j, "allow_out", s->allow_out ? json_incref(s->allow_out) : json_array());
+	json_object_set_new(j, "deny_out", s->deny_out ? json_incref(s->deny_out) : json_array());
+	if (s->egress)
+		json_object_set_new(j, "net_slot", json_integer(s->net_slot));
 	return j;
 }
 
@@ -118,6 +126,14 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	s->external = json_is_string(json_object_get(j, "isolation")) &&
 		      strcmp(json_string_value(json_object_get(j, "isolation")), "external") == 0;
 	s->inherit_env = json_is_true(json_object_get(j, "inherit_env"));
+	/* Rows from before the network have none. */
+	json_t *network = json_object_get(j, "network"), *allow = json_object_get(j, "allow_out"),
+	       *deny = json_object_get(j, "deny_out");
+	s->egress = json_is_string(network) && strcmp(json_string_value(network), "egress") == 0;
+	s->allow_out = json_is_array(allow) ? json_incref(allow) : json_array();
+	s->deny_out = json_is_array(deny) ? json_incref(deny) : json_array();
+	json_t *net_slot = json_object_get(j, "net_slot");
+	s->net_slot = json_is_integer(net_slot) ? (int)json_integer_value(net_slot) : -1;
 	json_decref(j);
 	return 0;
 }
@@ -139,10 +155,15 @@ json_t *sandbox_to_json(const struct sandbox *sb)
 	json_object_set_new(j, "uid_base",
 			    json_integer(sb->spec.external ? 0 : UID_BASE + (uint64_t)sb->slot * RUNTIME_UID_COUNT));
 	json_object_set_new(j, "workspace", sb->spec.external ? json_string(workspace) : json_null());
+	/* The spec's mode and lists, with the addresses they were given. */
+	json_object_del(j, "allow_out");
+	json_object_del(j, "deny_out");
+	json_object_del(j, "net_slot");
+	json_object_set_new(j, "network", network_to_json(sb));
 	return j;
 }
 
-static int save(struct engine *d, struct sandbox *sb, struct cove_err *err)
+int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err)
 {
 	json_t *j = sandbox_spec_to_json(&sb->spec);
 	_cleanup_free_ char *spec = json_dumps(j, JSON_COMPACT);
@@ -355,7 +376,7 @@ int sandbox_set_expiry(struct engine *d, struct sandbox *sb, int64_t expires_at,
 {
 	int64_t was = sb->spec.expires_at;
 	sb->spec.expires_at = expires_at;
-	if (save(d, sb, err) < 0) {
+	if (sandbox_save(d, sb, err) < 0) {
 		sb->spec.expires_at = was;
 		return -1;
 	}
@@ -430,7 +451,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 				: err_set(err, COVE_EINTERNAL, "out of memory");
 	}
 	sb->spec = *spec;
-	spec->env = NULL; /* moved */
+	spec->env = spec->allow_out = spec->deny_out = NULL; /* moved */
 	sb->spec.created_at = sandbox_now_ms();
 	/* A restore or a fork copies a spec: what ties its source to a deadline
 	 * or to a client's connection is not copied with it. */
@@ -440,6 +461,8 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	}
 
 	char image[600];
+	if (network_check(&sb->spec, err) < 0)
+		goto fail;
 	/* A restored root keeps the image it was made on, whatever "host" is
 	 * today: its changes are only meaningful over that one. */
 	if (!from && strcmp(sb->spec.image, "host") == 0)
@@ -467,7 +490,9 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	}
 	/* Recorded before it runs, so that a crash from here on leaves a row
 	 * that the next start can boot or clean up, never a leaked subvolume. */
-	if (save(d, sb, err) < 0 || boot_begin(d, sb, p, err) < 0) {
+	if (network_prepare(d, sb, false, from ? NULL : subvol, err) < 0 || sandbox_save(d, sb, err) < 0 ||
+	    boot_begin(d, sb, p, err) < 0) {
+		network_release(d, sb);
 		(void)storage_delete(d->pool.driver, subvol);
 		(void)store_delete_sandbox(d->store, sb->id, NULL);
 		goto fail;
@@ -488,7 +513,8 @@ fail:
 static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
 	double t0 = now_ms();
-	bool ok = boot_finish(d, sb, p, err) == 0 && save(d, sb, err) == 0;
+	bool ok = boot_finish(d, sb, p, err) == 0 && network_attach(d, sb, false, err) == 0 &&
+		  sandbox_save(d, sb, err) == 0;
 	log_debug("sandbox %s: runtime ready and saved %.2f ms", sb->id, now_ms() - t0);
 	if (!ok) {
 		char subvol[600];
@@ -497,6 +523,7 @@ static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pe
 		if (sb->init_pid > 0)
 			kill(sb->init_pid, SIGKILL);
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+		network_release(d, sb);
 		(void)storage_delete(d->pool.driver, subvol);
 		(void)store_delete_sandbox(d->store, sb->id, NULL);
 		d->sandboxes[sb->slot] = NULL;
@@ -523,7 +550,9 @@ static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 {
 	*to = *from;
 	to->env = json_deep_copy(from->env ? from->env : json_object());
-	return to->env ? 0 : -1;
+	to->allow_out = json_deep_copy(from->allow_out ? from->allow_out : json_array());
+	to->deny_out = json_deep_copy(from->deny_out ? from->deny_out : json_array());
+	return to->env && to->allow_out && to->deny_out ? 0 : -1;
 }
 
 int sandboxes_create_taken(struct engine *d, const struct sandbox_spec *spec, const char *from, char (*ids)[16],
@@ -579,6 +608,7 @@ static void finish_delete(struct engine *d, struct sandbox *sb)
 		return;
 	}
 	(void)unlink(sock);
+	network_release(d, sb);
 	double t1 = now_ms();
 	int r = storage_delete(d->pool.driver, subvol);
 	log_debug("sandbox %s: deleted: cgroups %.2f ms, subvolume %.2f ms", sb->id, t1 - t0, now_ms() - t1);
@@ -635,7 +665,7 @@ int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err)
 {
 	enum sandbox_state was = sb->state;
 	sb->state = SB_DELETING;
-	if (save(d, sb, err) < 0) {
+	if (sandbox_save(d, sb, err) < 0) {
 		sb->state = was;
 		return -1;
 	}
@@ -684,7 +714,7 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 	watch_abort_all(sb, why);
 	detach(sb);
 	sb->state = SB_STOPPED;
-	(void)save(engine_ctx, sb, NULL);
+	(void)sandbox_save(engine_ctx, sb, NULL);
 }
 
 static void on_init_exit(evutil_socket_t fd, short what, void *arg)
@@ -788,6 +818,10 @@ static void load_one(void *arg, const struct store_sandbox *row)
 		return;
 	}
 	d->count++;
+	if (network_prepare(d, sb, true, NULL, &err) < 0) {
+		log_error("sandbox %s: network: %s", sb->id, err.msg);
+		memset(&err, 0, sizeof(err));
+	}
 	/* An ephemeral sandbox's connection died with the previous coved. The
 	 * deletion waits for the loop: rows are still being read. */
 	if (sb->spec.ephemeral)
@@ -797,6 +831,8 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	if (row->init_pid > 0 && row->init_start && proc_start_time(row->init_pid) == row->init_start &&
 	    attach(d, sb, &err) == 0) {
 		log_info("sandbox %s: re-attached to cove-init pid %d", sb->id, sb->init_pid);
+		if (network_attach(d, sb, true, &err) < 0)
+			log_error("sandbox %s: network: %s", sb->id, err.msg);
 		/* A coved killed inside a snapshot's or fork's frozen instant
 		 * left it frozen, and nothing else keeps a sandbox frozen. */
 		if (cgroup_freeze(&d->cgroups, sb->id, false, &err) < 0)
@@ -806,7 +842,7 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	}
 	memset(&err, 0, sizeof(err));
 	(void)cgroup_destroy(&d->cgroups, sb->id, 2000, NULL);
-	if (boot(d, sb, &err) < 0 || save(d, sb, &err) < 0) {
+	if (boot(d, sb, &err) < 0 || network_attach(d, sb, false, &err) < 0 || sandbox_save(d, sb, &err) < 0) {
 		log_error("sandbox %s: restart failed: %s", sb->id, err.msg);
 		sb->state = SB_STOPPED;
 		return;
@@ -839,6 +875,7 @@ static void remove_unrecorded_roots(struct engine *d)
 		}
 		socket_path(d, e->d_name, path, sizeof(path));
 		(void)unlink(path);
+		network_forget(d, e->d_name);
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		int r = storage_delete(d->pool.driver, path);
 		if (r < 0)
@@ -877,5 +914,6 @@ int sandboxes_load(struct engine *d, struct cove_err *err)
 		remove_unrecorded_roots(d);
 	if (ctx.failed == 0 && bad_snapshots == 0)
 		host_image_gc(&d->pool, image_in_use, d);
+	network_reconcile(d);
 	return 0;
 }

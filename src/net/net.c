@@ -72,7 +72,18 @@ static void base_rules(FILE *f, const struct net_pool *pool, const struct net_fo
 	fprintf(f, "add chain " TABLE " input { type filter hook input priority filter; policy accept; }\n");
 	fprintf(f, "add chain " TABLE " forward { type filter hook forward priority filter; policy accept; }\n");
 	fprintf(f, "add chain " TABLE " post { type nat hook postrouting priority srcnat; policy accept; }\n");
+	fprintf(f, "add chain " TABLE " pre { type nat hook prerouting priority dstnat; policy accept; }\n");
 	fprintf(f, "flush chain " TABLE " input\nflush chain " TABLE " forward\nflush chain " TABLE " post\n");
+	fprintf(f, "flush chain " TABLE " pre\n");
+	/* DNS to the resolver address every sandbox names goes to its own
+	 * gateway (redirect: the incoming veth's address), where its
+	 * forwarder listens: so a sandbox's /etc/resolv.conf is the same in
+	 * all of them, and a restored or forked root's stays right. */
+	struct net_addrs r;
+	net_pool_addrs(pool, NET_RESOLVER_SLOT, &r);
+	fprintf(f, "add rule " TABLE " pre iifname \"" NET_IFPREFIX "*\" ip daddr ");
+	put_addr(f, AF_INET, r.gw4);
+	fprintf(f, " meta l4proto { tcp, udp } th dport 53 redirect\n");
 	common_rules(f, pool);
 	/* A veth without a chain (half made, or half removed) gets nothing. */
 	fprintf(f, "add rule " TABLE " input iifname \"" NET_IFPREFIX "*\" iifname vmap @sandboxes\n");

@@ -11,6 +11,8 @@
  *   chain forward  (hook forward) from a cv-*: its sb_X, then drop;
  *                                 to a cv-*: replies only
  *   chain post     (nat)          pool sources out of the pool: masquerade
+ *   chain pre      (nat)          from a cv-*, DNS to the resolver address
+ *                                 (see NET_RESOLVER_SLOT): to its gateway
  *   chain sandbox_common          replies to the host; DNS to the sandbox's
  *                  own gateway; every other host address dropped (coved's
  *                  listeners among them); link-local, multicast and the pool
@@ -36,6 +38,12 @@
 struct net_forwarding {
 	bool guard4, guard6;
 };
+
+/* The slot whose gateway address is the resolver address: every
+ * sandbox's /etc/resolv.conf names it, and the chain pre sends its DNS
+ * packets to the sandbox's own gateway. Never handed out (the caller takes
+ * it out of the pool). */
+#define NET_RESOLVER_SLOT 0
 
 /* Creates the table and its base chains, or resets the base chains of one
  * that exists (a restart), keeping every sandbox's chain. fw may be NULL

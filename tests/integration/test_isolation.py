@@ -344,8 +344,8 @@ def test_no_open_file_shared_between_sandboxes(cv):
         assert " 4242 " not in out, out
 
 
-def test_network_only_loopback(cv):
-    with _sandbox(cv) as sid:
+def test_network_none_only_loopback(cv):
+    with _sandbox(cv, network="none") as sid:
         lines = _sh(cv, sid, "cat /proc/net/dev").splitlines()[2:]
         assert [line.split(":")[0].strip() for line in lines] == ["lo"], lines
         assert _sh(cv, sid, "ls /sys/class/net").split() == ["lo"]

@@ -416,6 +416,10 @@ int main(void)
 		return 1;
 	}
 	home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	/* A new namespace copies the host's IPv4 forwarding switch (on, where
+	 * a coved with egress sandboxes runs): H starts with it off. */
+	_cleanup_close_ int fwd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
+	CHECK1(fwd >= 0 && write(fwd, "0", 1) == 1, "IPv4 forwarding off in H to begin with");
 	int inet_ns = netns_new(), s1 = netns_new(), s2 = netns_new(), s3 = netns_new();
 	CHECK1(inet_ns >= 0 && s1 >= 0 && s2 >= 0 && s3 >= 0 && forward_off("/proc/sys/net/ipv4/ip_forward") &&
 		       forward_off("/proc/sys/net/ipv6/conf/all/forwarding"),

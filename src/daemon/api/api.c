@@ -47,6 +47,7 @@ static const struct route {
 	{ HTTP_DELETE, "/v1/sandboxes/*", h_delete },
 	{ HTTP_POST, "/v1/sandboxes/*/exec", api_exec },
 	{ HTTP_POST, "/v1/sandboxes/*/timeout", h_timeout },
+	{ HTTP_PUT, "/v1/sandboxes/*/network", h_network },
 	{ HTTP_GET, "/v1/sandboxes/*/files", api_files_get },
 	{ HTTP_PUT | STREAMING, "/v1/sandboxes/*/files", api_files_put },
 	{ HTTP_DELETE, "/v1/sandboxes/*/files", api_files_delete },

@@ -26,6 +26,7 @@ int h_list(struct http_req *req, const char *id, struct cove_err *err);
 int h_get(struct http_req *req, const char *id, struct cove_err *err);
 int h_delete(struct http_req *req, const char *id, struct cove_err *err);
 int h_timeout(struct http_req *req, const char *id, struct cove_err *err);
+int h_network(struct http_req *req, const char *id, struct cove_err *err);
 
 /* snapshots.c */
 int h_snapshot(struct http_req *req, const char *id, struct cove_err *err);

@@ -10,6 +10,7 @@
 #include "daemon/api/reply.h"
 #include "daemon/api/request.h"
 #include "engine/engine.h"
+#include "engine/network.h"
 #include "common/parse.h"
 
 #define API_MAX_TIMEOUT (30 * 86400) /* seconds */
@@ -50,10 +51,49 @@ static int parse_isolation(json_t *j, struct sandbox_spec *s, struct cove_err *e
 	return 0;
 }
 
+/* "allow_out"/"deny_out": an array of at most NETWORK_LIST_MAX strings
+ * (absent: empty), into *ret (a new reference). What each string means is
+ * the engine's to check. */
+static int get_list(json_t *j, const char *key, json_t **ret, struct cove_err *err)
+{
+	json_t *v = json_object_get(j, key), *it;
+	size_t i;
+	if (!v || json_is_null(v)) {
+		*ret = json_array();
+		return 0;
+	}
+	if (!json_is_array(v) || json_array_size(v) > NETWORK_LIST_MAX)
+		return err_set(err, COVE_EINVAL, "'%s' must be an array of at most %d CIDRs and domain names", key,
+			       NETWORK_LIST_MAX);
+	json_array_foreach(v, i, it)
+	{
+		if (!json_is_string(it))
+			return err_set(err, COVE_EINVAL, "'%s'[%zu] must be a string", key, i);
+	}
+	*ret = json_incref(v);
+	return 0;
+}
+
+/* "network": "egress" (the default, but for an external sandbox, which
+ * shares the host's) or "none"; and the policy lists. */
+static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+{
+	const char *network = s->external ? "none" : "egress";
+	if (get_string(j, "network", &network, 15, err) < 0 || get_list(j, "allow_out", &s->allow_out, err) < 0 ||
+	    get_list(j, "deny_out", &s->deny_out, err) < 0)
+		return -1;
+	if (strcmp(network, "egress") != 0 && strcmp(network, "none") != 0)
+		return err_set(err, COVE_EINVAL, "'network' must be \"egress\" or \"none\", not \"%s\"", network);
+	s->egress = strcmp(network, "egress") == 0;
+	return network_check(s, err);
+}
+
 static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 {
-	static const char *const fields[] = { "name", "image",   "memory",    "cpus",      "pids",        "env", "cwd",
-					      "user", "timeout", "ephemeral", "isolation", "inherit_env", NULL };
+	static const char *const fields[] = { "name",    "image",     "memory",    "cpus",
+					      "pids",    "env",       "cwd",       "user",
+					      "timeout", "ephemeral", "isolation", "inherit_env",
+					      "network", "allow_out", "deny_out",  NULL };
 	const char *name = "", *image = "host", *cwd = "", *user = "";
 	double cpus = 1, pids = 1024;
 	s->memory = 512ull << 20;
@@ -62,7 +102,8 @@ static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	    get_string(j, "user", &user, 63, err) < 0 || get_size(j, "memory", &s->memory, err) < 0 ||
 	    get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 || get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 ||
 	    check_env(json_object_get(j, "env"), err) < 0 || get_deadline(j, &s->expires_at, err) < 0 ||
-	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0 || parse_isolation(j, s, err) < 0)
+	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0 || parse_isolation(j, s, err) < 0 ||
+	    parse_network(j, s, err) < 0)
 		return -1;
 	if (s->external)
 		image = "";
@@ -105,6 +146,7 @@ int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 		json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage", storage,
 			  "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports", 0,
 			  "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed", d->pool.loop_backed);
+	json_object_set_new(j, "network", network_modes_json());
 	json_object_set_new(j, "backends",
 			    json_pack("{s:o, s:o}", "isolated", backend_json("isolated", true), "host",
 				      backend_json("external", false)));
@@ -182,3 +224,38 @@ int h_timeout(struct http_req *req, const char *id, struct cove_err *err)
 	return 0;
 }
 
+/* PUT /v1/sandboxes/{id}/network {allow_out, deny_out}: both lists
+ * replaced (an absent one is empty). */
+int h_network(struct http_req *req, const char *id, struct cove_err *err)
+{
+	static const char *const fields[] = { "allow_out", "deny_out", NULL };
+	struct sandbox *sb = api_lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	json_t *allow = NULL, *deny = NULL;
+	int r = check_fields(j, fields, err) < 0 || get_list(j, "allow_out", &allow, err) < 0 ||
+				get_list(j, "deny_out", &deny, err) < 0
+			? -1
+			: 0;
+	json_decref(j);
+	size_t na = json_array_size(allow), nd = json_array_size(deny);
+	const char **a = calloc(na + 1, sizeof(*a)), **dv = calloc(nd + 1, sizeof(*dv));
+	if (r == 0 && (!a || !dv))
+		r = err_set(err, COVE_EINTERNAL, "out of memory");
+	for (size_t i = 0; r == 0 && i < na; i++)
+		a[i] = json_string_value(json_array_get(allow, i));
+	for (size_t i = 0; r == 0 && i < nd; i++)
+		dv[i] = json_string_value(json_array_get(deny, i));
+	struct network_policy_req pr = { .allow_out = a, .n_allow = na, .deny_out = dv, .n_deny = nd };
+	if (r == 0)
+		r = network_set_policy(engine_ctx, sb, &pr, err);
+	free(a);
+	free(dv);
+	json_decref(allow);
+	json_decref(deny);
+	if (r < 0)
+		return -1;
+	reply_json(req, 200, sandbox_to_json(sb));
+	return 0;
+}
