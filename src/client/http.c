@@ -54,6 +54,7 @@ void http_parser_init(struct http_parser *p, http_body_cb on_body, void *arg)
 	memset(p, 0, sizeof(*p));
 	p->state = HTTP_PARSE_HEAD;
 	p->content_length = -1;
+	p->counts[0] = p->counts[1] = -1;
 	p->on_body = on_body;
 	p->arg = arg;
 }
@@ -114,6 +115,26 @@ static int header_content_length(struct http_parser *p, const char *v, size_t n)
 	return 0;
 }
 
+/* A count of cove's own; one that is not a plain number is ignored. */
+static int header_count(struct http_parser *p, int i, const char *v, size_t n)
+{
+	int64_t x = 0;
+	for (size_t k = 0; k < n && x >= 0; k++)
+		x = v[k] >= '0' && v[k] <= '9' && x < INT64_MAX / 10 ? x * 10 + (v[k] - '0') : -1;
+	p->counts[i] = n > 0 ? x : -1;
+	return 0;
+}
+
+static int header_entries(struct http_parser *p, const char *v, size_t n)
+{
+	return header_count(p, 0, v, n);
+}
+
+static int header_deleted(struct http_parser *p, const char *v, size_t n)
+{
+	return header_count(p, 1, v, n);
+}
+
 static int header_transfer_encoding(struct http_parser *p, const char *v, size_t n)
 {
 	/* The daemon only ever chunks; gzip and friends would need a decoder. */
@@ -163,6 +184,8 @@ static const struct {
 	{ "transfer-encoding", header_transfer_encoding },
 	{ "connection", header_connection },
 	{ "content-type", header_content_type },
+	{ "x-cove-entries", header_entries },
+	{ "x-cove-deleted", header_deleted },
 };
 
 static int parse_header(struct http_parser *p, const char *line, size_t n)
@@ -782,6 +805,8 @@ static int take_response(const struct http_parser *p, struct body_sink *s, const
 	ret->body = s->buf;
 	ret->body_len = s->len;
 	memcpy(ret->content_type, p->content_type, sizeof(ret->content_type));
+	ret->counts[0] = p->counts[0];
+	ret->counts[1] = p->counts[1];
 	return 0;
 }
 

@@ -1,7 +1,16 @@
-/* Taking a sandbox's workspace home, and bringing it back:
+/* Taking a sandbox's work home, and bringing it back:
  *
  *   GET  /v1/sandboxes/{id}/export?format=tar|zip[&path=DIR]
  *   GET  /v1/sandboxes/{id}/snapshot.json[?path=DIR]    the portable snapshot (portable.h)
+ *
+ * Without DIR an export and a portable snapshot take everything the
+ * sandbox changed over its image (changes.h): coved lists the changed
+ * paths from its upper layers, init's child sends those entries (each
+ * alone) as the user through the merged view, and a tar or zip ends with
+ * CHANGES_MANIFEST, the deletions and opaque directories. A portable
+ * snapshot (version 1) cannot express a deletion: it has the changed files
+ * only, and the front end says how many deletions it left out. An external
+ * sandbox has no image under it: its workspace folder, as with DIR.
  *   POST /v1/sandboxes/{id}/snapshot.json[?path=DIR]    its files made in DIR
  *
  * These are the Files tree transfers (files_tar.c) in other formats:
@@ -10,7 +19,7 @@
  * backpressure; an import is validated whole, then made by init's child
  * as the user, beneath DIR, through no symlink.
  *
- * DIR defaults to the workspace: where a command runs by default, that is
+ * For a tar extraction and an import, DIR defaults to the workspace: where a command runs by default, that is
  * the sandbox's cwd when it has one, else the user's home as the sandbox's
  * own /etc/passwd says (init looks it up: WIRE_FLAG_HOME), or the root of
  * an external sandbox's workspace. */
@@ -40,6 +49,17 @@ int files_tree_out(struct sandbox *sb, const struct files_tree_req *rq, struct o
 	struct file_caller c = { .out = o };
 	if (rq->format != TREE_TAR && rq->format != TREE_ZIP && rq->format != TREE_JSON)
 		return err_set(err, COVE_EINVAL, "'format' must be tar or zip");
+	if (!rq->path && !sb->spec.external) {
+		char subvol[PATH_MAX], image[PATH_MAX];
+		snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", engine_ctx->pool.dir, sb->id);
+		snprintf(image, sizeof(image), "%s/images/%s", engine_ctx->pool.dir, sb->spec.image_dir);
+		if (files_sandbox_ready(sb, err) < 0 ||
+		    changes_collect(subvol, image, engine_ctx->data_dir, &c.changes, err) < 0)
+			return -1;
+		fr.value = WIRE_OPEN_TAR_LIST;
+		fr.path = "/";
+		return files_start(sb, &fr, &c, NULL, err);
+	}
 	fr.path = tree_path(sb, rq, &fr.flags);
 	return files_start(sb, &fr, &c, NULL, err);
 }
