@@ -81,6 +81,7 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 			      s->expires_at ? json_integer(s->expires_at) : json_null(), "ephemeral", s->ephemeral);
 	json_object_set_new(j, "isolation", json_string(s->external ? "external" : "isolated"));
 	json_object_set_new(j, "inherit_env", json_boolean(s->inherit_env));
+	json_object_set_new(j, "workdir", s->workdir[0] ? json_string(s->workdir) : json_null());
 	return j;
 }
 
@@ -118,6 +119,8 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	s->external = json_is_string(json_object_get(j, "isolation")) &&
 		      strcmp(json_string_value(json_object_get(j, "isolation")), "external") == 0;
 	s->inherit_env = json_is_true(json_object_get(j, "inherit_env"));
+	const char *workdir = json_string_value(json_object_get(j, "workdir")); /* none in older rows */
+	snprintf(s->workdir, sizeof(s->workdir), "%s", workdir ? workdir : "");
 	json_decref(j);
 	return 0;
 }
@@ -465,6 +468,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;
 	}
+	sandbox_workdir_resolve(&sb->spec, image, subvol);
 	/* Recorded before it runs, so that a crash from here on leaves a row
 	 * that the next start can boot or clean up, never a leaked subvolume. */
 	if (save(d, sb, err) < 0 || boot_begin(d, sb, p, err) < 0) {

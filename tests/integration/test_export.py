@@ -368,3 +368,27 @@ def test_large_export_memory_is_bounded(cv):
         c.close()
         assert total > 200_000_000, (fmt, total)
         assert peak - base < 32 * 1024, (fmt, "coved grew by %d kB" % (peak - base))
+
+
+def test_workdir_resolved_at_create(cv):
+    """The workspace folder: "workdir" (or "cwd") when given, else the
+    user's home in the image's /etc/passwd; stored, shown by GET and cove
+    info, and where commands start."""
+    sid = cv.create()
+    sb = cv.api("GET", "/v1/sandboxes/" + sid)[1]
+    assert sb["workdir"] == "/root" and sb["cwd"] == "", sb
+    r = cv.cli("info", sid)
+    assert r.returncode == 0 and json.loads(r.stdout)["workdir"] == "/root", r
+    sid = cv.create(workdir="/srv")
+    sb = cv.api("GET", "/v1/sandboxes/" + sid)[1]
+    assert sb["workdir"] == "/srv" and sb["cwd"] == "/srv", sb
+    assert cv.exec(sid, ["pwd"])["stdout"] == "/srv\n"
+    assert cv.api("GET", "/v1/sandboxes/" + cv.create(cwd="/tmp"))[1]["workdir"] == "/tmp"
+    for bad in ({"workdir": "rel"}, {"workdir": "/a", "cwd": "/b"}, {"workdir": 3}):
+        st, j = cv.api("POST", "/v1/sandboxes", bad)
+        assert st == 400 and "workdir" in j["error"]["message"], (bad, st, j)
+    st, j = cv.api("POST", "/v1/sandboxes", {"isolation": "external"})
+    try:
+        assert st == 201 and j["workdir"] == j["workspace"], j
+    finally:
+        cv.api("DELETE", "/v1/sandboxes/" + j["id"])
