@@ -115,26 +115,6 @@ static int header_content_length(struct http_parser *p, const char *v, size_t n)
 	return 0;
 }
 
-/* A count of cove's own; one that is not a plain number is ignored. */
-static int header_count(struct http_parser *p, int i, const char *v, size_t n)
-{
-	int64_t x = 0;
-	for (size_t k = 0; k < n && x >= 0; k++)
-		x = v[k] >= '0' && v[k] <= '9' && x < INT64_MAX / 10 ? x * 10 + (v[k] - '0') : -1;
-	p->counts[i] = n > 0 ? x : -1;
-	return 0;
-}
-
-static int header_entries(struct http_parser *p, const char *v, size_t n)
-{
-	return header_count(p, 0, v, n);
-}
-
-static int header_deleted(struct http_parser *p, const char *v, size_t n)
-{
-	return header_count(p, 1, v, n);
-}
-
 static int header_transfer_encoding(struct http_parser *p, const char *v, size_t n)
 {
 	/* The daemon only ever chunks; gzip and friends would need a decoder. */
@@ -184,8 +164,6 @@ static const struct {
 	{ "transfer-encoding", header_transfer_encoding },
 	{ "connection", header_connection },
 	{ "content-type", header_content_type },
-	{ "x-cove-entries", header_entries },
-	{ "x-cove-deleted", header_deleted },
 };
 
 static int parse_header(struct http_parser *p, const char *line, size_t n)
@@ -208,6 +186,10 @@ static int parse_header(struct http_parser *p, const char *line, size_t n)
 	for (size_t i = 0; i < ARRAY_SIZE(header_table); i++)
 		if (token_eq(line, name_len, header_table[i].name))
 			return header_table[i].parse(p, v, vn);
+	/* An export's counts: digits (the line's CR ends them), else not told. */
+	for (int i = 0; i < 2; i++)
+		if (token_eq(line, name_len, i ? "x-cove-deleted" : "x-cove-entries"))
+			p->counts[i] = vn > 0 && vn < 19 && strspn(v, "0123456789") == vn ? strtoll(v, NULL, 10) : -1;
 	return 0;
 }
 
