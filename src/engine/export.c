@@ -9,7 +9,9 @@
  * alone) as the user through the merged view, and a tar or zip ends with
  * CHANGES_MANIFEST, the deletions and opaque directories. A portable
  * snapshot (version 1) cannot express a deletion: it has the changed files
- * only, and the front end says how many deletions it left out. An external
+ * only, and the front end says how many deletions it left out; its
+ * "base": "/" says the paths are relative to the root, where an import
+ * without DIR makes them (a folder's snapshot goes to the workspace). An external
  * sandbox has no image under it: its workspace folder, as with DIR.
  *   POST /v1/sandboxes/{id}/snapshot.json[?path=DIR]    its files made in DIR
  *
@@ -65,8 +67,8 @@ int files_tree_out(struct sandbox *sb, const struct files_tree_req *rq, struct o
 }
 
 /* The first pass over a portable snapshot: all of it valid, before
- * anything changes. */
-static int portable_check(const char *doc, size_t len, struct cove_err *err)
+ * anything changes. *whole: it holds a sandbox's changes ("base": "/"). */
+static int portable_check(const char *doc, size_t len, bool *whole, struct cove_err *err)
 {
 	struct portable_doc *d = NULL;
 	if (!doc || len == 0)
@@ -74,6 +76,7 @@ static int portable_check(const char *doc, size_t len, struct cove_err *err)
 			       "the body must be a portable snapshot {\"version\": 1, \"files\": [...]}");
 	if (portable_parse(doc, len, &d, err) < 0)
 		return -1;
+	*whole = d->whole;
 	portable_doc_free(d);
 	return 0;
 }
@@ -85,8 +88,11 @@ int files_portable_in(struct sandbox *sb, const struct files_tree_req *rq, files
 		.kind = FK_EXTRACT, .type = WIRE_OPEN, .value = WIRE_OPEN_EXTRACT, .user = rq->user, .format = TREE_JSON
 	};
 	struct file_caller c = { .done = done, .arg = arg, .doc = rq->doc, .doc_len = rq->doc_len };
-	if (files_sandbox_ready(sb, err) < 0 || portable_check(rq->doc, rq->doc_len, err) < 0)
+	bool whole = false;
+	if (files_sandbox_ready(sb, err) < 0 || portable_check(rq->doc, rq->doc_len, &whole, err) < 0)
 		return -1;
-	fr.path = tree_path(sb, rq, &fr.flags);
+	/* A sandbox's changes go back where they were, a folder's files into
+	 * the workspace. */
+	fr.path = !rq->path && whole ? "/" : tree_path(sb, rq, &fr.flags);
 	return files_start(sb, &fr, &c, ret, err);
 }

@@ -296,7 +296,7 @@ static int start_download(struct file_op *op)
 {
 	struct tar_state *t = op->tar;
 	op->st->data = true;
-	if (op->format == TREE_JSON ? !(t->json = portable_writer_new(t->out)) : open_archive(t, op->format) < 0)
+	if (op->format == TREE_JSON ? !(t->json = portable_writer_new(t->out, op->changes != NULL)) : open_archive(t, op->format) < 0)
 		return -1;
 	op->st->ev = event_new(engine_ctx->base, op->st->sock, EV_READ | EV_PERSIST, download_readable, op);
 	if (!op->st->ev)

@@ -170,7 +170,15 @@ def test_default_export_is_the_changes(cv):
     doc = json.loads(data)
     by = {f["path"]: f for f in doc["files"]}
     assert st == 200 and doc["version"] == 1 and sorted(by) == sorted(CHANGED) and deleted == "1", (st, sorted(by))
-    assert by["data/x"]["content"] == "x\n" and by["etc/skel"]["type"] == "dir"
+    assert by["data/x"]["content"] == "x\n" and by["etc/skel"]["type"] == "dir" and doc["base"] == "/"
+    # which an import without a path makes where it was (a folder's goes to the workspace)
+    other = cv.create()
+    st, r = cv.api("POST", "/v1/sandboxes/%s/snapshot.json" % other, doc, timeout=120)
+    assert st == 200 and r["entries"] == len(CHANGED), (st, r)
+    r = cv.sh(other, "cat /data/x /etc/app.conf /etc/skel/new /usr/local/share/cove-t/u")
+    assert r["stdout"] == "x\nconf\nn\nu\n", r
+    st, j = cv.api("POST", "/v1/sandboxes/%s/snapshot.json" % other, dict(doc, base="/etc"))
+    assert st == 400 and "'base'" in j["error"]["message"], (st, j)
     # a path still takes that folder, as before
     cv.sh(sid, "echo s > /srv/only-here")
     st, entries, _, data = _get_changes(cv, "/v1/sandboxes/%s/export?path=/srv" % sid)
