@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -300,11 +301,22 @@ typedef int (*cove_watch_fn)(void *arg, const struct cove_watch_event *ev);
 int cove_watch(struct cove *c, const char *id, const char *path, bool recursive, cove_watch_fn fn, void *arg,
 	       struct cove_error *err);
 
-/* Take the workspace home: a folder (path NULL: the workspace, where a
- * command runs by default) as format "tar", "zip" or "json" (the portable
- * snapshot {"version": 1, "files": [...]}), streamed to on_data. */
+/* Take the work home: a folder, or (path NULL) everything the sandbox
+ * changed over its image (a tar or zip ends with .cove-manifest.json, the
+ * deletions; an external sandbox: its workspace folder), as format "tar",
+ * "zip" or "json" (the portable snapshot {"version": 1, "files": [...]},
+ * which has no deletions), streamed to on_data. */
 int cove_export(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data, void *arg,
 		struct cove_error *err);
+/* What an export of the changes held: the changed paths and the deletions
+ * (the portable snapshot leaves those out); -1 when not told (a folder). */
+struct cove_export_info {
+	int64_t entries;
+	int64_t deleted;
+};
+/* cove_export, and its counts into *info (when not NULL). */
+int cove_export_counted(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data,
+			void *arg, struct cove_export_info *info, struct cove_error *err);
 /* Make a portable snapshot's files (json, len bytes) in a folder (path
  * NULL: the workspace) as the sandbox's user. Validated whole first: a bad
  * document changes nothing. *ret_json (if not NULL): {path, entries,

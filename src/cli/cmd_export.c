@@ -1,6 +1,9 @@
 /* cove export, and the portable snapshot's verbs:
  *
  *   cove export ID [-o FILE] [--format tar|zip] [--path DIR]
+ *
+ * Without --path, what the sandbox changed over its image (the files, and
+ * .cove-manifest.json listing the deletions); with it, that folder.
  *   cove snapshot --portable ID > s.json
  *   cove restore --portable s.json        a new sandbox with those files, its ID printed
  *
@@ -40,6 +43,18 @@ static const char *format_of(const char *file)
 	return "tar";
 }
 
+/* An export of the changes that holds nothing, or a portable snapshot
+ * that had to leave deletions out, says so. */
+static void say_counts(const struct cove_export_info *info, const char *format)
+{
+	bool json = strcmp(format, "json") == 0;
+	if (info->entries == 0 && (info->deleted == 0 || json))
+		fprintf(stderr, "cove: the export is empty: the sandbox changed no file of its image\n");
+	if (json && info->deleted > 0)
+		fprintf(stderr, "cove: %lld deletion(s) left out: a portable snapshot (version 1) holds files only\n",
+			(long long)info->deleted);
+}
+
 /* Download id's folder as format into file (NULL or "-": stdout). */
 static int export_to(struct cli *cli, const char *id, const char *path, const char *format, const char *file)
 {
@@ -51,11 +66,13 @@ static int export_to(struct cli *cli, const char *id, const char *path, const ch
 		return 1;
 	}
 	struct out o = { .fd = fd };
+	struct cove_export_info info = { -1, -1 };
 	progress_start(&o.progress, to_stdout ? "export" : file, 0);
-	int r = cli_connect(cli) < 0                                                  ? 1
-		: cove_export(cli->client, id, path, format, write_out, &o, &err) < 0 ? cli_fail(&err)
-										      : 0;
+	int r = cli_connect(cli) < 0 ? 1
+		: cove_export_counted(cli->client, id, path, format, write_out, &o, &info, &err) < 0 ? cli_fail(&err)
+												     : 0;
 	progress_end(&o.progress);
+	say_counts(&info, format);
 	if (!to_stdout && (close(fd) < 0 || r != 0) && unlink(file) == 0 && r == 0)
 		r = 1;
 	return r;

@@ -56,8 +56,8 @@ static const struct cli_opt shell_opts[] = {
 
 static const struct cli_opt snapshot_opts[] = {
 	{ 'n', 0, "name", "NAME", "a name to list it by" },
-	{ 'P', 0, "portable", NULL, "print the portable JSON snapshot of a folder's files instead" },
-	{ 'p', 0, "path", "DIR", "(--portable) the folder (default: the workspace)" },
+	{ 'P', 0, "portable", NULL, "print the portable JSON snapshot of the changed files (no deletions) instead" },
+	{ 'p', 0, "path", "DIR", "(--portable) a folder instead (default: everything the sandbox changed)" },
 	{ 0 },
 };
 
@@ -101,7 +101,7 @@ static const struct cli_opt checkpoint_opts[] = {
 static const struct cli_opt export_opts[] = {
 	{ 'o', 'o', "output", "FILE", "write there (default stdout); the format follows .zip, .tar" },
 	{ 'f', 0, "format", "tar|zip", "the format, whatever FILE is called" },
-	{ 'p', 0, "path", "DIR", "the folder (default: the workspace)" },
+	{ 'p', 0, "path", "DIR", "a folder instead (default: everything the sandbox changed)" },
 	{ 0 },
 };
 
@@ -203,7 +203,9 @@ const struct cli_cmd cli_commands[] = {
 	{ "branch", cmd_branch, "[-n N] ID K", "N new sandboxes from checkpoint K, each its own line of history.",
 	  count_opts, -1, "cove checkpoint $ID\ncove branch $ID 1 -n 2" },
 	{ "export", cmd_export, "[OPTIONS] ID",
-	  "A folder of a sandbox (default: the workspace) as a tar or zip archive.", export_opts, -1,
+	  "What a sandbox changed over its image (with .cove-manifest.json of the deletions), or a folder, as a tar or "
+	  "zip archive.",
+	  export_opts, -1,
 	  "cove export $ID -o work.zip\ncove export --path /etc $ID > etc.tar" },
 	{ "help", cmd_help, "[--man] [COMMAND]", "A command's usage, or all of them.", help_opts, -1,
 	  "cove help exec" },

@@ -197,7 +197,7 @@ static int on_download(void *arg, const char *buf, size_t len)
 }
 
 static int download(struct cove *c, const char *target, const char *path, const char *type, cove_data_fn on_data,
-		    void *arg, struct cove_error *err)
+		    void *arg, struct cove_export_info *info, struct cove_error *err)
 {
 	struct download d = { on_data, arg, false };
 	struct http_response res;
@@ -217,6 +217,8 @@ static int download(struct cove *c, const char *target, const char *path, const 
 	if (c->fd < 0)
 		return client_set_error(err, 0, "unreachable", "coved at '%s': %s", c->socket_path, e.msg);
 	int r = 0;
+	if (info)
+		*info = (struct cove_export_info){ res.counts[0], res.counts[1] };
 	if (res.status >= 300)
 		r = client_error_from_body(res.status, res.body, err);
 	else if (res.body) /* collected: not the type asked for */
@@ -232,7 +234,7 @@ int cove_read_file_stream(struct cove *c, const char *id, const char *path, cove
 	char target[FILES_TARGET_MAX];
 	if (route_target(target, sizeof(target), id, "files", path, err) < 0)
 		return -1;
-	return download(c, target, path, "application/octet-stream", on_data, arg, err);
+	return download(c, target, path, "application/octet-stream", on_data, arg, NULL, err);
 }
 
 int cove_read_tar(struct cove *c, const char *id, const char *path, cove_data_fn on_data, void *arg,
@@ -241,7 +243,7 @@ int cove_read_tar(struct cove *c, const char *id, const char *path, cove_data_fn
 	char target[FILES_TARGET_MAX];
 	if (route_target(target, sizeof(target), id, "files/tar", path, err) < 0)
 		return -1;
-	return download(c, target, path, "application/x-tar", on_data, arg, err);
+	return download(c, target, path, "application/x-tar", on_data, arg, NULL, err);
 }
 
 int cove_write_tar(struct cove *c, const char *id, const char *path, const void *tar, size_t len, char **ret_json,
@@ -267,6 +269,12 @@ int cove_write_tar_from(struct cove *c, const char *id, const char *path, const 
 int cove_export(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data, void *arg,
 		struct cove_error *err)
 {
+	return cove_export_counted(c, id, path, format, on_data, arg, NULL, err);
+}
+
+int cove_export_counted(struct cove *c, const char *id, const char *path, const char *format, cove_data_fn on_data,
+			void *arg, struct cove_export_info *info, struct cove_error *err)
+{
 	char target[FILES_TARGET_MAX];
 	bool json = strcmp(format, "json") == 0;
 	snprintf(target, sizeof(target), "/v1/sandboxes/%s/%s", id, json ? "snapshot.json" : "export");
@@ -276,7 +284,7 @@ int cove_export(struct cove *c, const char *id, const char *path, const char *fo
 	const char *type = json                         ? "application/json"
 			   : strcmp(format, "zip") == 0 ? "application/zip"
 							: "application/x-tar";
-	return download(c, target, path ? path : "the workspace", type, on_data, arg, err);
+	return download(c, target, path ? path : "the changes", type, on_data, arg, info, err);
 }
 
 int cove_import_portable(struct cove *c, const char *id, const char *path, const void *json, size_t len,

@@ -54,6 +54,7 @@ void http_parser_init(struct http_parser *p, http_body_cb on_body, void *arg)
 	memset(p, 0, sizeof(*p));
 	p->state = HTTP_PARSE_HEAD;
 	p->content_length = -1;
+	p->counts[0] = p->counts[1] = -1;
 	p->on_body = on_body;
 	p->arg = arg;
 }
@@ -185,6 +186,10 @@ static int parse_header(struct http_parser *p, const char *line, size_t n)
 	for (size_t i = 0; i < ARRAY_SIZE(header_table); i++)
 		if (token_eq(line, name_len, header_table[i].name))
 			return header_table[i].parse(p, v, vn);
+	/* An export's counts: digits (the line's CR ends them), else not told. */
+	for (int i = 0; i < 2; i++)
+		if (token_eq(line, name_len, i ? "x-cove-deleted" : "x-cove-entries"))
+			p->counts[i] = vn > 0 && vn < 19 && strspn(v, "0123456789") == vn ? strtoll(v, NULL, 10) : -1;
 	return 0;
 }
 
@@ -782,6 +787,8 @@ static int take_response(const struct http_parser *p, struct body_sink *s, const
 	ret->body = s->buf;
 	ret->body_len = s->len;
 	memcpy(ret->content_type, p->content_type, sizeof(ret->content_type));
+	ret->counts[0] = p->counts[0];
+	ret->counts[1] = p->counts[1];
 	return 0;
 }
 

@@ -36,6 +36,7 @@ struct http_parser {
 	int sub;                /* position inside a chunk-size, CRLF or trailer line */
 	size_t line_len;        /* bytes of the current chunk-size line / of all trailers, bounded */
 	char content_type[128]; /* truncated to fit */
+	int64_t counts[2];      /* X-Cove-Entries, X-Cove-Deleted (an export's); -1 if absent */
 	int no_body;            /* set by the caller after init for HEAD: no body whatever the headers say */
 	int upgrade;            /* set by the caller after init when it asked for an upgrade: a 101 ends the response */
 	const char *why;        /* static reason once in HTTP_PARSE_ERROR */
@@ -67,6 +68,7 @@ struct http_response {
 	char *body; /* NUL-terminated, owned by the caller (free); NULL when streamed */
 	size_t body_len;
 	char content_type[128];
+	int64_t counts[2]; /* as the parser's */
 };
 
 /* Send one request (Content-Length body, may be NULL) on fd and read the whole

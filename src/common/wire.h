@@ -26,7 +26,8 @@
  * A WIRE_SPAWN with WIRE_FLAG_TTY gives the child a new pty as its stdio
  * (only stdout and stderr are passed, and ignored); the WIRE_SPAWNED reply
  * carries the pty's master, of which init keeps a copy after the others.
- * A WIRE_OPEN_READ of a directory, a WIRE_OPEN_TAR and a WIRE_OPEN_EXTRACT
+ * A WIRE_OPEN_TAR_LIST carries one fd, the file of the paths it lists.
+ * A WIRE_OPEN_READ of a directory, a WIRE_OPEN_TAR(_LIST) and a WIRE_OPEN_EXTRACT
  * answer with a socket (WIRE_OPENED with WIRE_FLAG_ENTRIES) that carries an
  * entry stream: struct wire_entry headers, each followed by its path, its
  * link target and, in a tar stream, a file's bytes; then WIRE_ENTRY_END.
@@ -92,6 +93,9 @@ enum wire_open_kind {
 	WIRE_OPEN_TAR,      /* a directory's tree with file contents, as an entry stream */
 	WIRE_OPEN_EXTRACT,  /* a directory (made if missing) to extract an entry stream into */
 	WIRE_OPEN_PLAIN,    /* like READ, but a directory comes as its fd, not as a listing */
+	WIRE_OPEN_TAR_LIST, /* like TAR, of the paths (relative to the directory, each ended
+			     * by a NUL) in the file passed with the request: each entry
+			     * alone, no directory's contents (a sandbox's changes) */
 };
 
 enum wire_fsop { WIRE_FS_REMOVE = 1, WIRE_FS_MKDIR, WIRE_FS_RENAME, WIRE_FS_CHMOD };

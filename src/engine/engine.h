@@ -33,6 +33,10 @@ struct sandbox_spec {
 	uint32_t pids;
 	json_t *env; /* object: name -> value */
 	char cwd[1024];
+	/* The workspace folder, resolved at create: cwd (or "workdir") when
+	 * given, else the user's home in the image's /etc/passwd ("/" if
+	 * none), or an external sandbox's workspace. Where commands start. */
+	char workdir[1024];
 	char user[64];
 	int64_t created_at; /* unix ms */
 	int64_t expires_at; /* unix ms; 0 = never */
@@ -152,6 +156,8 @@ int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err);
 int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);
 void sandbox_spec_free(struct sandbox_spec *spec);
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s);
+/* s->workdir, unless set, from what was asked (workdir.c). */
+void sandbox_workdir_resolve(struct sandbox_spec *s, const char *image, const char *subvol);
 /* 0, or -1 for text that is not a spec. */
 int sandbox_spec_from_json(const char *text, struct sandbox_spec *s);
 

@@ -1,7 +1,18 @@
-/* Taking a sandbox's workspace home, and bringing it back:
+/* Taking a sandbox's work home, and bringing it back:
  *
  *   GET  /v1/sandboxes/{id}/export?format=tar|zip[&path=DIR]
  *   GET  /v1/sandboxes/{id}/snapshot.json[?path=DIR]    the portable snapshot (portable.h)
+ *
+ * Without DIR an export and a portable snapshot take everything the
+ * sandbox changed over its image (changes.h): coved lists the changed
+ * paths from its upper layers, init's child sends those entries (each
+ * alone) as the user through the merged view, and a tar or zip ends with
+ * CHANGES_MANIFEST, the deletions and opaque directories. A portable
+ * snapshot (version 1) cannot express a deletion: it has the changed files
+ * only, and the front end says how many deletions it left out; its
+ * "base": "/" says the paths are relative to the root, where an import
+ * without DIR makes them (a folder's snapshot goes to the workspace). An external
+ * sandbox has no image under it: its workspace folder, as with DIR.
  *   POST /v1/sandboxes/{id}/snapshot.json[?path=DIR]    its files made in DIR
  *
  * These are the Files tree transfers (files_tar.c) in other formats:
@@ -10,7 +21,7 @@
  * backpressure; an import is validated whole, then made by init's child
  * as the user, beneath DIR, through no symlink.
  *
- * DIR defaults to the workspace: where a command runs by default, that is
+ * For a tar extraction and an import, DIR defaults to the workspace: where a command runs by default, that is
  * the sandbox's cwd when it has one, else the user's home as the sandbox's
  * own /etc/passwd says (init looks it up: WIRE_FLAG_HOME), or the root of
  * an external sandbox's workspace. */
@@ -40,13 +51,24 @@ int files_tree_out(struct sandbox *sb, const struct files_tree_req *rq, struct o
 	struct file_caller c = { .out = o };
 	if (rq->format != TREE_TAR && rq->format != TREE_ZIP && rq->format != TREE_JSON)
 		return err_set(err, COVE_EINVAL, "'format' must be tar or zip");
+	if (!rq->path && !sb->spec.external) {
+		char subvol[PATH_MAX], image[PATH_MAX];
+		snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", engine_ctx->pool.dir, sb->id);
+		snprintf(image, sizeof(image), "%s/images/%s", engine_ctx->pool.dir, sb->spec.image_dir);
+		if (files_sandbox_ready(sb, err) < 0 ||
+		    changes_collect(subvol, image, engine_ctx->data_dir, &c.changes, err) < 0)
+			return -1;
+		fr.value = WIRE_OPEN_TAR_LIST;
+		fr.path = "/";
+		return files_start(sb, &fr, &c, NULL, err);
+	}
 	fr.path = tree_path(sb, rq, &fr.flags);
 	return files_start(sb, &fr, &c, NULL, err);
 }
 
 /* The first pass over a portable snapshot: all of it valid, before
- * anything changes. */
-static int portable_check(const char *doc, size_t len, struct cove_err *err)
+ * anything changes. *whole: it holds a sandbox's changes ("base": "/"). */
+static int portable_check(const char *doc, size_t len, bool *whole, struct cove_err *err)
 {
 	struct portable_doc *d = NULL;
 	if (!doc || len == 0)
@@ -54,6 +76,7 @@ static int portable_check(const char *doc, size_t len, struct cove_err *err)
 			       "the body must be a portable snapshot {\"version\": 1, \"files\": [...]}");
 	if (portable_parse(doc, len, &d, err) < 0)
 		return -1;
+	*whole = d->whole;
 	portable_doc_free(d);
 	return 0;
 }
@@ -65,8 +88,11 @@ int files_portable_in(struct sandbox *sb, const struct files_tree_req *rq, files
 		.kind = FK_EXTRACT, .type = WIRE_OPEN, .value = WIRE_OPEN_EXTRACT, .user = rq->user, .format = TREE_JSON
 	};
 	struct file_caller c = { .done = done, .arg = arg, .doc = rq->doc, .doc_len = rq->doc_len };
-	if (files_sandbox_ready(sb, err) < 0 || portable_check(rq->doc, rq->doc_len, err) < 0)
+	bool whole = false;
+	if (files_sandbox_ready(sb, err) < 0 || portable_check(rq->doc, rq->doc_len, &whole, err) < 0)
 		return -1;
-	fr.path = tree_path(sb, rq, &fr.flags);
+	/* A sandbox's changes go back where they were, a folder's files into
+	 * the workspace. */
+	fr.path = !rq->path && whole ? "/" : tree_path(sb, rq, &fr.flags);
 	return files_start(sb, &fr, &c, ret, err);
 }

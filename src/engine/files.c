@@ -94,6 +94,7 @@ static void op_free(struct file_op *op)
 	if (op->body_fd >= 0)
 		close(op->body_fd);
 	free(op->spooled);
+	changes_free(op->changes);
 	free(op);
 }
 
@@ -516,7 +517,8 @@ static int send_request(struct sandbox *sb, struct file_op *op, const struct fil
 	long len = wire_encode_path(pkt, sizeof(pkt), &h, &p);
 	if (len < 0)
 		return err_set(err, COVE_EINVAL, "bad path");
-	int r = sandbox_send(sb, pkt, (size_t)len, NULL, 0);
+	int r = op->changes ? sandbox_send(sb, pkt, (size_t)len, &op->changes->list_fd, 1)
+			    : sandbox_send(sb, pkt, (size_t)len, NULL, 0);
 	if (r < 0)
 		return err_sys(err, -r, "send to cove-init of sandbox %s", sb->id);
 	return 0;
@@ -581,11 +583,17 @@ static int op_init(struct file_op *op, struct sandbox *sb, const struct file_req
 int files_start(struct sandbox *sb, const struct file_request *fr, const struct file_caller *c, struct file_op **ret,
 		struct cove_err *err)
 {
-	if (files_sandbox_ready(sb, err) < 0)
+	if (files_sandbox_ready(sb, err) < 0) {
+		changes_free(c->changes);
 		return -1;
+	}
 	struct file_op *op = calloc(1, sizeof(*op));
-	if (!op)
+	if (!op) {
+		changes_free(c->changes);
 		return err_set(err, COVE_EINTERNAL, "out of memory");
+	}
+	op->body_fd = -1; /* before op_init, which may fail first */
+	op->changes = c->changes;
 	op->done = c->done;
 	op->ready = c->ready;
 	op->arg = c->arg;

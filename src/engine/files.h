@@ -86,8 +86,9 @@ struct files_chmod_req {
 enum tree_format { TREE_TAR, TREE_ZIP, TREE_JSON };
 
 /* A folder's tree out or in. path NULL (export and portable snapshots
- * only): the workspace, where a command runs by default (the sandbox's cwd,
- * else the user's home, or an external sandbox's workspace root). */
+ * only): out, everything the sandbox changed over its image (changes.h;
+ * an external sandbox's workspace root); in, the workspace, where a
+ * command runs by default (the sandbox's cwd, else the user's home). */
 struct files_tree_req {
 	const char *path;
 	const char *user;
@@ -165,7 +166,8 @@ int files_chmod(struct sandbox *sb, const struct files_chmod_req *rq, files_done
 
 /* A folder's tree out as rq->format, onto o: GET .../files/tar (a tar of
  * rq->path), export (a tar or a zip) and the portable snapshot (both of
- * the workspace when rq->path is NULL). */
+ * the sandbox's changes when rq->path is NULL: OUT_START then carries
+ * ev->changes, and a tar or zip ends with CHANGES_MANIFEST). */
 int files_tree_out(struct sandbox *sb, const struct files_tree_req *rq, struct output *o, struct cove_err *err);
 /* A tar into a folder (made if missing). The body is wanted at once:
  * files_write_data as it comes, files_write_end at its end. It goes whole

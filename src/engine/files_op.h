@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/wire.h"
+#include "engine/changes.h"
 #include "engine/engine.h"
 #include "engine/files.h"
 
@@ -59,6 +60,7 @@ struct file_op {
 	struct file_request *spooled;
 	const char *doc; /* a portable import's text (borrowed) */
 	size_t doc_len;
+	struct changes *changes; /* an export of the sandbox's changes: its list (sent to init), its manifest */
 	/* the caller's */
 	files_done_fn done;
 	files_ready_fn ready;
@@ -112,6 +114,7 @@ struct file_caller {
 	struct output *out;
 	const char *doc;
 	size_t doc_len;
+	struct changes *changes; /* taken by files_start, even when it fails */
 };
 
 /* Check the sandbox, then send the request to init (or, with check_spool,

@@ -31,8 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/encoding.h"
 #include "common/log.h"
 #include "engine/files_op.h"
@@ -196,10 +198,31 @@ static int sink_data(struct file_op *op, const char *buf, size_t len, struct cov
 		       : err_set(err, COVE_EINTERNAL, "%s", archive_error_string(op->tar->ar));
 }
 
+/* An export of the changes: the manifest, the archive's last member. */
+static int write_manifest(struct file_op *op)
+{
+	_cleanup_free_ char *text = changes_manifest(op->changes);
+	struct archive_entry *ae = op->tar->ae;
+	if (!text)
+		return -1;
+	archive_entry_clear(ae);
+	archive_entry_copy_pathname(ae, CHANGES_MANIFEST);
+	archive_entry_set_filetype(ae, AE_IFREG);
+	archive_entry_set_perm(ae, 0644);
+	archive_entry_set_mtime(ae, time(NULL), 0);
+	archive_entry_set_size(ae, (la_int64_t)strlen(text));
+	return archive_write_header(op->tar->ar, ae) < ARCHIVE_WARN ||
+		       archive_write_data(op->tar->ar, text, strlen(text)) != (la_ssize_t)strlen(text)
+		       ? -1
+		       : 0;
+}
+
 static int sink_end(struct file_op *op, struct cove_err *err)
 {
 	if (op->format == TREE_JSON)
 		return portable_end(op->tar->json, err);
+	if (op->changes && write_manifest(op) < 0)
+		return err_set(err, COVE_EINTERNAL, "the manifest: %s", archive_error_string(op->tar->ar));
 	return archive_write_close(op->tar->ar) == ARCHIVE_OK
 		       ? 0
 		       : err_set(err, COVE_EINTERNAL, "%s", archive_error_string(op->tar->ar));
@@ -273,7 +296,7 @@ static int start_download(struct file_op *op)
 {
 	struct tar_state *t = op->tar;
 	op->st->data = true;
-	if (op->format == TREE_JSON ? !(t->json = portable_writer_new(t->out)) : open_archive(t, op->format) < 0)
+	if (op->format == TREE_JSON ? !(t->json = portable_writer_new(t->out, op->changes != NULL)) : open_archive(t, op->format) < 0)
 		return -1;
 	op->st->ev = event_new(engine_ctx->base, op->st->sock, EV_READ | EV_PERSIST, download_readable, op);
 	if (!op->st->ev)
@@ -281,7 +304,13 @@ static int start_download(struct file_op *op)
 	/* The consumer sets the pace from here: no backstop timeout. */
 	event_free(op->timeout_ev);
 	op->timeout_ev = NULL;
+	struct out_changes counts = { 0 };
 	struct out_event ev = { .type = OUT_START };
+	if (op->changes) {
+		counts.entries = op->changes->entries;
+		counts.deletions = json_array_size(op->changes->deleted);
+		ev.changes = &counts;
+	}
 	output_write(op->out, &ev);
 	op->started = true;
 	event_add(op->st->ev, NULL);

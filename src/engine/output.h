@@ -72,6 +72,14 @@ struct out_event {
 	uint64_t lost;              /* OUT_GAP */
 	const struct out_exit *exit; /* OUT_EXIT */
 	const void *event;          /* OUT_EVENT: the subsystem's struct, borrowed for the call */
+	/* OUT_START of an export of a sandbox's changes (engine/files.h):
+	 * the changed paths listed and the deletions; NULL otherwise */
+	const struct out_changes *changes;
+};
+
+struct out_changes {
+	uint64_t entries;
+	uint64_t deletions;
 };
 
 struct output_ops {

@@ -49,11 +49,12 @@ static int set_text(json_t *j, const char *key, const char *s, size_t n)
 	return json_object_set_new(j, k, text ? json_stringn(s, n) : base64_json(s, n));
 }
 
-struct portable_writer *portable_writer_new(struct evbuffer *out)
+struct portable_writer *portable_writer_new(struct evbuffer *out, bool whole)
 {
 	struct portable_writer *w = calloc(1, sizeof(*w));
 	if (!w || !(w->content = evbuffer_new()) ||
-	    evbuffer_add_printf(out, "{\"version\": %d, \"files\": [", PORTABLE_VERSION) < 0) {
+	    evbuffer_add_printf(out, "{\"version\": %d, %s\"files\": [", PORTABLE_VERSION,
+				whole ? "\"base\": \"/\", " : "") < 0) {
 		portable_writer_free(w);
 		return NULL;
 	}
@@ -341,9 +342,14 @@ int portable_parse(const char *text, size_t len, struct portable_doc **ret, stru
 			    j ? "the body must be a JSON object" : je.text);
 	json_object_foreach(j, key, v)
 	{
-		if (r == 0 && strcmp(key, "version") != 0 && strcmp(key, "files") != 0)
+		if (r == 0 && strcmp(key, "version") != 0 && strcmp(key, "files") != 0 && strcmp(key, "base") != 0)
 			r = err_set(err, COVE_EINVAL, "unknown field '%.64s'", key);
 	}
+	json_t *base = json_object_get(j, "base");
+	if (r == 0 && base && !(json_is_string(base) && strcmp(json_string_value(base), "/") == 0))
+		r = err_set(err, COVE_EINVAL, "'base' must be \"/\" (a sandbox's changes), or absent (a folder's files)");
+	if (d)
+		d->whole = base != NULL;
 	json_t *version = json_object_get(j, "version");
 	if (r == 0 && (!json_is_integer(version) || json_integer_value(version) != PORTABLE_VERSION))
 		r = err_set(err, COVE_EINVAL, "'version' must be %d", PORTABLE_VERSION);

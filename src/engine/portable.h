@@ -34,7 +34,9 @@
 
 struct portable_writer;
 
-struct portable_writer *portable_writer_new(struct evbuffer *out);
+/* whole: the document holds a sandbox's changes, not a folder's files:
+ * "base": "/" says so, and an import without a path makes them there. */
+struct portable_writer *portable_writer_new(struct evbuffer *out, bool whole);
 void portable_writer_free(struct portable_writer *w);
 /* An entry of the stream (its file's bytes follow with portable_data).
  * 0, or -1 with err (over the limits, out of memory). */
@@ -62,6 +64,7 @@ struct portable_doc {
 	void *json; /* the parsed document, which content points into */
 	size_t n;
 	struct portable_entry *entries; /* sorted by path: parents before what they hold */
+	bool whole; /* "base": "/": a sandbox's changes, relative to its root */
 };
 
 /* Parse and validate a whole document (len bytes of text). 0 with *ret,

@@ -89,6 +89,7 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	json_object_set_new(j, "deny_out", s->deny_out ? json_incref(s->deny_out) : json_array());
 	if (s->egress)
 		json_object_set_new(j, "net_slot", json_integer(s->net_slot));
+	json_object_set_new(j, "workdir", s->workdir[0] ? json_string(s->workdir) : json_null());
 	return j;
 }
 
@@ -134,6 +135,8 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	s->deny_out = json_is_array(deny) ? json_incref(deny) : json_array();
 	json_t *net_slot = json_object_get(j, "net_slot");
 	s->net_slot = json_is_integer(net_slot) ? (int)json_integer_value(net_slot) : -1;
+	const char *workdir = json_string_value(json_object_get(j, "workdir")); /* none in older rows */
+	snprintf(s->workdir, sizeof(s->workdir), "%s", workdir ? workdir : "");
 	json_decref(j);
 	return 0;
 }
@@ -488,6 +491,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;
 	}
+	sandbox_workdir_resolve(&sb->spec, image, subvol);
 	/* Recorded before it runs, so that a crash from here on leaves a row
 	 * that the next start can boot or clean up, never a leaked subvolume. */
 	if (network_prepare(d, sb, false, from ? NULL : subvol, err) < 0 || sandbox_save(d, sb, err) < 0 ||

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "common/cleanup.h"
 #include "common/io.h"
 #include "init/init.h"
 
@@ -169,6 +170,7 @@ static int open_kind(int kind, const struct wire_path *p, uint32_t flags, uint32
 		*ret_flags = created ? WIRE_FLAG_CREATED : 0;
 		return fd;
 	case WIRE_OPEN_TAR:
+	case WIRE_OPEN_TAR_LIST:
 		return open_tree(p);
 	case WIRE_OPEN_EXTRACT:
 		fd = open_extract_root(p, &created);
@@ -368,12 +370,12 @@ int files_set_root(const char *path)
 
 /* The child: become the user, do it, answer. Exits 0 once answered. */
 static bool is_stream(int kind, int fd);
-static void run_stream(int kind, int fd, int sock, int depth);
+static void run_stream(int kind, int fd, int sock, int depth, int list_fd);
 
 /* The child: become the user, do it, answer. Exits 0 once answered. An
  * open that is an entry stream answers with one end of a socket pair, then
  * writes or reads the stream on the other. */
-static void child_main(const struct wire_hdr *req, const struct wire_path *p)
+static void child_main(const struct wire_hdr *req, const struct wire_path *p, int list_fd)
 {
 	struct passwd_entry pw;
 	struct wire_hdr h = { .seq = req->seq };
@@ -404,12 +406,12 @@ static void child_main(const struct wire_hdr *req, const struct wire_path *p)
 		_exit(1);
 	if (r >= 0 && dir >= 0) {
 		close(sock[0]);
-		run_stream(req->value, dir, sock[1], req->pid);
+		run_stream(req->value, dir, sock[1], req->pid, list_fd);
 	}
 	_exit(0);
 }
 
-void files_handle(const struct wire_hdr *h, const char *payload)
+void files_handle(const struct wire_hdr *h, const char *payload, int fd)
 {
 	struct wire_path p;
 	struct wire_hdr fail = { .type = h->type == WIRE_OPEN ? WIRE_OPEN_FAILED : WIRE_FSOP_DONE, .seq = h->seq };
@@ -418,11 +420,13 @@ void files_handle(const struct wire_hdr *h, const char *payload)
 		slot++;
 	if (wire_decode_path(payload, h->payload_len, &p) < 0)
 		fail.value = EINVAL;
+	else if (h->type == WIRE_OPEN && h->value == WIRE_OPEN_TAR_LIST && fd < 0)
+		fail.value = EINVAL;
 	else if (slot == FILES_MAX_OPS)
 		fail.value = EAGAIN;
 	pid_t pid = fail.value ? -1 : fork();
 	if (pid == 0)
-		child_main(h, &p);
+		child_main(h, &p, fd);
 	if (pid < 0) {
 		fail.value = fail.value ? fail.value : errno;
 		(void)init_send(&fail, -1, false);
@@ -460,7 +464,7 @@ static bool on_pseudo_fs(int fd)
 static bool is_stream(int kind, int fd)
 {
 	struct stat st;
-	if (kind == WIRE_OPEN_TAR || kind == WIRE_OPEN_EXTRACT)
+	if (kind == WIRE_OPEN_TAR || kind == WIRE_OPEN_TAR_LIST || kind == WIRE_OPEN_EXTRACT)
 		return true;
 	return kind == WIRE_OPEN_READ && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
@@ -894,7 +898,41 @@ static void extract(int root, int sock)
 	(void)send_entry(sock, &end, r < 0 ? x.path : "", NULL);
 }
 
-static void run_stream(int kind, int fd, int sock, int depth)
+/* The listed paths, each one alone (max_depth 1), as walk_entry sends
+ * them: what is gone or unreadable by now is left out. Each path's parent
+ * is opened beneath the root through no symlink, as it is on the upper
+ * layer the list was read from. Takes root. */
+static int walk_list(struct walk *w, int root, int list_fd)
+{
+	_cleanup_close_ int rootfd = root;
+	FILE *f = fdopen(list_fd, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	int r = f ? 0 : -errno;
+	while (r == 0 && getdelim(&line, &cap, '\0', f) > 0) {
+		char *slash = strrchr(line, '/');
+		const char *base = slash ? slash + 1 : line;
+		if (!*base || strlen(line) > WIRE_ENTRY_MAX_PATH)
+			continue;
+		if (slash)
+			*slash = '\0';
+		struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+					.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+		int pfd = slash ? io_openat2(rootfd, line, &how) : fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+		if (pfd < 0)
+			continue;
+		snprintf(w->path, sizeof(w->path), "%s", slash ? line : "");
+		r = walk_entry(w, pfd, base, 0);
+		w->path[0] = '\0';
+		close(pfd);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	return r;
+}
+
+static void run_stream(int kind, int fd, int sock, int depth, int list_fd)
 {
 	static struct walk w;
 	if (kind == WIRE_OPEN_EXTRACT) {
@@ -902,11 +940,16 @@ static void run_stream(int kind, int fd, int sock, int depth)
 		return;
 	}
 	w.sock = sock;
-	w.data = kind == WIRE_OPEN_TAR;
-	w.max_depth = w.data ? FILES_MAX_DEPTH : depth < 1 ? 1 : depth > FILES_MAX_DEPTH ? FILES_MAX_DEPTH : depth;
+	w.data = kind == WIRE_OPEN_TAR || kind == WIRE_OPEN_TAR_LIST;
+	w.max_depth = kind == WIRE_OPEN_TAR_LIST ? 1
+		      : w.data			? FILES_MAX_DEPTH
+		      : depth < 1		? 1
+		      : depth > FILES_MAX_DEPTH ? FILES_MAX_DEPTH
+						: depth;
 	struct wire_entry end = { .type = WIRE_ENTRY_END };
 	if (w.data)
 		skip_dev_mount(&w);
-	if (walk_dir(&w, fd, 0) == 0)
+	int r = kind == WIRE_OPEN_TAR_LIST ? walk_list(&w, fd, list_fd) : walk_dir(&w, fd, 0);
+	if (r == 0)
 		(void)send_entry(sock, &end, "", NULL);
 }

@@ -445,7 +445,7 @@ static void handle_packet(void)
 		else if (h.type == WIRE_PING)
 			send_msg(WIRE_PONG, h.seq, 0, spawned_count());
 		else if (h.type == WIRE_OPEN || h.type == WIRE_FSOP)
-			files_handle(&h, buf + sizeof(h));
+			files_handle(&h, buf + sizeof(h), nfds > 0 ? fds[0] : -1);
 		else if (h.type == WIRE_LIST)
 			send_kept_list(h.seq);
 		else if (h.type == WIRE_RELEASE && kept_find(h.pid))

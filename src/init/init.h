@@ -20,7 +20,8 @@ int init_become_user(const char *spec, struct passwd_entry *pw);
  * need not be able to reach it by path. 0 or -errno. */
 int files_set_root(const char *path);
 /* A WIRE_OPEN or WIRE_FSOP packet: done in a child, which answers coved. */
-void files_handle(const struct wire_hdr *h, const char *payload);
+/* fd: the file passed with the request, or -1 (init closes it after). */
+void files_handle(const struct wire_hdr *h, const char *payload, int fd);
 /* A child that is not a spawned process was reaped: if it was a file
  * operation's and died before answering, answer for it. */
 void files_reaped(pid_t pid, int status);

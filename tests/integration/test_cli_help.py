@@ -175,7 +175,7 @@ def test_options_anywhere_the_command_keeps_its_own(cv):
     for c in copies:
         assert cv.api("GET", "/v1/sandboxes/" + c)[1]["state"] == "running"
         cv.api("DELETE", "/v1/sandboxes/" + c)
-    # cove export ID -o f.zip: a zip of the workspace
+    # cove export ID -o f.zip: a zip of what the sandbox changed
     cv.sh(sid, "echo kept > /root/w.txt")
     work = tempfile.mkdtemp(prefix="cove-order-")
     try:
@@ -183,7 +183,7 @@ def test_options_anywhere_the_command_keeps_its_own(cv):
         r = cv.cli("export", sid, "-o", out)
         assert r.returncode == 0 and zipfile.is_zipfile(out), r
         with zipfile.ZipFile(out) as z:
-            assert z.read("w.txt") == b"kept\n", z.namelist()
+            assert z.read("root/w.txt") == b"kept\n", z.namelist()
         r = cv.cli("export", "--format=tar", sid, "--path", "/etc", "-o", os.path.join(work, "e"))
         assert r.returncode == 0 and open(os.path.join(work, "e"), "rb").read(262)[257:262] == b"ustar", r
     finally:

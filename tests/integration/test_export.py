@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tarfile
 import tempfile
 import threading
@@ -114,15 +115,111 @@ def test_tar_and_zip_match_the_sandbox(cv):
             assert os.system("unzip -tq %s >/dev/null" % f.name) == 0
 
 
-def test_default_path_is_the_workspace(cv):
+CHANGES = r"""
+set -e
+test -f /etc/motd && test -d /etc/skel && test ! -e /data
+mkdir -p /data && printf 'x\n' > /data/x
+printf 'conf\n' > /etc/app.conf
+rm /etc/motd
+rm -rf /etc/skel && mkdir /etc/skel && printf 'n\n' > /etc/skel/new
+mkdir -p /usr/local/share/cove-t && printf 'u\n' > /usr/local/share/cove-t/u
+"""
+# what CHANGES makes: every name is one of these, and nothing else of the image
+CHANGED = {"data": "d", "data/x": b"x\n", "etc/app.conf": b"conf\n", "etc/skel": "d", "etc/skel/new": b"n\n",
+           "usr/local/share/cove-t": "d", "usr/local/share/cove-t/u": b"u\n"}
+MANIFEST = ".cove-manifest.json"
+
+
+def _get_changes(cv, url):
+    c = cv.conn(120)
+    try:
+        c.request("GET", url)
+        r = c.getresponse()
+        return r.status, r.getheader("X-Cove-Entries"), r.getheader("X-Cove-Deleted"), r.read()
+    finally:
+        c.close()
+
+
+def _check_manifest(text):
+    m = json.loads(text)
+    assert m == {"deleted": ["/etc/motd"], "opaque": ["/etc/skel"]}, m
+
+
+def test_default_export_is_the_changes(cv):
+    """No path: what the sandbox changed over its image, whatever the folder
+    (the upper layers, whiteouts as the manifest's deletions)."""
     sid = cv.create(cwd="/srv")
-    cv.exec(sid, ["sh", "-c", "mkdir -p /srv && echo x > /srv/only-here"])
-    st, _, data = get(cv, "/v1/sandboxes/%s/export" % sid)
-    assert st == 200 and tarfile.open(fileobj=io.BytesIO(data)).getnames() == ["only-here"]
-    sid2 = cv.create()
-    cv.exec(sid2, ["sh", "-c", "echo y > ~/in-home"])
-    st, _, data = get(cv, "/v1/sandboxes/%s/export?format=zip" % sid2)
-    assert st == 200 and "in-home" in zipfile.ZipFile(io.BytesIO(data)).namelist()
+    cv.sh(sid, CHANGES)
+    st, entries, deleted, data = _get_changes(cv, "/v1/sandboxes/%s/export" % sid)
+    assert st == 200 and (entries, deleted) == (str(len(CHANGED)), "1"), (st, entries, deleted)
+    with tarfile.open(fileobj=io.BytesIO(data)) as t:
+        names = t.getnames()
+        assert sorted(names) == sorted(list(CHANGED) + [MANIFEST]), names
+        assert names[-1] == MANIFEST
+        for n, want in CHANGED.items():
+            m = t.getmember(n)
+            assert (m.isdir() and want == "d") or t.extractfile(m).read() == want, n
+        _check_manifest(t.extractfile(MANIFEST).read())
+    st, _, _, data = _get_changes(cv, "/v1/sandboxes/%s/export?format=zip" % sid)
+    z = zipfile.ZipFile(io.BytesIO(data))
+    assert st == 200 and sorted(n.rstrip("/") for n in z.namelist()) == sorted(list(CHANGED) + [MANIFEST])
+    assert z.read("data/x") == b"x\n" and z.read("etc/app.conf") == b"conf\n"
+    _check_manifest(z.read(MANIFEST))
+    # the portable snapshot: the same files; version 1 has no deletions
+    st, entries, deleted, data = _get_changes(cv, "/v1/sandboxes/%s/snapshot.json" % sid)
+    doc = json.loads(data)
+    by = {f["path"]: f for f in doc["files"]}
+    assert st == 200 and doc["version"] == 1 and sorted(by) == sorted(CHANGED) and deleted == "1", (st, sorted(by))
+    assert by["data/x"]["content"] == "x\n" and by["etc/skel"]["type"] == "dir" and doc["base"] == "/"
+    # which an import without a path makes where it was (a folder's goes to the workspace)
+    other = cv.create()
+    st, r = cv.api("POST", "/v1/sandboxes/%s/snapshot.json" % other, doc, timeout=120)
+    assert st == 200 and r["entries"] == len(CHANGED), (st, r)
+    r = cv.sh(other, "cat /data/x /etc/app.conf /etc/skel/new /usr/local/share/cove-t/u")
+    assert r["stdout"] == "x\nconf\nn\nu\n", r
+    st, j = cv.api("POST", "/v1/sandboxes/%s/snapshot.json" % other, dict(doc, base="/etc"))
+    assert st == 400 and "'base'" in j["error"]["message"], (st, j)
+    # a path still takes that folder, as before
+    cv.sh(sid, "echo s > /srv/only-here")
+    st, entries, _, data = _get_changes(cv, "/v1/sandboxes/%s/export?path=/srv" % sid)
+    assert st == 200 and entries is None and tarfile.open(fileobj=io.BytesIO(data)).getnames() == ["only-here"]
+
+
+def test_unchanged_sandbox_exports_nothing(cv):
+    """A fresh sandbox changed nothing (cove's own /etc/hostname and hosts
+    are not its work): the export holds only the manifest, and the CLI says
+    it is empty."""
+    sid = cv.create()
+    st, entries, deleted, data = _get_changes(cv, "/v1/sandboxes/%s/export" % sid)
+    assert st == 200 and (entries, deleted) == ("0", "0"), (entries, deleted)
+    assert tarfile.open(fileobj=io.BytesIO(data)).getnames() == [MANIFEST]
+    d = tempfile.mkdtemp(prefix="cove-empty-")
+    try:
+        r = cv.cli("export", sid, "-o", d + "/e.zip")
+        assert r.returncode == 0 and b"empty" in r.stderr, r
+        r = cv.cli("snapshot", "--portable", sid)
+        assert r.returncode == 0 and json.loads(r.stdout)["files"] == [] and b"empty" in r.stderr, r
+        cv.sh(sid, "rm /etc/motd")
+        r = cv.cli("export", sid, "-o", d + "/e.tar")
+        assert r.returncode == 0 and b"empty" not in r.stderr, r
+        r = cv.cli("snapshot", "--portable", sid)
+        assert r.returncode == 0 and b"1 deletion(s) left out" in r.stderr, r
+    finally:
+        shutil.rmtree(d)
+
+
+def test_external_sandbox_exports_its_workspace(cv):
+    """The host backend has no image under it: no path is its workspace."""
+    st, j = cv.api("POST", "/v1/sandboxes", {"isolation": "external"})
+    assert st in (200, 201), j
+    sid = j["id"]
+    try:
+        cv.sh(sid, "echo w > ./in-workspace")
+        st, entries, _, data = _get_changes(cv, "/v1/sandboxes/%s/export" % sid)
+        assert st == 200 and entries is None, (st, entries)
+        assert "in-workspace" in tarfile.open(fileobj=io.BytesIO(data)).getnames()
+    finally:
+        cv.api("DELETE", "/v1/sandboxes/" + sid)
 
 
 def test_root_export_skips_proc_sys_dev(cv):
@@ -279,3 +376,27 @@ def test_large_export_memory_is_bounded(cv):
         c.close()
         assert total > 200_000_000, (fmt, total)
         assert peak - base < 32 * 1024, (fmt, "coved grew by %d kB" % (peak - base))
+
+
+def test_workdir_resolved_at_create(cv):
+    """The workspace folder: "workdir" (or "cwd") when given, else the
+    user's home in the image's /etc/passwd; stored, shown by GET and cove
+    info, and where commands start."""
+    sid = cv.create()
+    sb = cv.api("GET", "/v1/sandboxes/" + sid)[1]
+    assert sb["workdir"] == "/root" and sb["cwd"] == "", sb
+    r = cv.cli("info", sid)
+    assert r.returncode == 0 and json.loads(r.stdout)["workdir"] == "/root", r
+    sid = cv.create(workdir="/srv")
+    sb = cv.api("GET", "/v1/sandboxes/" + sid)[1]
+    assert sb["workdir"] == "/srv" and sb["cwd"] == "/srv", sb
+    assert cv.exec(sid, ["pwd"])["stdout"] == "/srv\n"
+    assert cv.api("GET", "/v1/sandboxes/" + cv.create(cwd="/tmp"))[1]["workdir"] == "/tmp"
+    for bad in ({"workdir": "rel"}, {"workdir": "/a", "cwd": "/b"}, {"workdir": 3}):
+        st, j = cv.api("POST", "/v1/sandboxes", bad)
+        assert st == 400 and "workdir" in j["error"]["message"], (bad, st, j)
+    st, j = cv.api("POST", "/v1/sandboxes", {"isolation": "external"})
+    try:
+        assert st == 201 and j["workdir"] == j["workspace"], j
+    finally:
+        cv.api("DELETE", "/v1/sandboxes/" + j["id"])

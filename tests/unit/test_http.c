@@ -583,6 +583,29 @@ static void test_client_errors(void)
 	close(sv[0]);
 }
 
+/* An export's counts: read when they are plain numbers, else not told. */
+static void test_cove_counts(void)
+{
+	static const struct {
+		const char *head;
+		int64_t entries, deleted;
+	} counts_cases[] = {
+		{ "X-Cove-Entries: 12\r\nx-cove-deleted:  3 \r\n", 12, 3 },
+		{ "X-Cove-Entries: 0\r\nX-Cove-Deleted: 0\r\n", 0, 0 },
+		{ "X-Cove-Entries: 1x\r\nX-Cove-Deleted: -1\r\n", -1, -1 },
+		{ "X-Cove-Entries: \r\nX-Cove-Deleted: 99999999999999999999\r\n", -1, -1 },
+		{ "", -1, -1 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(counts_cases); i++) {
+		char in[256];
+		size_t used;
+		int n = snprintf(in, sizeof(in), "HTTP/1.1 200 OK\r\n%sContent-Length: 2\r\n\r\nok", counts_cases[i].head);
+		int r = run_cuts(in, (size_t)n, NULL, 0, &used);
+		CHECK(r == 0 && parser.counts[0] == counts_cases[i].entries && parser.counts[1] == counts_cases[i].deleted,
+		      "counts %zu: %lld %lld", i, (long long)parser.counts[0], (long long)parser.counts[1]);
+	}
+}
+
 int main(void)
 {
 	/* A hung client or server must fail the test, not the CI job. */
@@ -595,5 +618,6 @@ int main(void)
 	test_client_upgrade();
 	test_client();
 	test_client_errors();
+	test_cove_counts();
 	return tap_done();
 }

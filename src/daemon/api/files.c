@@ -11,6 +11,7 @@
  * Tree downloads (GET /files/tar, /export, GET /snapshot.json) are an
  * http_output (reply.h) whose bytes go out as chunks. */
 #include <event2/buffer.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -431,6 +432,15 @@ static void tree_encode(struct http_output *ho, const struct out_event *ev)
 		[TREE_TAR] = "application/x-tar", [TREE_ZIP] = "application/zip", [TREE_JSON] = "application/json"
 	};
 	struct tree_call *t = ho->arg;
+	if (ev->type == OUT_START && ev->changes) {
+		/* An export of the changes: what it holds, known before its bytes
+		 * (a client says so when it is empty). */
+		char n[24];
+		snprintf(n, sizeof(n), "%" PRIu64, ev->changes->entries);
+		evhttp_add_header(http_req_out_headers(ho->req), "X-Cove-Entries", n);
+		snprintf(n, sizeof(n), "%" PRIu64, ev->changes->deletions);
+		evhttp_add_header(http_req_out_headers(ho->req), "X-Cove-Deleted", n);
+	}
 	if (ev->type == OUT_START) {
 		reply_start(ho, types[t->format]);
 	} else if (ev->type == OUT_BYTES && ho->started && ev->buf) {

@@ -90,15 +90,16 @@ static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err
 
 static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 {
-	static const char *const fields[] = { "name",    "image",     "memory",    "cpus",
-					      "pids",    "env",       "cwd",       "user",
-					      "timeout", "ephemeral", "isolation", "inherit_env",
-					      "network", "allow_out", "deny_out",  NULL };
-	const char *name = "", *image = "host", *cwd = "", *user = "";
+	static const char *const fields[] = { "name",    "image",     "memory",    "cpus",        "pids",
+					      "env",     "cwd",       "user",      "timeout",     "ephemeral",
+					      "isolation", "inherit_env", "network", "allow_out", "deny_out",
+					      "workdir", NULL };
+	const char *name = "", *image = "host", *cwd = "", *user = "", *workdir = "";
 	double cpus = 1, pids = 1024;
 	s->memory = 512ull << 20;
 	if (check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ||
 	    get_string(j, "image", &image, 63, err) < 0 || get_string(j, "cwd", &cwd, 1023, err) < 0 ||
+	    get_string(j, "workdir", &workdir, 1023, err) < 0 ||
 	    get_string(j, "user", &user, 63, err) < 0 || get_size(j, "memory", &s->memory, err) < 0 ||
 	    get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 || get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 ||
 	    check_env(json_object_get(j, "env"), err) < 0 || get_deadline(j, &s->expires_at, err) < 0 ||
@@ -113,6 +114,9 @@ static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 		return err_set(err, COVE_EINVAL, "bad image name '%s'", image);
 	if (*cwd && *cwd != '/')
 		return err_set(err, COVE_EINVAL, "'cwd' must be an absolute path");
+	if (*workdir && (*workdir != '/' || (*cwd && strcmp(cwd, workdir) != 0)))
+		return err_set(err, COVE_EINVAL, "'workdir' must be an absolute path (the same as 'cwd', if both are given)");
+	cwd = *workdir ? workdir : cwd; /* the workspace is where commands start */
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->image, sizeof(s->image), "%s", image);
 	snprintf(s->cwd, sizeof(s->cwd), "%s", cwd);
