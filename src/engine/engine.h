@@ -39,6 +39,9 @@ struct sandbox_spec {
 	 * workspace on the host, and init a plain host process in it. */
 	bool external;
 	bool inherit_env; /* external only: coved's own environment is execs' base */
+	/* A front end's labels (E2B's metadata): an object of strings, or NULL
+	 * (none). Kept with the spec, shown in it only when not empty. */
+	json_t *metadata;
 };
 
 enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING };

@@ -69,7 +69,9 @@ struct sandbox *sandbox_lookup(struct engine *d, const char *id, struct cove_err
 void sandbox_spec_free(struct sandbox_spec *spec)
 {
 	json_decref(spec->env);
+	json_decref(spec->metadata);
 	spec->env = NULL;
+	spec->metadata = NULL;
 }
 
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
@@ -81,6 +83,8 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 			      s->expires_at ? json_integer(s->expires_at) : json_null(), "ephemeral", s->ephemeral);
 	json_object_set_new(j, "isolation", json_string(s->external ? "external" : "isolated"));
 	json_object_set_new(j, "inherit_env", json_boolean(s->inherit_env));
+	if (json_object_size(s->metadata))
+		json_object_set(j, "metadata", s->metadata);
 	return j;
 }
 
@@ -118,6 +122,8 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	s->external = json_is_string(json_object_get(j, "isolation")) &&
 		      strcmp(json_string_value(json_object_get(j, "isolation")), "external") == 0;
 	s->inherit_env = json_is_true(json_object_get(j, "inherit_env"));
+	json_t *metadata = json_object_get(j, "metadata");
+	s->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
 	json_decref(j);
 	return 0;
 }
@@ -431,6 +437,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	}
 	sb->spec = *spec;
 	spec->env = NULL; /* moved */
+	spec->metadata = NULL;
 	sb->spec.created_at = sandbox_now_ms();
 	/* A restore or a fork copies a spec: what ties its source to a deadline
 	 * or to a client's connection is not copied with it. */
@@ -523,6 +530,7 @@ static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 {
 	*to = *from;
 	to->env = json_deep_copy(from->env ? from->env : json_object());
+	to->metadata = from->metadata ? json_deep_copy(from->metadata) : NULL;
 	return to->env ? 0 : -1;
 }
 
