@@ -5,13 +5,8 @@
 #include <stdbool.h>
 
 #include "daemon/e2b/e2b_private.h"
+#include "daemon/e2b/multipart.h"
 #include "engine/files.h"
-
-struct part {
-	char path[PATH_MAX];
-	const unsigned char *data;
-	size_t len;
-};
 
 struct fscall {
 	struct http_req *req; /* NULL once answered */
@@ -40,7 +35,3 @@ json_t *entry_info(const struct files_entry *e);
 /* The /files query: path (absolute; "" when absent and not need_path)
  * and username (into er->user). */
 int envd_files_query(struct envd_req *er, bool need_path, char *path, struct cove_err *err);
-/* A multipart body's file parts (at most max) into parts: their filename
- * (as path) and bytes, which point into body. */
-int multipart_parse(const unsigned char *body, size_t n, const char *boundary, struct part *parts, int max,
-		    int *count, struct cove_err *err);
