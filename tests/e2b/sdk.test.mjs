@@ -185,3 +185,45 @@ test('kill, and the errors for unknown sandboxes and bad keys', async () => {
   await assert.rejects(Sandbox.create({ apiKey: 'wrong' }), (e) => e instanceof AuthenticationError);
   await assert.rejects(Sandbox.list({ apiKey: 'wrong' }).nextItems(), (e) => e instanceof AuthenticationError);
 });
+
+test('watchDir reports changes by name, and stop ends it', async () => {
+  await sbx.files.makeDir('/tmp/w');
+  const events = [];
+  const h = await sbx.files.watchDir('/tmp/w', (e) => events.push(e));
+  await sbx.files.write('/tmp/w/new.txt', 'x');
+  await sbx.commands.run('rm /tmp/w/new.txt');
+  const t0 = Date.now();
+  while (!events.some((e) => e.type === 'remove') && Date.now() - t0 < 5000)
+    await new Promise((r) => setTimeout(r, 50));
+  await h.stop();
+  assert.ok(events.some((e) => e.name === 'new.txt' && e.type === 'create'), JSON.stringify(events));
+  assert.ok(events.some((e) => e.name === 'new.txt' && e.type === 'remove'), JSON.stringify(events));
+  await assert.rejects(sbx.files.watchDir('/tmp/no-such-dir', () => {}), (e) => e instanceof FileNotFoundError);
+});
+
+test('pty: create, input, resize, kill', async () => {
+  let out = '';
+  const dec = new TextDecoder();
+  const h = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { out += dec.decode(d); } });
+  const waitFor = async (s) => {
+    const t0 = Date.now();
+    while (!out.includes(s) && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(out.includes(s), JSON.stringify(out.slice(-300)));
+  };
+  await sbx.pty.sendInput(h.pid, new TextEncoder().encode('stty size; echo $((6*7))x\n'));
+  await waitFor('24 80');
+  await waitFor('42x');
+  await sbx.pty.resize(h.pid, { cols: 100, rows: 30 });
+  await sbx.pty.sendInput(h.pid, new TextEncoder().encode('stty size\n'));
+  await waitFor('30 100');
+  assert.equal(await sbx.pty.kill(h.pid), true);
+  await assert.rejects(h.wait());
+});
+
+test('closeStdin gives the process its end of input', async () => {
+  const h = await sbx.commands.run('cat; echo end', { background: true, stdin: true });
+  await sbx.commands.sendStdin(h.pid, 'abc');
+  await sbx.commands.closeStdin(h.pid);
+  const r = await h.wait();
+  assert.equal(r.stdout, 'abcend\n');
+});

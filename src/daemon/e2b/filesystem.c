@@ -10,6 +10,8 @@
 #include "daemon/e2b/connect.h"
 #include "daemon/e2b/fscall.h"
 #include "engine/engine.h"
+#include "engine/output.h"
+#include "engine/watch.h"
 
 enum fs_method { FS_STAT, FS_LIST, FS_MKDIR, FS_MOVE, FS_MOVE_STAT, FS_REMOVE };
 
@@ -115,8 +117,51 @@ static int start(struct envd_req *er, struct fscall *fc, enum fs_method m, json_
 	return files_remove(fc->sb, &rq, fs_done, fc, &fc->op, err);
 }
 
+/* ---- WatchDir: a stream of the engine's watch events ---- */
+
+static void watch_event(struct connect_stream *cs, const struct out_event *ev)
+{
+	static const char *const types[] = {
+		[WATCH_CREATE] = "EVENT_TYPE_CREATE", [WATCH_WRITE] = "EVENT_TYPE_WRITE",
+		[WATCH_REMOVE] = "EVENT_TYPE_REMOVE", [WATCH_RENAME] = "EVENT_TYPE_RENAME",
+		[WATCH_CHMOD] = "EVENT_TYPE_CHMOD",
+	};
+	const struct watch_event *w = ev->event;
+	if (ev->type != OUT_EVENT)
+		return; /* the stream's own keepalives stand for the engine's */
+	if (w->type == WATCH_START)
+		connect_stream_send(cs, json_pack("{s:{}}", "start"));
+	else if (w->type <= WATCH_CHMOD && w->name)
+		connect_stream_send(cs, json_pack("{s:{s:s, s:s}}", "filesystem", "name", w->name, "type",
+						  types[w->type]));
+}
+
+static void watch_dir(struct envd_req *er)
+{
+	json_t *j;
+	if (connect_read(er, true, &j) < 0)
+		return;
+	struct cove_err err = { 0 };
+	char path[PATH_MAX];
+	struct watch_request rq = { .path = path, .user = er->user[0] ? er->user : NULL,
+				    .keepalive = WATCH_MAX_KEEPALIVE };
+	struct connect_stream *cs = NULL;
+	int r = get_fs_path(er, j, "path", path, &err) < 0 || get_bool(j, "recursive", &rq.recursive, &err) < 0 ? -1 : 0;
+	if (r == 0 && !(cs = connect_stream_new(er->req, false, &err)))
+		r = -1;
+	if (cs)
+		cs->on_event = watch_event;
+	if (r == 0 && (r = watch_start(er->sb, &rq, &cs->ho.out, &err)) < 0)
+		connect_stream_abandon(cs);
+	if (r < 0)
+		connect_stream_fail(er->req, connect_code_of(err.code), err.msg);
+	json_decref(j);
+}
+
 void filesystem_service(struct envd_req *er, const char *method)
 {
+	if (strcmp(method, "WatchDir") == 0)
+		return watch_dir(er);
 	static const struct {
 		const char *name;
 		enum fs_method m;
