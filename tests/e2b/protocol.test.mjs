@@ -128,6 +128,15 @@ test('envd auth: health is open, the rest needs the sandbox token', async () => 
   assert.deepEqual(JSON.parse(r.body), { code: 502, message: 'The sandbox was not found', sandboxId: 'sb_nosuchthing0' });
 });
 
+test("envd by host name, as E2B's proxy routes: <port>-<id>.<domain>", async () => {
+  let r = await request('POST', '/filesystem.Filesystem/Stat', { headers: { Host: `49983-${sbx.sandboxID}.localhost`,
+    'X-Access-Token': sbx.envdAccessToken, 'Content-Type': 'application/json' }, body: '{"path":"/tmp"}' });
+  assert.equal(r.status, 200, r.body.toString());
+  assert.equal(JSON.parse(r.body).entry.type, 'FILE_TYPE_DIRECTORY');
+  r = await request('GET', '/health', { headers: { Host: `3000-${sbx.sandboxID}.localhost` } });
+  assert.equal(r.status, 502, 'ports other than envd are not proxied');
+});
+
 test('Connect unary errors: JSON bodies with snake_case codes', async () => {
   let r = await envd('/filesystem.Filesystem/Stat', { path: '/no/such' });
   assert.deepEqual([r.status, JSON.parse(r.body).code], [404, 'not_found']);

@@ -27,8 +27,9 @@ static void envelope(const uint8_t *data, size_t size)
 	struct cove_err err = { 0 };
 	int r = connect_parse_request(data, size, &j, &err);
 	if (r == 0) {
-		uint32_t n = size >= 5 ? (uint32_t)data[1] << 24 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 8 | data[4]
-				       : 0;
+		uint32_t n =
+			size >= 5 ? (uint32_t)data[1] << 24 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 8 | data[4]
+				  : 0;
 		if (size < 5 || data[0] != 0 || n != size - 5 || !json_is_object(j))
 			abort();
 		json_t *again = json_loadb((const char *)data + 5, n, 0, NULL);

@@ -48,7 +48,8 @@ static void envelopes(void)
 	CHECK(connect_parse_unary((const uint8_t *)"", 0, &j, &err) == 0 && json_object_size(j) == 0,
 	      "an empty unary body is {}");
 	json_decref(j);
-	CHECK(connect_parse_unary((const uint8_t *)"nope", 4, &j, &err) == -1, "a unary body that is not JSON: refused");
+	CHECK(connect_parse_unary((const uint8_t *)"nope", 4, &j, &err) == -1,
+	      "a unary body that is not JSON: refused");
 	uint8_t hdr[5];
 	connect_envelope_header(CONNECT_FLAG_END, 0x01020304, hdr);
 	CHECK(memcmp(hdr, "\x02\x01\x02\x03\x04", 5) == 0, "envelope header: flags, then big-endian length");
@@ -59,11 +60,12 @@ static void envelopes(void)
 
 static void multipart(void)
 {
-	static const char body[] = "------b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/a/x.txt\"\r\n"
-				   "Content-Type: application/octet-stream\r\n\r\nhello\r\n"
-				   "------b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/b/%22q%22\"\r\n\r\n"
-				   "\r\n--\r\n"
-				   "------b--\r\n";
+	static const char body[] =
+		"------b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/a/x.txt\"\r\n"
+		"Content-Type: application/octet-stream\r\n\r\nhello\r\n"
+		"------b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/b/%22q%22\"\r\n\r\n"
+		"\r\n--\r\n"
+		"------b--\r\n";
 	struct part parts[4];
 	int n = 0;
 	struct cove_err err = { 0 };

@@ -29,8 +29,8 @@ static int parse_object(const uint8_t *p, size_t len, json_t **ret, struct cove_
 int connect_parse_request(const uint8_t *body, size_t len, json_t **ret, struct cove_err *err)
 {
 	if (len < 5)
-		return err_set(err, COVE_EINVAL, "the request body must be one enveloped message (%zu bytes is too short)",
-			       len);
+		return err_set(err, COVE_EINVAL,
+			       "the request body must be one enveloped message (%zu bytes is too short)", len);
 	uint32_t n = (uint32_t)body[1] << 24 | (uint32_t)body[2] << 16 | (uint32_t)body[3] << 8 | body[4];
 	if (body[0] & CONNECT_FLAG_COMPRESSED)
 		return err_set(err, COVE_EINVAL, "compressed messages are not supported");
@@ -79,10 +79,12 @@ int connect_status_of(const char *code)
 		const char *code;
 		int status;
 	} map[] = {
-		{ "invalid_argument", 400 },   { "failed_precondition", 400 }, { "out_of_range", 400 },
-		{ "unauthenticated", 401 },    { "permission_denied", 403 },   { "not_found", 404 },
-		{ "already_exists", 409 },     { "aborted", 409 },             { "resource_exhausted", 429 },
-		{ "canceled", 499 },           { "unimplemented", 501 },       { "unavailable", 503 },
+		{ "invalid_argument", 400 },   { "failed_precondition", 400 },
+		{ "out_of_range", 400 },       { "unauthenticated", 401 },
+		{ "permission_denied", 403 },  { "not_found", 404 },
+		{ "already_exists", 409 },     { "aborted", 409 },
+		{ "resource_exhausted", 429 }, { "canceled", 499 },
+		{ "unimplemented", 501 },      { "unavailable", 503 },
 		{ "deadline_exceeded", 504 },
 	};
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)

@@ -100,7 +100,8 @@ static int check_unsupported(json_t *j, struct cove_err *err)
 	if (json_is_true(auto_pause))
 		return err_set(err, COVE_EINVAL, "'autoPause' is not supported by this coved (no pause yet)");
 	if (json_is_false(internet) || (net && !json_is_null(net)))
-		return err_set(err, COVE_EINVAL, "network policies ('allow_internet_access', 'network') are not supported");
+		return err_set(err, COVE_EINVAL,
+			       "network policies ('allow_internet_access', 'network') are not supported");
 	if (json_array_size(mounts) || json_object_get(j, "mcp"))
 		return err_set(err, COVE_EINVAL, "'volumeMounts' and 'mcp' are not supported by this coved");
 	return 0;
@@ -108,9 +109,9 @@ static int check_unsupported(json_t *j, struct cove_err *err)
 
 static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 {
-	static const char *const fields[] = { "templateID",    "timeout",    "envVars", "metadata",
-					      "autoPause",     "autoResume", "secure",  "allow_internet_access",
-					      "network",       "mcp",        "iam",     "volumeMounts",
+	static const char *const fields[] = { "templateID",      "timeout",    "envVars", "metadata",
+					      "autoPause",       "autoResume", "secure",  "allow_internet_access",
+					      "network",         "mcp",        "iam",     "volumeMounts",
 					      "autoPauseMemory", NULL };
 	const char *tpl = "base";
 	int64_t timeout = E2B_DEFAULT_TIMEOUT;
@@ -280,8 +281,8 @@ static bool matches(const struct sandbox *sb, json_t *filter, bool running, bool
 static int parse_list(const char *query, json_t **filter, bool *running, bool *paused, double *limit, int *from,
 		      struct cove_err *err)
 {
-	static const char *const params[] = { "metadata", "state", "limit", "nextToken", "startedAfter",
-					      "template", "order", NULL };
+	static const char *const params[] = { "metadata",     "state",    "limit", "nextToken",
+					      "startedAfter", "template", "order", NULL };
 	char state[64] = "", num[32] = "", token[32] = "";
 	if (check_params(query, params, err) < 0 || query_param(query, "state", state, sizeof(state), err) < 0 ||
 	    query_param(query, "limit", num, sizeof(num), err) < 0 ||
@@ -304,9 +305,9 @@ static int parse_list(const char *query, json_t **filter, bool *running, bool *p
 static int list(struct http_req *req, struct cove_err *err)
 {
 	json_t *filter = NULL;
-	bool running, paused;
-	double limit;
-	int from;
+	bool running = false, paused = false;
+	double limit = 0;
+	int from = 0;
 	if (parse_list(query_of(req), &filter, &running, &paused, &limit, &from, err) < 0)
 		return -1;
 	json_t *a = json_array();

@@ -148,16 +148,23 @@ static void envd_route(struct envd_req *er)
 		e2b_error(req, 404, "no route '%s'", p);
 }
 
-static void envd(struct http_req *req, const char *id)
+/* Which sandbox and port an envd request is for. */
+struct envd_target {
+	char id[32];
+	char port[8];
+};
+
+static void envd(struct http_req *req, const struct envd_target *t)
 {
 	struct envd_req er = { .req = req, .path = http_req_path(req) };
-	const char *port = evhttp_find_header(http_req_in_headers(req), "E2b-Sandbox-Port");
+	const char *id = t->id;
 	er.sb = sandbox_find(engine_ctx, id);
-	if (!er.sb || er.sb->state != SB_RUNNING || (port && strcmp(port, E2B_ENVD_PORT) != 0)) {
+	if (!er.sb || er.sb->state != SB_RUNNING || strcmp(t->port, E2B_ENVD_PORT) != 0) {
 		/* E2B's proxy's answer for a sandbox that is not there (ports
 		 * other than envd's are not proxied yet). */
-		e2b_json(req, 502, json_pack("{s:i, s:s, s:s}", "code", 502, "message", "The sandbox was not found",
-					     "sandboxId", id));
+		e2b_json(req, 502,
+			 json_pack("{s:i, s:s, s:s}", "code", 502, "message", "The sandbox was not found", "sandboxId",
+				   id));
 		return;
 	}
 	bool health = strcmp(er.path, "/health") == 0;
@@ -183,26 +190,38 @@ static bool is_control(const char *path)
 			strcmp(path, "/v2/sandboxes") == 0 || strncmp(path, "/v2/sandboxes/", 14) == 0);
 }
 
-/* E2B's requests come on TCP only. */
-static const char *envd_id(struct http_req *req)
+/* An envd request (on TCP only) names its sandbox with E2b-Sandbox-Id and
+ * E2b-Sandbox-Port headers, or, as E2B's proxy takes them, with a host name
+ * '<port>-<id>.<domain>'. */
+static bool envd_target(struct http_req *req, struct envd_target *t)
 {
+	struct evkeyvalq *h = http_req_in_headers(req);
+	const char *id = evhttp_find_header(h, "E2b-Sandbox-Id"), *port = evhttp_find_header(h, "E2b-Sandbox-Port");
+	const char *host = evhttp_find_header(h, "Host");
+	int n = 0;
 	if (!http_conn_is_tcp(http_req_conn(req)))
-		return NULL;
-	return evhttp_find_header(http_req_in_headers(req), "E2b-Sandbox-Id");
+		return false;
+	if (id) {
+		snprintf(t->id, sizeof(t->id), "%s", id);
+		snprintf(t->port, sizeof(t->port), "%s", port ? port : E2B_ENVD_PORT);
+		return true;
+	}
+	return host && sscanf(host, "%7[0-9]-%31[a-z0-9_]%n", t->port, t->id, &n) == 2 && host[n] == '.';
 }
 
 bool e2b_streams(struct http_req *req)
 {
-	if (envd_id(req) || (http_conn_is_tcp(http_req_conn(req)) && is_control(http_req_path(req))))
+	struct envd_target t;
+	if (envd_target(req, &t) || (http_conn_is_tcp(http_req_conn(req)) && is_control(http_req_path(req))))
 		return false;
 	return api_streams(req);
 }
 
 void e2b_handle(struct http_req *req)
 {
-	const char *id = envd_id(req);
-	if (id) {
-		envd(req, id);
+	struct envd_target t;
+	if (envd_target(req, &t)) {
+		envd(req, &t);
 	} else if (http_conn_is_tcp(http_req_conn(req)) && is_control(http_req_path(req))) {
 		if (!access_token_is(evhttp_find_header(http_req_in_headers(req), "X-API-KEY")))
 			e2b_error(req, 401, "Invalid API key: X-API-KEY must be coved's token");

@@ -30,7 +30,7 @@ void e2b_control(struct http_req *req);
 struct envd_req {
 	struct http_req *req;
 	struct sandbox *sb;
-	char user[64]; /* "" = the sandbox's default */
+	char user[64];    /* "" = the sandbox's default */
 	const char *path; /* after the host part */
 };
 

@@ -49,9 +49,8 @@ static void answer(struct fscall *fc, const struct files_result *res)
 			connect_reply_error(fc->req, "already_exists", "directory '%s' already exists", fc->path);
 			break;
 		}
-		connect_reply(fc->req, json_pack("{s:{s:s, s:s, s:s}}", "entry", "name",
-						 strrchr(fc->path, '/') + 1, "type", "FILE_TYPE_DIRECTORY", "path",
-						 fc->path));
+		connect_reply(fc->req, json_pack("{s:{s:s, s:s, s:s}}", "entry", "name", strrchr(fc->path, '/') + 1,
+						 "type", "FILE_TYPE_DIRECTORY", "path", fc->path));
 		break;
 	default:
 		connect_reply(fc->req, json_object());
@@ -132,8 +131,8 @@ static void watch_event(struct connect_stream *cs, const struct out_event *ev)
 	if (w->type == WATCH_START)
 		connect_stream_send(cs, json_pack("{s:{}}", "start"));
 	else if (w->type <= WATCH_CHMOD && w->name)
-		connect_stream_send(cs, json_pack("{s:{s:s, s:s}}", "filesystem", "name", w->name, "type",
-						  types[w->type]));
+		connect_stream_send(cs,
+				    json_pack("{s:{s:s, s:s}}", "filesystem", "name", w->name, "type", types[w->type]));
 }
 
 static void watch_dir(struct envd_req *er)
@@ -143,10 +142,12 @@ static void watch_dir(struct envd_req *er)
 		return;
 	struct cove_err err = { 0 };
 	char path[PATH_MAX];
-	struct watch_request rq = { .path = path, .user = er->user[0] ? er->user : NULL,
+	struct watch_request rq = { .path = path,
+				    .user = er->user[0] ? er->user : NULL,
 				    .keepalive = WATCH_MAX_KEEPALIVE };
 	struct connect_stream *cs = NULL;
-	int r = get_fs_path(er, j, "path", path, &err) < 0 || get_bool(j, "recursive", &rq.recursive, &err) < 0 ? -1 : 0;
+	int r = get_fs_path(er, j, "path", path, &err) < 0 || get_bool(j, "recursive", &rq.recursive, &err) < 0 ? -1
+														: 0;
 	if (r == 0 && !(cs = connect_stream_new(er->req, false, &err)))
 		r = -1;
 	if (cs)
@@ -166,7 +167,7 @@ void filesystem_service(struct envd_req *er, const char *method)
 		const char *name;
 		enum fs_method m;
 	} methods[] = {
-		{ "Stat", FS_STAT }, { "ListDir", FS_LIST }, { "MakeDir", FS_MKDIR },
+		{ "Stat", FS_STAT }, { "ListDir", FS_LIST },  { "MakeDir", FS_MKDIR },
 		{ "Move", FS_MOVE }, { "Remove", FS_REMOVE },
 	};
 	size_t i = 0;

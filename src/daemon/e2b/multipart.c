@@ -31,7 +31,8 @@ static int filename_of(const unsigned char *hdrs, size_t n, char *out, size_t ca
 	const char *end = memchr(f, '"', n - (size_t)(f - (const char *)hdrs));
 	size_t o = 0;
 	for (const char *p = f; end && p < end && o + 1 < cap; p++) {
-		if (*p == '%' && end - p >= 3 && (!strncmp(p, "%22", 3) || !strncmp(p, "%0D", 3) || !strncmp(p, "%0A", 3))) {
+		if (*p == '%' && end - p >= 3 &&
+		    (!strncmp(p, "%22", 3) || !strncmp(p, "%0D", 3) || !strncmp(p, "%0A", 3))) {
 			out[o++] = p[2] == '2' ? '"' : p[2] == 'D' ? '\r' : '\n';
 			p += 2;
 		} else {
@@ -42,8 +43,8 @@ static int filename_of(const unsigned char *hdrs, size_t n, char *out, size_t ca
 	return end && o > 0 && o + 1 < cap ? 0 : -1;
 }
 
-int multipart_parse(const unsigned char *body, size_t n, const char *boundary, struct part *parts, int max,
-		    int *count, struct cove_err *err)
+int multipart_parse(const unsigned char *body, size_t n, const char *boundary, struct part *parts, int max, int *count,
+		    struct cove_err *err)
 {
 	char delim[256];
 	int dl = snprintf(delim, sizeof(delim), "\r\n--%s", boundary);
@@ -77,4 +78,3 @@ int multipart_parse(const unsigned char *body, size_t n, const char *boundary, s
 	}
 	return err_set(err, COVE_EINVAL, "the multipart body is malformed");
 }
-

@@ -38,7 +38,8 @@ static json_t *end_event(const struct out_exit *x)
 		snprintf(status, sizeof(status), "signal: %s", strsignal(WTERMSIG(x->status)));
 		for (char *c = status + 8; *c; c++)
 			*c = (char)tolower((unsigned char)*c);
-		return json_pack("{s:i, s:b, s:s, s:s}", "exitCode", -1, "exited", 0, "status", status, "error", status);
+		return json_pack("{s:i, s:b, s:s, s:s}", "exitCode", -1, "exited", 0, "status", status, "error",
+				 status);
 	}
 	int code = WEXITSTATUS(x->status);
 	snprintf(status, sizeof(status), "exit status %d", code);
@@ -225,8 +226,8 @@ static json_t *process_info(json_t *d)
 		if (i > 0)
 			json_array_append(args, v);
 	}
-	json_t *config = json_pack("{s:O, s:o, s:{}}", "cmd", json_is_array(cmd) ? json_array_get(cmd, 0) : cmd,
-				   "args", args, "envs");
+	json_t *config = json_pack("{s:O, s:o, s:{}}", "cmd", json_is_array(cmd) ? json_array_get(cmd, 0) : cmd, "args",
+				   args, "envs");
 	if (json_is_string(json_object_get(d, "cwd")))
 		json_object_set(config, "cwd", json_object_get(d, "cwd"));
 	json_t *info = json_pack("{s:o, s:O}", "config", config, "pid", json_object_get(d, "pid"));
@@ -318,8 +319,11 @@ void process_service(struct envd_req *er, const char *method)
 		const char *name;
 		int (*fn)(struct envd_req *er, json_t *j, struct cove_err *err);
 	} unary[] = {
-		{ "List", list },	    { "SendInput", send_input }, { "SendSignal", send_signal },
-		{ "CloseStdin", close_stdin }, { "Update", update },
+		{ "List", list },
+		{ "SendInput", send_input },
+		{ "SendSignal", send_signal },
+		{ "CloseStdin", close_stdin },
+		{ "Update", update },
 	};
 	if (strcmp(method, "Start") == 0)
 		return start(er);

@@ -63,8 +63,8 @@ void connect_stream_end(struct connect_stream *cs, const char *code, const char 
 		evtimer_del(cs->keepalive);
 	if (!cs->ho.req)
 		return;
-	json_t *eos = code ? json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg ? msg : code)
-			   : json_object();
+	json_t *eos =
+		code ? json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg ? msg : code) : json_object();
 	send_envelope(cs, CONNECT_FLAG_END, eos);
 	reply_end(&cs->ho);
 }

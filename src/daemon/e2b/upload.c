@@ -35,7 +35,8 @@ static int gunzip(const unsigned char *in, size_t n, struct evbuffer *out, uint6
 			r = Z_BUF_ERROR;
 	}
 	inflateEnd(&z);
-	return r == Z_STREAM_END ? 0 : err_set(err, COVE_EINVAL, "the body is not valid gzip (or inflates past the limit)");
+	return r == Z_STREAM_END ? 0
+				 : err_set(err, COVE_EINVAL, "the body is not valid gzip (or inflates past the limit)");
 }
 
 static void write_next(struct fscall *fc);
@@ -85,8 +86,9 @@ static void write_next(struct fscall *fc)
 		fscall_free(fc);
 		return;
 	}
-	struct files_write_req rq = { .path = fc->parts[fc->next].path, .user = fscall_user(fc), .parents = true,
-				      .mode = 0644 };
+	struct files_write_req rq = {
+		.path = fc->parts[fc->next].path, .user = fscall_user(fc), .parents = true, .mode = 0644
+	};
 	if (files_write(fc->sb, &rq, part_ready, part_done, fc, &fc->op, &err) < 0) {
 		e2b_error_of(fc->req, &err);
 		fscall_free(fc);
