@@ -18,10 +18,10 @@ function freePort() {
   });
 }
 
-export async function startCoved() {
-  const dir = fs.mkdtempSync(path.join('/var/tmp', 'cove-e2b-'));
+export async function startCoved(again) {
+  const dir = again ? again.dir : fs.mkdtempSync(path.join('/var/tmp', 'cove-e2b-'));
   const data = path.join(dir, 'data');
-  const port = await freePort();
+  const port = again ? again.port : await freePort();
   const log = fs.openSync(path.join(dir, 'coved.log'), 'a');
   const proc = spawn(path.join(BUILD, 'coved'), ['--data', data, '--socket', path.join(dir, 'cove.sock'),
     '--listen', `127.0.0.1:${port}`], { stdio: ['ignore', log, log] });
@@ -41,7 +41,14 @@ export async function startCoved() {
   process.env.E2B_SANDBOX_URL = url;
   process.env.E2B_API_KEY = token;
   return {
-    url, token, dir, proc,
+    url, token, dir, proc, port,
+    // SIGTERM (its sandboxes live on), then a new coved on the same root.
+    async restart() {
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await exited;
+      return startCoved({ dir, port });
+    },
     log: () => fs.readFileSync(path.join(dir, 'coved.log'), 'utf8'),
     async stop() {
       // Every sandbox goes first (cove's own API), then coved, then its pool.

@@ -184,6 +184,22 @@ test('malformed envelopes: an end-of-stream error, HTTP 200, and no process', as
   assert.equal(r.status, 404, 'none of them ran');
 });
 
+test('metadata and the envd token outlive a restart of coved', async () => {
+  let r = await api('POST', '/v2/sandboxes', { templateID: 'base', metadata: { keep: 'me' } });
+  const kept = JSON.parse(r.body);
+  coved = await coved.restart();
+  r = await api('GET', `/sandboxes/${kept.sandboxID}`);
+  assert.equal(r.status, 200, r.body.toString());
+  assert.deepEqual(JSON.parse(r.body).metadata, { keep: 'me' });
+  r = await api('GET', '/v2/sandboxes?metadata=' + encodeURIComponent('keep=me'));
+  assert.deepEqual(JSON.parse(r.body).map((s) => s.sandboxID), [kept.sandboxID]);
+  r = await request('POST', '/filesystem.Filesystem/Stat', { headers: { 'E2b-Sandbox-Id': kept.sandboxID,
+    'X-Access-Token': kept.envdAccessToken, 'Content-Type': 'application/json' }, body: '{"path":"/home/user"}' });
+  assert.equal(r.status, 200, r.body.toString());
+  assert.equal((await api('DELETE', `/sandboxes/${kept.sandboxID}`)).status, 204);
+  assert.equal((await api('DELETE', `/sandboxes/${kept.sandboxID}`)).status, 404);
+});
+
 test('keepalives while a stream is silent, and the deadline kills the process', async () => {
   const req = { process: { cmd: '/bin/sh', args: ['-c', 'sleep 2.5; echo late'] } };
   let r = await stream('Start', envelope(0, JSON.stringify(req)), { 'Keepalive-Ping-Interval': '1' });

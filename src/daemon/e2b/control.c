@@ -385,6 +385,8 @@ static int one(struct http_req *req, struct sandbox *sb, const char *action, str
 		e2b_json(req, 200, sandbox_json(sb, true));
 	} else if ((!strcmp(action, "pause") || !strcmp(action, "resume")) && m == HTTP_POST) {
 		e2b_error(req, 501, "%s is not supported by this coved yet", action);
+	} else if (!strcmp(action, "metrics") && m == HTTP_GET) {
+		e2b_error(req, 501, "metrics are not supported by this coved yet");
 	} else {
 		e2b_error(req, 404, "no route '%s'", http_req_path(req));
 	}
