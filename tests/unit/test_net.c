@@ -204,6 +204,15 @@ static int read_forward(const char *path)
 	return fd >= 0 && read(fd, &c, 1) == 1 ? c : -1;
 }
 
+/* A new network namespace inherits the host's IPv4 settings, forwarding
+ * included (net.core.devconf_inherit_init_net 0): a host where coved
+ * already turned it on must not decide what H starts with. */
+static bool forward_off(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	return fd >= 0 && write(fd, "0", 1) == 1;
+}
+
 /* The table's listing contains s. */
 static bool table_has(const char *s)
 {
@@ -408,7 +417,9 @@ int main(void)
 	}
 	home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	int inet_ns = netns_new(), s1 = netns_new(), s2 = netns_new(), s3 = netns_new();
-	CHECK1(inet_ns >= 0 && s1 >= 0 && s2 >= 0 && s3 >= 0, "namespaces");
+	CHECK1(inet_ns >= 0 && s1 >= 0 && s2 >= 0 && s3 >= 0 && forward_off("/proc/sys/net/ipv4/ip_forward") &&
+		       forward_off("/proc/sys/net/ipv6/conf/all/forwarding"),
+	       "namespaces, H's forwarding off to begin with");
 	CHECK1(make_internet(inet_ns), "H's uplink to I");
 	CHECK1(uplink_ready(inet_ns), "H reaches I over IPv4 and IPv6");
 
