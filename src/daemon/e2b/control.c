@@ -19,13 +19,15 @@
 #define E2B_MAX_LIST 1000
 
 /* E2B's user with a home, unless the image has one: the SDK's commands
- * run as 'user' by default, and E2B code expects /home/user. */
+ * run as 'user' by default, and E2B code expects /home/user. Shell
+ * builtins but for mkdir and chown: it is on every create's way. */
 static const char user_script[] =
-	"grep -q '^user:' /etc/passwd && exit 0\n"
-	"u=1000; while cut -d: -f3 /etc/passwd /etc/group | grep -qx $u; do u=$((u+1)); done\n"
-	"echo \"user:x:$u:$u::/home/user:/bin/bash\" >> /etc/passwd &&\n"
-	"echo \"user:x:$u:\" >> /etc/group &&\n"
-	"mkdir -p /home/user && chown $u:$u /home/user && chmod 750 /home/user\n";
+	"used=' '\n"
+	"while IFS=: read -r n x u r; do [ \"$n\" = user ] && exit 0; used=\"$used$u \"; done </etc/passwd\n"
+	"while IFS=: read -r n x g r; do used=\"$used$g \"; done </etc/group\n"
+	"u=1000; while case \"$used\" in *\" $u \"*) true ;; *) false ;; esac; do u=$((u + 1)); done\n"
+	"echo \"user:x:$u:$u::/home/user:/bin/bash\" >>/etc/passwd && echo \"user:x:$u:\" >>/etc/group &&\n"
+	"mkdir -p -m 750 /home/user && chown $u:$u /home/user\n";
 
 static void iso_time(int64_t ms, char out[32])
 {
