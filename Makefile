@@ -118,6 +118,12 @@ $(BUILD)/tests/test_registry: tests/unit/test_registry.c $(CORE_OBJ) $(call obj,
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON) -lcurl -lcrypt
 
+# E2B's pure parsers, alone (the fuzzer drives the same objects).
+E2B_PURE_OBJ := $(call obj,src/daemon/e2b/connect.c src/daemon/e2b/multipart.c)
+$(BUILD)/tests/test_e2b_connect: tests/unit/test_e2b_connect.c $(E2B_PURE_OBJ) $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
+
 unit: $(UNIT_BIN)
 	@scripts/run-unit.sh $(UNIT_BIN)
 

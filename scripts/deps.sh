@@ -17,6 +17,8 @@ missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
+# node and npm for tests/e2b/ (E2B's SDK): Debian's, unless some are there.
+command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
 if [ -n "$missing" ]; then
 	echo "deps: installing$missing"
 	apt-get update -qq

@@ -33,6 +33,7 @@ sources()
 	policy) echo "src/net/policy.c src/common/error.c" ;;
 	oci) echo "src/image/oci.c src/image/ref.c src/image/challenge.c src/image/digest.c src/common/error.c" ;;
 	layer) echo "src/image/layer.c src/image/digest.c src/common/wire.c src/common/io.c src/common/error.c" ;;
+	connect) echo "src/daemon/e2b/connect.c src/daemon/e2b/multipart.c src/common/error.c -ljansson" ;;
 	*) return 1 ;;
 	esac
 }
@@ -113,6 +114,10 @@ seed()
 		;;
 	policy)
 		printf '10.0.0.0/8\n*.example.org\n2001:db8::/32\npypi.org.\n' >"$d/seed1"
+		;;
+	connect)
+		printf '\000\000\000\000\015{"path":"/d"}' >"$d/seed1"
+		printf -- '--b\r\nContent-Disposition: form-data; name="file"; filename="/x"\r\n\r\nhi\r\n--b--\r\n' >"$d/seed2"
 		;;
 	entry)
 		printf './a//b/./c/' >"$d/seed1"

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "daemon/api/api.h"
 #include "daemon/daemon.h"
+#include "daemon/e2b/e2b.h"
 #include "daemon/http/access.h"
 #include "engine/engine.h"
 #include "store/snapshot_store.h"
@@ -228,7 +229,9 @@ static int serve(struct daemon *fe, struct cove_err *err)
 	const struct engine *d = fe->engine;
 	int fd = fe->api_fd;
 	/* Limits first: they apply from the first connection on. */
-	const struct http_callbacks routes = { .streams = api_streams, .handle = api_handle };
+	/* E2B's API (its paths, or an E2b-Sandbox-Id header) on TCP; the rest is
+	 * cove's API. */
+	const struct http_callbacks routes = { .streams = e2b_streams, .handle = e2b_handle };
 	if (access_serve(d->base, &routes, err) < 0) {
 		close(fd);
 		return -1;

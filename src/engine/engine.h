@@ -49,6 +49,9 @@ struct sandbox_spec {
 	json_t *allow_out, *deny_out; /* arrays of strings, CIDRs and domains; NULL: empty */
 	int net_slot;                 /* egress: its addresses' slot in the pool (network.c); a new
 				       * sandbox (restores and forks too) gets its own */
+	/* A front end's labels (E2B's metadata): an object of strings, or NULL
+	 * (none). Kept with the spec, shown in it only when not empty. */
+	json_t *metadata;
 };
 
 enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING };

@@ -73,6 +73,9 @@ void sandbox_spec_free(struct sandbox_spec *spec)
 	json_decref(spec->allow_out);
 	json_decref(spec->deny_out);
 	spec->env = spec->allow_out = spec->deny_out = NULL;
+	json_decref(spec->metadata);
+	spec->env = NULL;
+	spec->metadata = NULL;
 }
 
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
@@ -90,6 +93,8 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	if (s->egress)
 		json_object_set_new(j, "net_slot", json_integer(s->net_slot));
 	json_object_set_new(j, "workdir", s->workdir[0] ? json_string(s->workdir) : json_null());
+	if (json_object_size(s->metadata))
+		json_object_set(j, "metadata", s->metadata);
 	return j;
 }
 
@@ -137,6 +142,8 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	s->net_slot = json_is_integer(net_slot) ? (int)json_integer_value(net_slot) : -1;
 	const char *workdir = json_string_value(json_object_get(j, "workdir")); /* none in older rows */
 	snprintf(s->workdir, sizeof(s->workdir), "%s", workdir ? workdir : "");
+	json_t *metadata = json_object_get(j, "metadata");
+	s->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
 	json_decref(j);
 	return 0;
 }
@@ -454,7 +461,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 				: err_set(err, COVE_EINTERNAL, "out of memory");
 	}
 	sb->spec = *spec;
-	spec->env = spec->allow_out = spec->deny_out = NULL; /* moved */
+	spec->env = spec->allow_out = spec->deny_out = spec->metadata = NULL; /* moved */
 	sb->spec.created_at = sandbox_now_ms();
 	/* A restore or a fork copies a spec: what ties its source to a deadline
 	 * or to a client's connection is not copied with it. */
@@ -556,7 +563,8 @@ static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 	to->env = json_deep_copy(from->env ? from->env : json_object());
 	to->allow_out = json_deep_copy(from->allow_out ? from->allow_out : json_array());
 	to->deny_out = json_deep_copy(from->deny_out ? from->deny_out : json_array());
-	return to->env && to->allow_out && to->deny_out ? 0 : -1;
+	to->metadata = from->metadata ? json_deep_copy(from->metadata) : NULL;
+	return to->env && to->allow_out && to->deny_out && (to->metadata || !from->metadata) ? 0 : -1;
 }
 
 int sandboxes_create_taken(struct engine *d, const struct sandbox_spec *spec, const char *from, char (*ids)[16],

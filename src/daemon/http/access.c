@@ -50,6 +50,7 @@
 #include "common/netaddr.h"
 #include "common/parse.h"
 #include "daemon/http/access.h"
+#include <nettle/hmac.h>
 #include "daemon/http/conn.h"
 
 #define TOKEN_MIN 32   /* bytes: 256 bits of hex, or a 32-character passphrase */
@@ -244,6 +245,25 @@ static bool authorized(struct http_req *req)
 }
 
 /* ---------------------------------------------------------------- requests */
+
+bool access_token_is(const char *given)
+{
+	return given && gate.token_len && token_matches(given, strlen(given));
+}
+
+/* HMAC-SHA256 keyed with the token: a secret of label's own, which the
+ * token's holder can always make again and no one else can guess. */
+void access_derive(const char *label, char out[ACCESS_DERIVED_LEN + 1])
+{
+	struct hmac_sha256_ctx ctx;
+	uint8_t mac[SHA256_DIGEST_SIZE];
+	hmac_sha256_set_key(&ctx, gate.token_len, (const uint8_t *)gate.token);
+	hmac_sha256_update(&ctx, strlen(label), (const uint8_t *)label);
+	hmac_sha256_digest(&ctx, sizeof(mac), mac);
+	for (int i = 0; i < ACCESS_DERIVED_LEN / 2; i++)
+		snprintf(out + 2 * i, 3, "%02x", mac[i]);
+	explicit_bzero(&ctx, sizeof(ctx));
+}
 
 bool access_authorized(struct http_req *req)
 {

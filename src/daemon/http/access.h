@@ -37,3 +37,10 @@ void access_cleanup(void);
  * shape otherwise. */
 bool access_authorized(struct http_req *req);
 
+/* Whether given is the token (constant time; false on a listener-less
+ * coved, which has none). */
+bool access_token_is(const char *given);
+/* A secret derived from the token for label (hex): a front end's
+ * per-object token (E2B's envd access token of a sandbox). */
+#define ACCESS_DERIVED_LEN 32
+void access_derive(const char *label, char out[ACCESS_DERIVED_LEN + 1]);

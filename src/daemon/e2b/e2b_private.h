@@ -1,0 +1,75 @@
+/* Inside E2B's front end: its shared replies and the envd request's
+ * context. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "common/error.h"
+#include "daemon/api/reply.h"
+#include "daemon/http/httpd.h"
+
+struct sandbox;
+
+#define E2B_ENVD_VERSION "0.5.7"
+#define E2B_ENVD_PORT "49983"
+#define E2B_USER "user" /* E2B's default user, with home /home/user */
+
+/* body (consumed) as the answer, application/json. */
+void e2b_json(struct http_req *req, int status, json_t *body);
+/* The control plane's and envd REST's error: {"code": status, "message"}. */
+void e2b_error(struct http_req *req, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* err as that error, its status from its code. */
+void e2b_error_of(struct http_req *req, const struct cove_err *err);
+/* The sandbox's envd access token. */
+void e2b_envd_token(const struct sandbox *sb, char out[64]);
+
+/* control.c */
+void e2b_control(struct http_req *req);
+
+/* An envd request, once routed and authorized. */
+struct envd_req {
+	struct http_req *req;
+	struct sandbox *sb;
+	char user[64];    /* "" = the sandbox's default */
+	const char *path; /* after the host part */
+};
+
+/* envd.c: /health, /files */
+void envd_files_get(struct envd_req *er);
+void envd_files_post(struct envd_req *er);
+/* A path as envd takes it: relative ones (and ~) against the user's home.
+ * -1 with err when it cannot be made absolute within cap. */
+int envd_abs_path(const struct envd_req *er, const char *path, char *out, size_t cap, struct cove_err *err);
+
+/* e2b.c: Connect's unary answers; stream.c: its streams */
+void connect_reply_error(struct http_req *req, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void connect_reply_err(struct http_req *req, const struct cove_err *err);
+void connect_reply(struct http_req *req, json_t *msg);
+/* A server stream's answer: http_output with Connect envelopes. */
+struct connect_stream {
+	struct http_output ho;
+	struct event *keepalive;
+	struct timeval interval;
+	bool process; /* process events ({"event":{...}}) rather than WatchDir's */
+	bool pty;
+	void *arg; /* the service's */
+	void (*free_arg)(void *arg);
+	/* The engine's events and its close (NULL: EOS with err's code). */
+	void (*on_event)(struct connect_stream *cs, const struct out_event *ev);
+	void (*on_close)(struct connect_stream *cs, const struct cove_err *err);
+};
+struct connect_stream *connect_stream_new(struct http_req *req, bool process, struct cove_err *err);
+void connect_stream_abandon(struct connect_stream *cs);
+/* A stream that fails before it began: 200 and its end only. */
+void connect_stream_fail(struct http_req *req, const char *code, const char *msg);
+/* One message (consumed) on the stream; the answer starts at the first. */
+void connect_stream_send(struct connect_stream *cs, json_t *msg);
+/* The stream's end: EOS with the error code and msg (code NULL: {}). */
+void connect_stream_end(struct connect_stream *cs, const char *code, const char *msg);
+
+/* process.c, filesystem.c: the services. method is after the '/'. */
+void process_service(struct envd_req *er, const char *method);
+void filesystem_service(struct envd_req *er, const char *method);
+/* The request's JSON: 0, or -1 answered. */
+int connect_read(struct envd_req *er, bool stream, json_t **ret);

@@ -1,0 +1,215 @@
+// E2B's wire protocol as coved answers it, byte by byte where the SDK is
+// strict (../../shared/e2b-protocol.md): error shapes, Connect envelopes,
+// malformed input that must change nothing, chunked request bodies,
+// keepalives. Raw HTTP, no SDK.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import zlib from 'node:zlib';
+import { startCoved } from './coved.mjs';
+
+let coved, sbx;
+
+function request(method, path, { headers = {}, body, chunks } = {}) {
+  const u = new URL(coved.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, method, path, headers }, (res) => {
+      const parts = [];
+      res.on('data', (d) => parts.push(d));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(parts) }));
+    });
+    req.on('error', reject);
+    if (chunks) { // Transfer-Encoding: chunked, as the SDK sends its POSTs
+      let i = 0;
+      const next = () => (i < chunks.length ? req.write(chunks[i++], () => setTimeout(next, 20)) : req.end());
+      next();
+    } else {
+      req.end(body);
+    }
+  });
+}
+
+const api = (method, path, body, key = coved.token) => request(method, path, {
+  headers: { 'X-API-KEY': key, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) });
+
+const envd = (path, body, extra = {}) => request('POST', path, {
+  headers: { 'E2b-Sandbox-Id': sbx.sandboxID, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': sbx.envdAccessToken,
+    'Content-Type': 'application/json', 'Connect-Protocol-Version': '1', ...extra },
+  body: typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body) });
+
+function envelope(flags, payload) {
+  const p = Buffer.from(payload);
+  const h = Buffer.alloc(5);
+  h[0] = flags;
+  h.writeUInt32BE(p.length, 1);
+  return Buffer.concat([h, p]);
+}
+
+function frames(buf) {
+  const out = [];
+  for (let o = 0; o + 5 <= buf.length;) {
+    const n = buf.readUInt32BE(o + 1);
+    out.push({ flags: buf[o], msg: JSON.parse(buf.subarray(o + 5, o + 5 + n).toString()) });
+    o += 5 + n;
+  }
+  return out;
+}
+
+const stream = (method, body, extra = {}) => envd('/process.Process/' + method, body,
+  { 'Content-Type': 'application/connect+json', ...extra });
+
+before(async () => {
+  coved = await startCoved();
+  const r = await api('POST', '/v2/sandboxes', { templateID: 'base', timeout: 120 });
+  assert.equal(r.status, 201);
+  sbx = JSON.parse(r.body);
+});
+
+after(async () => { await coved.stop(); });
+
+test('the Sandbox answer: IDs, a semver envdVersion, its own access token', () => {
+  assert.match(sbx.envdVersion, /^\d+\.\d+\.\d+$/);
+  assert.match(sbx.envdAccessToken, /^[0-9a-f]{32}$/);
+  assert.notEqual(sbx.envdAccessToken, coved.token);
+  assert.equal(sbx.templateID, 'base');
+});
+
+test('control-plane errors are {code, message} with the status as code', async () => {
+  let r = await api('GET', '/sandboxes/sb_nosuchthing0');
+  assert.equal(r.status, 404);
+  assert.equal(JSON.parse(r.body).code, 404);
+  assert.equal(r.headers['content-type'], 'application/json');
+  r = await api('GET', '/v2/sandboxes', undefined, 'wrong-key');
+  assert.equal(r.status, 401);
+  assert.equal(JSON.parse(r.body).code, 401);
+  r = await api('POST', '/v2/sandboxes', { templateID: 'base', timeout: 'soon' });
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [400, 400]);
+  r = await api('POST', '/v2/sandboxes', { templateID: 'base', bogus: 1 });
+  assert.equal(r.status, 400);
+  r = await api('POST', `/sandboxes/${sbx.sandboxID}/pause`, {});
+  assert.equal(JSON.parse(r.body).code, r.status);
+  const list = JSON.parse((await api('GET', '/v2/sandboxes')).body);
+  assert.equal(list.length, 1, 'the bad creates made nothing');
+});
+
+test("cove's own API still answers on the same listener", async () => {
+  const r = await request('GET', '/v1/sandboxes', { headers: { Authorization: `Bearer ${coved.token}` } });
+  assert.equal(r.status, 200);
+  assert.equal(JSON.parse(r.body).sandboxes[0].id, sbx.sandboxID);
+});
+
+test('chunked request bodies: create and an octet-stream upload (gzip)', async () => {
+  let r = await request('POST', '/v2/sandboxes', { headers: { 'X-API-KEY': coved.token,
+    'Content-Type': 'application/json' }, chunks: ['{"templateID":', '"base","metadata":{"k":"chunked"}', '}'] });
+  assert.equal(r.status, 201, r.body.toString());
+  const other = JSON.parse(r.body);
+  assert.equal((await api('DELETE', `/sandboxes/${other.sandboxID}`)).status, 204);
+  const gz = zlib.gzipSync(Buffer.from('zipped bytes\n'.repeat(1000)));
+  r = await request('POST', '/files?path=%2Ftmp%2Fz.txt', { headers: { 'E2b-Sandbox-Id': sbx.sandboxID,
+    'X-Access-Token': sbx.envdAccessToken, 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip' },
+  chunks: [gz.subarray(0, 10), gz.subarray(10)] });
+  assert.equal(r.status, 200, r.body.toString());
+  assert.equal(JSON.parse(r.body)[0].path, '/tmp/z.txt');
+  r = await request('GET', '/files?path=%2Ftmp%2Fz.txt', { headers: { 'E2b-Sandbox-Id': sbx.sandboxID,
+    'X-Access-Token': sbx.envdAccessToken } });
+  assert.equal(r.body.toString(), 'zipped bytes\n'.repeat(1000));
+});
+
+test('envd auth: health is open, the rest needs the sandbox token', async () => {
+  let r = await request('GET', '/health', { headers: { 'E2b-Sandbox-Id': sbx.sandboxID } });
+  assert.equal(r.status, 204);
+  r = await envd('/filesystem.Filesystem/Stat', { path: '/' }, { 'X-Access-Token': 'wrong' });
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [401, 'unauthenticated']);
+  r = await request('GET', '/files?path=%2Fetc%2Fhostname', { headers: { 'E2b-Sandbox-Id': sbx.sandboxID,
+    'X-Access-Token': coved.token } });
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [401, 401]);
+  r = await request('GET', '/health', { headers: { 'E2b-Sandbox-Id': 'sb_nosuchthing0' } });
+  assert.equal(r.status, 502);
+  assert.deepEqual(JSON.parse(r.body), { code: 502, message: 'The sandbox was not found', sandboxId: 'sb_nosuchthing0' });
+});
+
+test("envd by host name, as E2B's proxy routes: <port>-<id>.<domain>", async () => {
+  let r = await request('POST', '/filesystem.Filesystem/Stat', { headers: { Host: `49983-${sbx.sandboxID}.localhost`,
+    'X-Access-Token': sbx.envdAccessToken, 'Content-Type': 'application/json' }, body: '{"path":"/tmp"}' });
+  assert.equal(r.status, 200, r.body.toString());
+  assert.equal(JSON.parse(r.body).entry.type, 'FILE_TYPE_DIRECTORY');
+  r = await request('GET', '/health', { headers: { Host: `3000-${sbx.sandboxID}.localhost` } });
+  assert.equal(r.status, 502, 'ports other than envd are not proxied');
+});
+
+test('Connect unary errors: JSON bodies with snake_case codes', async () => {
+  let r = await envd('/filesystem.Filesystem/Stat', { path: '/no/such' });
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [404, 'not_found']);
+  r = await envd('/filesystem.Filesystem/Stat', { path: 5 });
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [400, 'invalid_argument']);
+  r = await envd('/filesystem.Filesystem/Stat', 'not json');
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [400, 'invalid_argument']);
+  r = await envd('/filesystem.Filesystem/Nope', {});
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [501, 'unimplemented']);
+  r = await envd('/process.Process/SendSignal', { process: { pid: 999999 }, signal: 'SIGNAL_SIGKILL' });
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [404, 'not_found']);
+  r = await envd('/filesystem.Filesystem/MakeDir', { path: '/tmp' });
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [409, 'already_exists']);
+});
+
+test('a stream: start, data, end, then the end-of-stream frame', async () => {
+  const req = { process: { cmd: '/bin/bash', args: ['-l', '-c', 'echo hi; exit 2'] }, stdin: false };
+  const r = await stream('Start', envelope(0, JSON.stringify(req)));
+  assert.equal(r.status, 200);
+  assert.equal(r.headers['content-type'], 'application/connect+json');
+  const f = frames(r.body);
+  assert.ok(f[0].msg.event.start.pid > 0);
+  assert.equal(Buffer.from(f[1].msg.event.data.stdout, 'base64').toString(), 'hi\n');
+  assert.deepEqual(f[2].msg.event.end, { exitCode: 2, exited: true, status: 'exit status 2', error: 'exit status 2' });
+  assert.deepEqual(f[3], { flags: 2, msg: {} });
+  assert.equal(f.length, 4);
+});
+
+test('malformed envelopes: an end-of-stream error, HTTP 200, and no process', async () => {
+  const good = JSON.stringify({ process: { cmd: '/bin/touch', args: ['/tmp/started'] } });
+  const bad = [
+    Buffer.from(''), Buffer.from([0, 0, 0]), envelope(1, good), envelope(2, good),
+    Buffer.concat([envelope(0, good), Buffer.from([0])]), envelope(0, good).subarray(0, 20),
+    envelope(0, '[1]'), envelope(0, '{"process":{"cmd":7}}'), Buffer.from(good),
+  ];
+  for (const body of bad) {
+    const r = await stream('Start', body);
+    assert.equal(r.status, 200);
+    const f = frames(r.body);
+    assert.equal(f.length, 1);
+    assert.equal(f[0].flags, 2);
+    assert.equal(f[0].msg.error.code, 'invalid_argument', JSON.stringify(f[0].msg));
+  }
+  const r = await envd('/filesystem.Filesystem/Stat', { path: '/tmp/started' });
+  assert.equal(r.status, 404, 'none of them ran');
+});
+
+test('metadata and the envd token outlive a restart of coved', async () => {
+  let r = await api('POST', '/v2/sandboxes', { templateID: 'base', metadata: { keep: 'me' } });
+  const kept = JSON.parse(r.body);
+  coved = await coved.restart();
+  r = await api('GET', `/sandboxes/${kept.sandboxID}`);
+  assert.equal(r.status, 200, r.body.toString());
+  assert.deepEqual(JSON.parse(r.body).metadata, { keep: 'me' });
+  r = await api('GET', '/v2/sandboxes?metadata=' + encodeURIComponent('keep=me'));
+  assert.deepEqual(JSON.parse(r.body).map((s) => s.sandboxID), [kept.sandboxID]);
+  r = await request('POST', '/filesystem.Filesystem/Stat', { headers: { 'E2b-Sandbox-Id': kept.sandboxID,
+    'X-Access-Token': kept.envdAccessToken, 'Content-Type': 'application/json' }, body: '{"path":"/home/user"}' });
+  assert.equal(r.status, 200, r.body.toString());
+  assert.equal((await api('DELETE', `/sandboxes/${kept.sandboxID}`)).status, 204);
+  assert.equal((await api('DELETE', `/sandboxes/${kept.sandboxID}`)).status, 404);
+});
+
+test('keepalives while a stream is silent, and the deadline kills the process', async () => {
+  const req = { process: { cmd: '/bin/sh', args: ['-c', 'sleep 2.5; echo late'] } };
+  let r = await stream('Start', envelope(0, JSON.stringify(req)), { 'Keepalive-Ping-Interval': '1' });
+  let f = frames(r.body);
+  assert.ok(f[0].msg.event.start);
+  assert.ok(f.filter((x) => x.msg.event && x.msg.event.keepalive).length >= 2, JSON.stringify(f));
+  assert.equal(f.at(-1).flags, 2);
+  r = await stream('Start', envelope(0, JSON.stringify({ process: { cmd: '/bin/sleep', args: ['30'] } })),
+    { 'Connect-Timeout-Ms': '500' });
+  f = frames(r.body);
+  assert.equal(f.at(-1).msg.error.code, 'deadline_exceeded');
+  assert.equal(f.at(-2).msg.event.end.status, 'signal: killed');
+});

@@ -1,0 +1,229 @@
+// E2B's own SDK (the `e2b` npm package, pinned in package-lock.json)
+// against a coved started here, unchanged but for E2B_API_URL,
+// E2B_SANDBOX_URL and E2B_API_KEY.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  Sandbox, CommandExitError, FileNotFoundError, InvalidArgumentError, TimeoutError,
+  AuthenticationError, SandboxNotFoundError, NotFoundError,
+} from 'e2b';
+import { startCoved } from './coved.mjs';
+
+let coved, sbx;
+
+before(async () => {
+  coved = await startCoved();
+  sbx = await Sandbox.create({ metadata: { suite: 'sdk', run: 'a b&c=d' }, envs: { FROM_CREATE: 'yes' },
+    timeoutMs: 120000 });
+});
+
+after(async () => { await coved.stop(); });
+
+test('create gives a running sandbox that connect finds again', async () => {
+  assert.match(sbx.sandboxId, /^sb_/);
+  assert.equal(await sbx.isRunning(), true);
+  const again = await Sandbox.connect(sbx.sandboxId);
+  const r = await again.commands.run('echo connected');
+  assert.equal(r.stdout, 'connected\n');
+  const info = await sbx.getInfo();
+  assert.equal(info.sandboxId, sbx.sandboxId);
+  assert.equal(info.templateId, 'base');
+  assert.equal(info.state, 'running');
+  assert.deepEqual(info.metadata, { suite: 'sdk', run: 'a b&c=d' });
+});
+
+test('commands.run streams stdout and stderr, in order, and gives the exit code', async () => {
+  const out = [], err = [];
+  const r = await sbx.commands.run('echo one; echo two >&2; printf "\\xc3"; printf "\\xa9\\n"',
+    { onStdout: (d) => out.push(d), onStderr: (d) => err.push(d) });
+  assert.equal(r.exitCode, 0);
+  assert.equal(r.stdout, 'one\né\n');
+  assert.equal(r.stderr, 'two\n');
+  assert.equal(out.join(''), 'one\né\n');
+  assert.deepEqual(err, ['two\n']);
+});
+
+test('a failing command throws CommandExitError with its exit code and output', async () => {
+  await assert.rejects(sbx.commands.run('echo bad >&2; exit 3'), (e) => {
+    assert.ok(e instanceof CommandExitError);
+    assert.equal(e.exitCode, 3);
+    assert.equal(e.stderr, 'bad\n');
+    assert.equal(e.error, 'exit status 3');
+    return true;
+  });
+});
+
+test("E2B's user, its home, envs from create and per command, cwd, user root", async () => {
+  const r = await sbx.commands.run('whoami; echo $HOME; pwd; echo $FROM_CREATE $MINE');
+  assert.equal(r.stdout, 'user\n/home/user\n/home/user\nyes\n');
+  const r2 = await sbx.commands.run('pwd; echo $MINE', { cwd: '/tmp', envs: { MINE: 'a b' } });
+  assert.equal(r2.stdout, '/tmp\na b\n');
+  const r3 = await sbx.commands.run('whoami; id -u', { user: 'root' });
+  assert.equal(r3.stdout, 'root\n0\n');
+  await assert.rejects(sbx.commands.run('true', { cwd: '/no/such/dir' }));
+});
+
+test('background commands: list, wait, kill', async () => {
+  const h = await sbx.commands.run('sleep 30', { background: true });
+  assert.ok(h.pid > 0);
+  const listed = await sbx.commands.list();
+  const mine = listed.find((p) => p.pid === h.pid);
+  assert.ok(mine, 'the background command is listed');
+  assert.equal(mine.cmd, '/bin/bash');
+  assert.deepEqual(mine.args.slice(-1), ['sleep 30']);
+  assert.equal(await h.kill(), true);
+  await assert.rejects(h.wait(), (e) => e instanceof CommandExitError && /killed/.test(e.error));
+  assert.equal(await sbx.commands.kill(h.pid), false);
+  assert.ok(!(await sbx.commands.list()).some((p) => p.pid === h.pid));
+
+  const h2 = await sbx.commands.run('sleep 0.3; echo done', { background: true });
+  const r = await h2.wait();
+  assert.equal(r.stdout, 'done\n');
+});
+
+test('stdin, and connect to a running command', async () => {
+  const h = await sbx.commands.run('read line; echo got $line; sleep 0.5; echo later', { background: true, stdin: true });
+  await sbx.commands.sendStdin(h.pid, 'hello\n');
+  await new Promise((r) => setTimeout(r, 200));
+  const seen = [];
+  const again = await sbx.commands.connect(h.pid, { onStdout: (d) => seen.push(d) });
+  const r = await again.wait();
+  assert.equal(r.exitCode, 0);
+  assert.ok(seen.join('').includes('later\n'), seen.join(''));
+  await assert.rejects(sbx.commands.connect(999999), (e) => e instanceof NotFoundError);
+});
+
+test('timeoutMs ends a command with TimeoutError', async () => {
+  const t0 = Date.now();
+  await assert.rejects(sbx.commands.run('sleep 20', { timeoutMs: 1000 }), (e) => e instanceof TimeoutError);
+  assert.ok(Date.now() - t0 < 10000);
+});
+
+test('files: write, read, list, exists, makeDir, rename, remove, getInfo', async () => {
+  const info = await sbx.files.write('/tmp/f/hello.txt', 'hello world');
+  assert.equal(info.path, '/tmp/f/hello.txt');
+  assert.equal(await sbx.files.read('/tmp/f/hello.txt'), 'hello world');
+  await sbx.files.write('/tmp/f/bytes.bin', new Uint8Array([0, 1, 2, 255]));
+  assert.deepEqual([...(await sbx.files.read('/tmp/f/bytes.bin', { format: 'bytes' }))], [0, 1, 2, 255]);
+  const many = await sbx.files.write([{ path: '/tmp/f/a.txt', data: 'A' }, { path: '/tmp/f/sub/b.txt', data: 'B' }]);
+  assert.deepEqual(many.map((e) => e.path), ['/tmp/f/a.txt', '/tmp/f/sub/b.txt']);
+  const stream = await sbx.files.read('/tmp/f/a.txt', { format: 'stream' });
+  let text = '';
+  for await (const chunk of stream) text += Buffer.from(chunk).toString();
+  assert.equal(text, 'A');
+  const rel = await sbx.files.write('rel.txt', 'in home');
+  assert.equal(rel.path, '/home/user/rel.txt');
+  assert.equal((await sbx.commands.run('cat ~/rel.txt; echo; stat -c %U ~/rel.txt')).stdout, 'in home\nuser\n');
+
+  const top = (await sbx.files.list('/tmp/f')).map((e) => e.name).sort();
+  assert.deepEqual(top, ['a.txt', 'bytes.bin', 'hello.txt', 'sub']);
+  const deep = (await sbx.files.list('/tmp/f', { depth: 2 })).map((e) => e.path).sort();
+  assert.ok(deep.includes('/tmp/f/sub/b.txt'));
+
+  assert.equal(await sbx.files.exists('/tmp/f/hello.txt'), true);
+  assert.equal(await sbx.files.exists('/tmp/f/nope'), false);
+  assert.equal(await sbx.files.makeDir('/tmp/f/d1/d2'), true);
+  assert.equal(await sbx.files.makeDir('/tmp/f/d1/d2'), false);
+  const st = await sbx.files.getInfo('/tmp/f/hello.txt');
+  assert.equal(st.type, 'file');
+  assert.equal(st.size, 11);
+  assert.equal((await sbx.files.getInfo('/tmp/f/d1')).type, 'dir');
+  const moved = await sbx.files.rename('/tmp/f/hello.txt', '/tmp/f/moved.txt');
+  assert.equal(moved.path, '/tmp/f/moved.txt');
+  assert.equal(await sbx.files.exists('/tmp/f/hello.txt'), false);
+  await sbx.files.remove('/tmp/f/sub');
+  assert.equal(await sbx.files.exists('/tmp/f/sub'), false);
+  await sbx.files.remove('/tmp/f/never-there');
+
+  await assert.rejects(sbx.files.read('/tmp/f/missing'), (e) => e instanceof FileNotFoundError);
+  await assert.rejects(sbx.files.read('/tmp/f'), (e) => e instanceof InvalidArgumentError);
+  await assert.rejects(sbx.files.getInfo('/tmp/f/missing'), (e) => e instanceof FileNotFoundError);
+  await assert.rejects(sbx.files.rename('/tmp/f/missing', '/tmp/f/x'), (e) => e instanceof FileNotFoundError);
+});
+
+test('files as another user: root writes where user cannot', async () => {
+  await sbx.files.write('/root/secret.txt', 'r', { user: 'root' });
+  assert.equal(await sbx.files.read('/root/secret.txt', { user: 'root' }), 'r');
+  await assert.rejects(sbx.files.read('/root/secret.txt'));
+});
+
+test('Sandbox.list filters by metadata and pages', async () => {
+  const other = await Sandbox.create({ metadata: { suite: 'sdk', run: 'other' } });
+  try {
+    const mine = await Sandbox.list({ query: { metadata: { run: 'a b&c=d' } } }).nextItems();
+    assert.deepEqual(mine.map((s) => s.sandboxId), [sbx.sandboxId]);
+    const pager = Sandbox.list({ query: { metadata: { suite: 'sdk' } }, limit: 1 });
+    const first = await pager.nextItems();
+    assert.equal(first.length, 1);
+    assert.equal(pager.hasNext, true);
+    const second = await pager.nextItems();
+    assert.equal(second.length, 1);
+    assert.equal(pager.hasNext, false);
+    assert.deepEqual([first[0].sandboxId, second[0].sandboxId].sort(), [sbx.sandboxId, other.sandboxId].sort());
+  } finally {
+    await other.kill();
+  }
+});
+
+test('setTimeout moves the end', async () => {
+  await sbx.setTimeout(600000);
+  const end = (await sbx.getInfo()).endAt.getTime();
+  assert.ok(Math.abs(end - (Date.now() + 600000)) < 5000, String(end - Date.now()));
+  await sbx.setTimeout(300000);
+  assert.ok((await sbx.getInfo()).endAt.getTime() < end);
+});
+
+test('kill, and the errors for unknown sandboxes and bad keys', async () => {
+  const s = await Sandbox.create();
+  assert.equal(await s.kill(), true);
+  assert.equal(await Sandbox.kill(s.sandboxId), false);
+  assert.equal(await s.isRunning(), false);
+  await assert.rejects(Sandbox.getInfo(s.sandboxId), (e) => e instanceof SandboxNotFoundError);
+  await assert.rejects(Sandbox.connect('sb_nosuchthing0'), (e) => e instanceof SandboxNotFoundError);
+  await assert.rejects(s.commands.run('true'));
+  await assert.rejects(s.files.read('/etc/hostname'), (e) => e instanceof TimeoutError);
+  await assert.rejects(Sandbox.create({ apiKey: 'wrong' }), (e) => e instanceof AuthenticationError);
+  await assert.rejects(Sandbox.list({ apiKey: 'wrong' }).nextItems(), (e) => e instanceof AuthenticationError);
+});
+
+test('watchDir reports changes by name, and stop ends it', async () => {
+  await sbx.files.makeDir('/tmp/w');
+  const events = [];
+  const h = await sbx.files.watchDir('/tmp/w', (e) => events.push(e));
+  await sbx.files.write('/tmp/w/new.txt', 'x');
+  await sbx.commands.run('rm /tmp/w/new.txt');
+  const t0 = Date.now();
+  while (!events.some((e) => e.type === 'remove') && Date.now() - t0 < 5000)
+    await new Promise((r) => setTimeout(r, 50));
+  await h.stop();
+  assert.ok(events.some((e) => e.name === 'new.txt' && e.type === 'create'), JSON.stringify(events));
+  assert.ok(events.some((e) => e.name === 'new.txt' && e.type === 'remove'), JSON.stringify(events));
+  await assert.rejects(sbx.files.watchDir('/tmp/no-such-dir', () => {}), (e) => e instanceof FileNotFoundError);
+});
+
+test('pty: create, input, resize, kill', async () => {
+  let out = '';
+  const dec = new TextDecoder();
+  const h = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { out += dec.decode(d); } });
+  const waitFor = async (s) => {
+    const t0 = Date.now();
+    while (!out.includes(s) && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(out.includes(s), JSON.stringify(out.slice(-300)));
+  };
+  await sbx.pty.sendInput(h.pid, new TextEncoder().encode('stty size; echo $((6*7))x\n'));
+  await waitFor('24 80');
+  await waitFor('42x');
+  await sbx.pty.resize(h.pid, { cols: 100, rows: 30 });
+  await sbx.pty.sendInput(h.pid, new TextEncoder().encode('stty size\n'));
+  await waitFor('30 100');
+  assert.equal(await sbx.pty.kill(h.pid), true);
+  await assert.rejects(h.wait());
+});
+
+test('closeStdin gives the process its end of input', async () => {
+  const h = await sbx.commands.run('cat; echo end', { background: true, stdin: true });
+  await sbx.commands.sendStdin(h.pid, 'abc');
+  await sbx.commands.closeStdin(h.pid);
+  const r = await h.wait();
+  assert.equal(r.stdout, 'abcend\n');
+});
