@@ -73,7 +73,7 @@ static void inspect(struct http_req *req)
 	struct evkeyval *h;
 	size_t n = 0;
 	TAILQ_FOREACH(h, http_req_in_headers(req), next)
-		n += strlen(h->key) + strlen(h->value);
+	n += strlen(h->key) + strlen(h->value);
 	const char *q = http_req_query(req);
 	if (q) {
 		struct evkeyvalq params;

@@ -148,7 +148,7 @@ static void check_mknod(const char *name, mode_t type, dev_t dev)
  * AF_VSOCK reaches the hypervisor: it must be refused outright. */
 static void check_socket_families(void)
 {
-	static const int families[] = { 3, 4, 5, 6, 8, 9, 11, 12, 19, 21, 23, 24, 26, 29,
+	static const int families[] = { 3,  4,  5,  6,  8,  9,  11, 12, 19, 21, 23, 24, 26, 29,
 					30, 31, 32, 33, 34, 35, 36, 37, 39, 41, 42, 43, 44, 45 };
 	int made = 0;
 	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
