@@ -97,7 +97,7 @@ $(BUILD)/cove: $(CLI_OBJ) $(BUILD)/libcove.a
 $(BUILD)/cove-init: $(call iobj,$(INIT_SRC) $(INIT_COMMON))
 	$(CC) -static -no-pie -o $@ $^
 
-$(BUILD)/cove-probe: $(call iobj,tests/probe/probe.c)
+$(BUILD)/cove-probe: $(call iobj,tests/probe/probe.c tests/probe/escape.c)
 	$(CC) -static -no-pie -o $@ $^
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) $(NET_OBJ) $(call obj,$(CLIENT_SRC))

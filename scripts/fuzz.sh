@@ -34,6 +34,8 @@ sources()
 	oci) echo "src/image/oci.c src/image/ref.c src/image/challenge.c src/image/digest.c src/common/error.c" ;;
 	layer) echo "src/image/layer.c src/image/digest.c src/common/wire.c src/common/io.c src/common/error.c" ;;
 	connect) echo "src/daemon/e2b/connect.c src/daemon/e2b/multipart.c src/common/error.c -ljansson" ;;
+	portable) echo "src/engine/portable.c src/common/encoding.c src/common/wire.c src/common/error.c" ;;
+	httpd) echo "src/daemon/http/httpd.c src/daemon/http/httpd_reply.c src/daemon/http/httpd_upgrade.c src/common/log.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -44,6 +46,8 @@ libs()
 	case "$1" in
 	oci) echo "-ljansson -lnettle" ;;
 	layer) echo "-larchive -lnettle" ;;
+	portable) echo "-ljansson -levent_core" ;;
+	httpd) echo "-levent_core -levent_extra" ;;
 	esac
 }
 
@@ -149,8 +153,14 @@ for n in $names; do
 	fi
 	seed "$n"
 	echo "fuzz: $n: running for ${SECONDS_EACH}s"
+	# The seeds kept in the repo (tests/fuzz/corpus/<name>/) are read too; what
+	# the fuzzer finds goes into the first folder, the build's.
+	dict="" seeds=""
+	[ -f "tests/fuzz/$n.dict" ] && dict="-dict=tests/fuzz/$n.dict"
+	[ -d "tests/fuzz/corpus/$n" ] && seeds="tests/fuzz/corpus/$n"
+	# shellcheck disable=SC2086 # empty when there is none
 	"$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-		-artifact_prefix="$OUT/crashes/${n}-" "$OUT/corpus/$n" >"$log" 2>&1
+		-artifact_prefix="$OUT/crashes/${n}-" $dict "$OUT/corpus/$n" $seeds >"$log" 2>&1
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 	cov=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')

@@ -62,6 +62,25 @@ static void check_decoded(const char *payload, size_t len)
 		abort();
 }
 
+/* The payload of WIRE_OPEN and WIRE_FSOP, which cove-init decodes from
+ * coved: strings inside the payload, an absolute path, nothing after the
+ * user, and the same bytes when encoded again. */
+static void check_path_decoded(const char *payload, size_t len)
+{
+	struct wire_path wp;
+	if (wire_decode_path(payload, len, &wp) != 0)
+		return;
+	if (!inside(wp.path, payload, len) || !inside(wp.path2, payload, len) || !inside(wp.user, payload, len) ||
+	    wp.path[0] != '/')
+		abort();
+	struct wire_hdr h = { .type = WIRE_OPEN, .seq = 1 };
+	long n = wire_encode_path(pkt, sizeof(pkt), &h, &wp);
+	if (n == -E2BIG && len + sizeof(h) > WIRE_MAX_PACKET)
+		return;
+	if (n < 0 || (size_t)n != sizeof(h) + len || memcmp(pkt + sizeof(h), payload, len))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *p = (const char *)data;
@@ -74,7 +93,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (h.type == WIRE_SPAWN)
 			check_decoded(p + sizeof(h), h.payload_len);
+		if (h.type == WIRE_OPEN || h.type == WIRE_FSOP)
+			check_path_decoded(p + sizeof(h), h.payload_len);
 	}
 	check_decoded(p, size);
+	check_path_decoded(p, size);
 	return 0;
 }

@@ -11,6 +11,9 @@
  *   cove-probe fds                no open file beyond stdio was inherited
  *   cove-probe forkbomb N         fork until fork fails (it must, with EAGAIN)
  *   cove-probe hog MB             allocate and touch MB megabytes, 1 MB at a time
+ *   cove-probe escape [PID...]    one attempt per known container-escape class
+ *                                 fails (escape.c); each PID (a host pid: coved's)
+ *                                 is out of reach
  *   cove-probe echo               serve fd 3 (a listening socket, as cove-init's):
  *                                 echo what each connection sends, forever
  *                                 (tests/unit/test_criu.c: a restored tree's
@@ -44,12 +47,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "probe.h"
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static int failures;
 
-static void report(bool ok, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void report(bool ok, const char *name, const char *fmt, ...)
+void report(bool ok, const char *name, const char *fmt, ...)
 {
 	char detail[512] = "";
 	va_list ap;
@@ -63,7 +67,7 @@ static void report(bool ok, const char *name, const char *fmt, ...)
 	failures += !ok;
 }
 
-static const char *errname(int e)
+const char *errname(int e)
 {
 	return strerrorname_np(e) ?: "?";
 }
@@ -188,7 +192,7 @@ static long try_open_tree(void)
 	return syscall(SYS_open_tree, AT_FDCWD, "/", 1 /* OPEN_TREE_CLONE */);
 }
 
-static void expect_refused(const char *name, long (*call)(void))
+void expect_refused(const char *name, long (*call)(void))
 {
 	int st;
 	pid_t pid = fork();
@@ -365,7 +369,7 @@ static void cmd_status(void)
 /* ---- fs ------------------------------------------------------------------ */
 
 /* Opening for writing is the whole test: nothing is ever written. */
-static void check_not_writable(const char *path)
+void check_not_writable(const char *path)
 {
 	char name[300];
 	snprintf(name, sizeof(name), "not-writable-%s", path);
@@ -634,9 +638,11 @@ int main(int argc, char **argv)
 		cmd_hog(positive(argv[2]));
 	else if (strcmp(cmd, "echo") == 0)
 		cmd_echo();
+	else if (strcmp(cmd, "escape") == 0)
+		cmd_escape(argc - 2, argv + 2);
 	else {
 		fprintf(stderr, "usage: cove-probe syscalls [PID...] | status | fs [PATH...] | fds | forkbomb N | hog "
-				"MB | echo\n");
+				"MB | echo | escape [PID...]\n");
 		return 2;
 	}
 	return failures ? 1 : 0;
