@@ -51,7 +51,7 @@ static void load(void)
 
 /* Runs cmd in a fresh context with buffered output and errors, handing the
  * output to *ret_out (if not NULL). */
-static int run(const char *cmd, unsigned flags, char **ret_out, struct cove_err *err)
+static int run_once(const char *cmd, unsigned flags, char **ret_out, struct cove_err *err)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, load);
@@ -86,6 +86,27 @@ static int run(const char *cmd, unsigned flags, char **ret_out, struct cove_err 
 out:
 	nft.ctx_free(ctx);
 	return ret;
+}
+
+/* A signal (coved's SIGCHLD, as sandboxes' processes end) that lands
+ * while libnftables waits on its netlink socket fails the command with
+ * EINTR, whatever SA_RESTART says: libnftables does not retry. A failed
+ * command is a transaction not applied, so it is run again. */
+#define NFT_EINTR_TRIES 8
+
+static int run(const char *cmd, unsigned flags, char **ret_out, struct cove_err *err)
+{
+	struct cove_err e = { 0 };
+	for (int i = 0; i < NFT_EINTR_TRIES; i++) {
+		memset(&e, 0, sizeof(e));
+		if (run_once(cmd, flags, ret_out, &e) == 0)
+			return 0;
+		if (!strstr(e.msg, "Interrupted system call"))
+			break;
+	}
+	if (err && !err->msg[0])
+		*err = e; /* as err_set: the first error stands */
+	return -1;
 }
 
 int nftables_run(const char *script, struct cove_err *err)
