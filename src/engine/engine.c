@@ -38,7 +38,18 @@ static int load_init(const char *path, struct cove_err *err)
 			close(fd);
 			return err_sys(err, errno, "copy cove-init");
 		}
-	if (n < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+	/* F_SEAL_WRITE answers EBUSY while the kernel still holds a page of
+	 * the copy (seen once on a restart right after a SIGKILL): it is tried
+	 * again, briefly. */
+	int sealed = -1;
+	for (int i = 0; n >= 0 && sealed < 0 && i < 50; i++) {
+		sealed = fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+		if (sealed < 0 && errno != EBUSY)
+			break;
+		if (sealed < 0)
+			usleep(2000);
+	}
+	if (sealed < 0) {
 		close(fd);
 		return err_sys(err, errno, "seal cove-init");
 	}
