@@ -225,9 +225,11 @@ static int claim(const uint8_t gw4[4])
 /* A free slot of the pool that no other coved on the host has: claimed
  * (*claim_fd), and its gateway not on the host yet. The slots skipped go
  * back (next fit moves past them anyway). */
+#define ALLOC_MAX_SKIPPED 4096 /* slots held by other coveds (their sandboxes outlive them) */
+
 static int alloc_addrs(struct net_pool *p, struct net_addrs *ret, int *claim_fd)
 {
-	uint32_t skipped[64];
+	static uint32_t skipped[ALLOC_MAX_SKIPPED]; /* the loop's: one alloc at a time */
 	int n = 0, r;
 	while ((r = net_pool_alloc(p, ret)) == 0) {
 		if ((*claim_fd = claim(ret->gw4)) >= 0 && !host_has_addr(ret->gw4))
@@ -236,7 +238,7 @@ static int alloc_addrs(struct net_pool *p, struct net_addrs *ret, int *claim_fd)
 			close(*claim_fd);
 		*claim_fd = -1;
 		skipped[n++] = ret->slot;
-		if (n == 64) {
+		if (n == ALLOC_MAX_SKIPPED) {
 			r = -ENOSPC;
 			break;
 		}
