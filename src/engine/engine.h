@@ -75,6 +75,8 @@ struct sandbox {
 	struct event *expire_ev;  /* deletes it at spec.expires_at (or, at load, an ephemeral one) */
 	struct lock *locks;       /* named locks held or waited for (locks.c), in memory only */
 	struct sandbox_net *net;  /* an egress sandbox's addresses, policy, resolver (network.c) */
+	struct sandbox_port *ports; /* opened to the proxy, by port (ports.c) */
+	int port_conns;             /* front ends' open connections to its ports (ports_activity) */
 };
 
 /* A snapshot: <pool>/snapshots/<id>/files, a read-only snapshot of a
@@ -114,6 +116,9 @@ struct engine {
 	/* A front end's: a sandbox is being deleted (its ID is gone from the
 	 * engine on return). */
 	void (*on_sandbox_deleted)(const char *id);
+	/* A front end's: port of sandbox id was closed (0: all of its ports,
+	 * the sandbox is being deleted); its connections to them must end. */
+	void (*on_port_closed)(const char *id, int port);
 };
 
 extern struct engine *engine_ctx;

@@ -1,5 +1,6 @@
 /* cove's REST API: the route table (api.c). */
 #pragma once
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "common/error.h"
@@ -40,6 +41,14 @@ int h_history(struct http_req *req, const char *id, struct cove_err *err);
 int h_history_delete(struct http_req *req, const char *id, struct cove_err *err);
 int h_rollback(struct http_req *req, const char *id, struct cove_err *err);
 int h_branch(struct http_req *req, const char *id, struct cove_err *err);
+
+/* ports.c */
+int h_ports_open(struct http_req *req, const char *id, struct cove_err *err);
+int h_ports_list(struct http_req *req, const char *id, struct cove_err *err);
+int h_port_close(struct http_req *req, const char *id, struct cove_err *err);
+int h_port_forward(struct http_req *req, const char *id, struct cove_err *err);
+/* sb's open ports: [{port, public, created_at, url, token when with_tokens}]. */
+json_t *api_ports_json(const struct sandbox *sb, bool with_tokens);
 
 /* locks.c */
 int h_lock_acquire(struct http_req *req, const char *id, struct cove_err *err);

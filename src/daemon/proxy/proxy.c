@@ -1,0 +1,170 @@
+/* The port proxy's listener, settings and URLs (proxy.h); a connection's
+ * work is in conn.c. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/netaddr.h"
+#include "daemon/proxy/proxy.h"
+#include "daemon/proxy/proxy_private.h"
+
+struct proxy proxy = { .fd = -1 };
+
+/* A domain for host names PORT-ID.DOMAIN: labels of letters, digits and
+ * '-' (not first or last), each 1-63, the whole at most 100. */
+static bool domain_valid(const char *d)
+{
+	size_t n = strlen(d), label = 0;
+	if (n == 0 || n > 100)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (d[i] == '.') {
+			if (label == 0 || d[i - 1] == '-')
+				return false;
+			label = 0;
+		} else if (isalnum((unsigned char)d[i]) || (d[i] == '-' && label > 0)) {
+			if (++label > 63)
+				return false;
+		} else {
+			return false;
+		}
+	}
+	return label > 0 && d[n - 1] != '-';
+}
+
+int proxy_parse_option(struct proxy_config *cfg, const char *name, const char *value, struct cove_err *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	if (strcmp(name, "proxy-listen") == 0) {
+		if (strcmp(value, "off") != 0 && netaddr_parse(value, &ss, &len) < 0)
+			return err_set(err, COVE_EINVAL,
+				       "--proxy-listen '%s': want ADDR:PORT with a numeric address (like %s; port 0: "
+				       "any free one), or off",
+				       value, PROXY_DEFAULT_LISTEN);
+		snprintf(cfg->listen, sizeof(cfg->listen), "%s", value);
+		return 0;
+	}
+	if (!domain_valid(value))
+		return err_set(err, COVE_EINVAL,
+			       "--proxy-domain '%s': want a DNS name (letters, digits, '-' and dots), like localhost",
+			       value);
+	snprintf(cfg->domain, sizeof(cfg->domain), "%s", value);
+	for (char *p = cfg->domain; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	return 0;
+}
+
+int proxy_setup(struct proxy_config *cfg, struct cove_err *err)
+{
+	bool given = cfg->listen[0] != '\0';
+	const char *spec = given ? cfg->listen : PROXY_DEFAULT_LISTEN;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int one = 1;
+	snprintf(proxy.domain, sizeof(proxy.domain), "%s", cfg->domain[0] ? cfg->domain : "localhost");
+	if (strcmp(spec, "off") == 0 || netaddr_parse(spec, &ss, &len) < 0)
+		return 0;
+	_cleanup_close_ int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return err_sys(err, errno, "--proxy-listen '%s': socket", spec);
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0) {
+		if (given)
+			return err_sys(err, errno, "--proxy-listen '%s'", spec);
+		log_warn("coved: the port proxy's default address %s: %s; serving no proxy (give --proxy-listen)",
+			 spec, strerror(errno));
+		return 0;
+	}
+	len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return err_sys(err, errno, "--proxy-listen '%s': getsockname", spec);
+	netaddr_format((struct sockaddr *)&ss, proxy.listen, sizeof(proxy.listen));
+	proxy.port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+						   : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	proxy.fd = TAKE_FD(fd);
+	return 0;
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+	if (proxy.count >= PROXY_MAX_CONNECTIONS) {
+		log_warn("proxy: %d connections open, the most: one refused", proxy.count);
+		close(fd);
+		return;
+	}
+	pconn_new(proxy.base, fd, sa);
+}
+
+int proxy_serve(struct event_base *base, struct cove_err *err)
+{
+	proxy.base = base;
+	if (proxy.fd < 0)
+		return 0;
+	proxy.listener = evconnlistener_new(base, on_accept, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
+					    proxy.fd);
+	if (!proxy.listener)
+		return err_set(err, COVE_EINTERNAL, "the port proxy's listener: out of memory");
+	proxy.fd = -1;
+	log_info("coved: port proxy on %s, URLs http://PORT-ID.%s:%d/", proxy.listen, proxy.domain, proxy.port);
+	return 0;
+}
+
+void proxy_stop(void)
+{
+	if (proxy.listener)
+		evconnlistener_free(proxy.listener);
+	proxy.listener = NULL;
+	if (proxy.fd >= 0)
+		close(proxy.fd);
+	proxy.fd = -1;
+}
+
+void proxy_cleanup(void)
+{
+	proxy_stop();
+	while (proxy.conns)
+		pconn_free(proxy.conns);
+}
+
+bool proxy_serving(void)
+{
+	return proxy.listener != NULL;
+}
+
+int proxy_url(const char *id, int port, const char *token, char *buf, size_t cap)
+{
+	char host[16];
+	snprintf(host, sizeof(host), "%s", id);
+	for (char *p = host; *p; p++)
+		if (*p == '_')
+			*p = '-';
+	int n = snprintf(buf, cap, "http://%d-%s.%s:%d/%s%s", port, host, proxy.domain, proxy.port,
+			 token ? "?" PROXY_TOKEN_NAME "=" : "", token ? token : "");
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+json_t *proxy_to_json(void)
+{
+	if (!proxy_serving())
+		return json_null();
+	return json_pack("{s:s, s:s, s:i}", "listen", proxy.listen, "domain", proxy.domain, "port", proxy.port);
+}
+
+void proxy_port_closed(const char *id, int port)
+{
+	struct pconn *next;
+	for (struct pconn *c = proxy.conns; c; c = next) {
+		next = c->next;
+		if (strcmp(c->id, id) == 0 && (port == 0 || c->port == port))
+			pconn_free(c);
+	}
+}
