@@ -107,7 +107,7 @@ static void usage(FILE *f)
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
 		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
 		   "  --proxy-listen ADDR:PORT  the port proxy: sandboxes' open ports as URLs\n"
-		   "                 (default " PROXY_DEFAULT_LISTEN ", if free; port 0: any free one; off: none)\n"
+		   "                 (default " PROXY_DEFAULT_LISTEN ", else any free port; port 0: any free one; off: none)\n"
 		   "  --proxy-domain D  host names PORT-ID.D of the URLs (default localhost)\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
 		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"

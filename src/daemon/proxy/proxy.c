@@ -63,34 +63,47 @@ int proxy_parse_option(struct proxy_config *cfg, const char *name, const char *v
 	return 0;
 }
 
+/* A listening socket on ss into *ret_fd; -errno. */
+static int bind_listener(struct sockaddr_storage *ss, socklen_t len, int *ret_fd)
+{
+	int one = 1;
+	_cleanup_close_ int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* A restarted coved must not wait out its predecessor's TIME_WAITs. */
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)ss, len) < 0 || listen(fd, 512) < 0)
+		return -errno;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
 int proxy_setup(struct proxy_config *cfg, struct cove_err *err)
 {
 	bool given = cfg->listen[0] != '\0';
 	const char *spec = given ? cfg->listen : PROXY_DEFAULT_LISTEN;
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int one = 1;
 	snprintf(proxy.domain, sizeof(proxy.domain), "%s", cfg->domain[0] ? cfg->domain : "localhost");
 	if (strcmp(spec, "off") == 0 || netaddr_parse(spec, &ss, &len) < 0)
 		return 0;
-	_cleanup_close_ int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return err_sys(err, errno, "--proxy-listen '%s': socket", spec);
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0) {
-		if (given)
-			return err_sys(err, errno, "--proxy-listen '%s'", spec);
-		log_warn("coved: the port proxy's default address %s: %s; serving no proxy (give --proxy-listen)",
-			 spec, strerror(errno));
-		return 0;
+	int r = bind_listener(&ss, len, &proxy.fd);
+	if (r < 0 && given)
+		return err_sys(err, -r, "--proxy-listen '%s'", spec);
+	if (r < 0) {
+		/* The default port is another coved's (tests run several):
+		 * any free one on loopback, which URLs then name. */
+		log_warn("coved: the port proxy's default address %s: %s; taking any free port on 127.0.0.1 "
+			 "(give --proxy-listen for a fixed one)",
+			 spec, strerror(-r));
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+		if ((r = bind_listener(&ss, len, &proxy.fd)) < 0)
+			return err_sys(err, -r, "the port proxy on 127.0.0.1");
 	}
 	len = sizeof(ss);
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
-		return err_sys(err, errno, "--proxy-listen '%s': getsockname", spec);
+	if (getsockname(proxy.fd, (struct sockaddr *)&ss, &len) < 0)
+		return err_sys(err, errno, "the port proxy: getsockname");
 	netaddr_format((struct sockaddr *)&ss, proxy.listen, sizeof(proxy.listen));
 	proxy.port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
 						   : ((struct sockaddr_in6 *)&ss)->sin6_port);
-	proxy.fd = TAKE_FD(fd);
 	return 0;
 }
 

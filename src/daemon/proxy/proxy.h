@@ -42,8 +42,8 @@ struct proxy_config {
 int proxy_parse_option(struct proxy_config *cfg, const char *name, const char *value, struct cove_err *err);
 /* Bind the listener (before sandboxes are loaded, like the API's). An
  * address given with --proxy-listen that cannot be had stops coved; the
- * default one, taken (another coved on the host), is warned about and
- * coved serves no proxy. */
+ * default one, taken (another coved on the host), is warned about and any
+ * free port of 127.0.0.1 serves instead (the URLs say which). */
 int proxy_setup(struct proxy_config *cfg, struct cove_err *err);
 int proxy_serve(struct event_base *base, struct cove_err *err);
 /* SIGTERM: no new connections. */
