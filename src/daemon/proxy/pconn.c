@@ -532,15 +532,19 @@ static bool retry_v6(struct pconn *c)
 static void up_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct pconn *c = arg;
-	int e = EVUTIL_SOCKET_ERROR();
-	if (what & BEV_EVENT_EOF) {
+	int e = (what & BEV_EVENT_EOF) ? 0 : EVUTIL_SOCKET_ERROR();
+	/* A refused connect shows as an error or, once a write has taken the
+	 * error, as an end before any byte: for a request, both are "nothing
+	 * answered". */
+	bool unanswered = !c->up_seen && c->state != PS_RAW && (e == ECONNREFUSED || e == EPIPE || !e);
+	if ((what & BEV_EVENT_EOF) && !unanswered) {
 		c->up_eof = true;
 		bufferevent_disable(bev, EV_READ);
 		half_close(c);
 		return;
 	}
-	if (e == ECONNREFUSED && retry_v6(c))
+	if (unanswered && retry_v6(c))
 		return;
 	fail(c, 502, "Bad Gateway", "port %d of sandbox '%s': %s", c->port, c->id,
-	     e == ECONNREFUSED ? "nothing listens there" : strerror(e));
+	     unanswered ? "nothing listens there (on 127.0.0.1 or ::1 inside the sandbox)" : strerror(e));
 }
