@@ -273,6 +273,7 @@ int main(int argc, char **argv)
 	daemon_ctx = &fe;
 	d.on_sandbox_deleted = ephemeral_forget;
 	d.on_port_closed = proxy_port_closed;
+	d.port_url = proxy_port_url;
 	signal(SIGPIPE, SIG_IGN);
 	umask(022);
 	/* Sandboxes' inits are re-parented to coved when their setup process

@@ -119,6 +119,9 @@ struct engine {
 	/* A front end's: port of sandbox id was closed (0: all of its ports,
 	 * the sandbox is being deleted); its connections to them must end. */
 	void (*on_port_closed)(const char *id, int port);
+	/* A front end's: the URL of port of sandbox id into buf (the port
+	 * proxy's), -1 if none; shown with the sandbox's open ports. */
+	int (*port_url)(const char *id, int port, char *buf, size_t cap);
 };
 
 extern struct engine *engine_ctx;

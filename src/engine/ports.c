@@ -1,5 +1,4 @@
 /* A sandbox's open ports and connections to them (ports.h). */
-#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -229,8 +228,20 @@ int ports_active(const struct sandbox *sb)
 	return sb->port_conns;
 }
 
-json_t *ports_to_json(const struct sandbox_port *p)
+json_t *ports_to_json(const struct sandbox *sb, const struct sandbox_port *p)
 {
-	return json_pack("{s:i, s:b, s:I}", "port", p->port, "public", p->public, "created_at",
-			 (json_int_t)p->created_at);
+	char url[256];
+	json_t *j = json_pack("{s:i, s:b, s:I}", "port", p->port, "public", p->public, "created_at",
+			      (json_int_t)p->created_at);
+	if (engine_ctx && engine_ctx->port_url && engine_ctx->port_url(sb->id, p->port, url, sizeof(url)) == 0)
+		json_object_set_new(j, "url", json_string(url));
+	return j;
+}
+
+json_t *ports_list_json(const struct sandbox *sb)
+{
+	json_t *a = json_array();
+	for (const struct sandbox_port *p = sb->ports; p; p = p->next)
+		json_array_append_new(a, ports_to_json(sb, p));
+	return a;
 }

@@ -65,6 +65,8 @@ int ports_connect(struct engine *d, struct sandbox *sb, int port, bool v6, int *
 void ports_activity(struct engine *d, const char *id, int delta);
 int ports_active(const struct sandbox *sb);
 
-/* "ports": [{port, public, created_at}] (no tokens: the front end adds
- * what it shows). */
-json_t *ports_to_json(const struct sandbox_port *p);
+/* One open port as {port, public, created_at, url (d->port_url's)}: no
+ * token (a front end adds it where the caller may see it). */
+json_t *ports_to_json(const struct sandbox *sb, const struct sandbox_port *p);
+/* All of sb's, by port: the sandbox's JSON "ports". */
+json_t *ports_list_json(const struct sandbox *sb);

@@ -171,6 +171,7 @@ json_t *sandbox_to_json(const struct sandbox *sb)
 	json_object_del(j, "deny_out");
 	json_object_del(j, "net_slot");
 	json_object_set_new(j, "network", network_to_json(sb));
+	json_object_set_new(j, "ports", ports_list_json(sb));
 	return j;
 }
 

@@ -208,6 +208,9 @@ def test_url_token_rules_and_what_reaches_the_server(cv):
         # info shows the open port; capabilities say ports and the modes
         st, info = cv.api("GET", "/v1/sandboxes/" + sid)
         assert [x["port"] for x in info["ports"]] == [8000] and "token" not in info["ports"][0]
+        assert info["ports"][0]["url"] == p["url"] and info["ports"][0]["public"] is True
+        shown = cv.cli("info", sid)
+        assert shown.returncode == 0 and p["url"].encode() in shown.stdout and b'"address"' in shown.stdout
         assert "address" in info["network"]
         caps = cv.api("GET", "/v1/capabilities")[1]
         assert set(caps["network"]) == {"egress", "none"} and caps["proxy"]["domain"] == "localhost"

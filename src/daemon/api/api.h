@@ -1,6 +1,5 @@
 /* cove's REST API: the route table (api.c). */
 #pragma once
-#include <jansson.h>
 #include <stdbool.h>
 
 #include "common/error.h"
@@ -47,8 +46,6 @@ int h_ports_open(struct http_req *req, const char *id, struct cove_err *err);
 int h_ports_list(struct http_req *req, const char *id, struct cove_err *err);
 int h_port_close(struct http_req *req, const char *id, struct cove_err *err);
 int h_port_forward(struct http_req *req, const char *id, struct cove_err *err);
-/* sb's open ports: [{port, public, created_at, url, token when with_tokens}]. */
-json_t *api_ports_json(const struct sandbox *sb, bool with_tokens);
 
 /* locks.c */
 int h_lock_acquire(struct http_req *req, const char *id, struct cove_err *err);

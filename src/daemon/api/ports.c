@@ -23,24 +23,12 @@
 
 #define FORWARD_HIGH_WATER (256u << 10)
 
-/* One port's JSON: with its token (the port's owner asks), or without. */
-static json_t *port_json(const struct sandbox *sb, const struct sandbox_port *p, bool with_token)
+/* One port's JSON with its token: the API's caller owns the sandbox. */
+static json_t *port_json(const struct sandbox *sb, const struct sandbox_port *p)
 {
-	char url[256];
-	json_t *j = ports_to_json(p);
-	if (proxy_url(sb->id, p->port, NULL, url, sizeof(url)) == 0)
-		json_object_set_new(j, "url", json_string(url));
-	if (with_token)
-		json_object_set_new(j, "token", json_string(p->token));
+	json_t *j = ports_to_json(sb, p);
+	json_object_set_new(j, "token", json_string(p->token));
 	return j;
-}
-
-json_t *api_ports_json(const struct sandbox *sb, bool with_tokens)
-{
-	json_t *a = json_array();
-	for (const struct sandbox_port *p = sb->ports; p; p = p->next)
-		json_array_append_new(a, port_json(sb, p, with_tokens));
-	return a;
 }
 
 /* The {port} segment after ".../ports/": 1-65535. */
@@ -80,7 +68,7 @@ int h_ports_open(struct http_req *req, const char *id, struct cove_err *err)
 	const struct sandbox_port *p;
 	if (ports_open(engine_ctx, sb, (int)port, public, &p, err) < 0)
 		return -1;
-	reply_json(req, existed ? 200 : 201, port_json(sb, p, true));
+	reply_json(req, existed ? 200 : 201, port_json(sb, p));
 	return 0;
 }
 
@@ -89,7 +77,10 @@ int h_ports_list(struct http_req *req, const char *id, struct cove_err *err)
 	struct sandbox *sb = api_lookup(id, err);
 	if (!sb)
 		return -1;
-	reply_json(req, 200, json_pack("{s:o}", "ports", api_ports_json(sb, true)));
+	json_t *a = json_array();
+	for (const struct sandbox_port *p = sb->ports; p; p = p->next)
+		json_array_append_new(a, port_json(sb, p));
+	reply_json(req, 200, json_pack("{s:o}", "ports", a));
 	return 0;
 }
 

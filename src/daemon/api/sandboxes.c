@@ -198,9 +198,7 @@ int h_get(struct http_req *req, const char *id, struct cove_err *err)
 	struct sandbox *sb = api_lookup(id, err);
 	if (!sb)
 		return -1;
-	json_t *j = sandbox_to_json(sb);
-	json_object_set_new(j, "ports", api_ports_json(sb, false));
-	reply_json(req, 200, j);
+	reply_json(req, 200, sandbox_to_json(sb));
 	return 0;
 }
 

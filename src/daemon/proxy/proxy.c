@@ -165,6 +165,11 @@ int proxy_url(const char *id, int port, const char *token, char *buf, size_t cap
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
+int proxy_port_url(const char *id, int port, char *buf, size_t cap)
+{
+	return proxy_serving() ? proxy_url(id, port, NULL, buf, cap) : -1;
+}
+
 json_t *proxy_to_json(void)
 {
 	if (!proxy_serving())

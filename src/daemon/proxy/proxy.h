@@ -55,6 +55,8 @@ bool proxy_serving(void);
 /* The URL of port of sandbox id into buf; with token (not NULL) the query
  * that lets a browser in. -1 when buf is too small. */
 int proxy_url(const char *id, int port, const char *token, char *buf, size_t cap);
+/* The engine's port_url: proxy_url without a token, -1 when not serving. */
+int proxy_port_url(const char *id, int port, char *buf, size_t cap);
 /* {"listen": "ADDR:PORT", "domain": D} or null when not serving. */
 json_t *proxy_to_json(void);
 /* The engine's on_port_closed: end the connections to port (0: every
