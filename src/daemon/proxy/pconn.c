@@ -93,6 +93,21 @@ static size_t out_len(struct bufferevent *bev)
 	return evbuffer_get_length(bufferevent_get_output(bev));
 }
 
+/* The first n bytes of from on their way to the socket of to: written at
+ * once when nothing waits before them (a request or an answer then costs
+ * no turn of the loop and no epoll_ctl for the write event), the rest
+ * queued on to's output for its bufferevent. A write error is left for
+ * that bufferevent to meet (and report) on its next write. */
+static void pass(struct bufferevent *to, struct evbuffer *from, size_t n)
+{
+	struct evbuffer *out = bufferevent_get_output(to);
+	if (n > 0 && evbuffer_get_length(out) == 0) {
+		int w = evbuffer_write_atmost(from, bufferevent_getfd(to), (ev_ssize_t)n);
+		n -= w > 0 ? (size_t)w : 0;
+	}
+	evbuffer_remove_buffer(from, out, n);
+}
+
 /* Close once what is queued for the client has gone (an answer of the
  * proxy's), reading nothing more from either side. */
 static void close_when_sent(struct pconn *c)
@@ -256,7 +271,10 @@ static bool dropped(const struct head_field *f)
 
 static int forward_head(struct pconn *c, const struct http_head *h)
 {
-	struct evbuffer *out = bufferevent_get_output(c->up);
+	static struct evbuffer *out; /* the loop's: a head is built, then passed */
+	if (!out && !(out = evbuffer_new()))
+		return -1;
+	evbuffer_drain(out, evbuffer_get_length(out));
 	char tok[HEAD_TOKEN_MAX + 1], buf[PROXY_MAX_HEAD];
 	if (head_take_param(h->target, h->target_len, PROXY_TOKEN_NAME, tok, buf, sizeof(buf)) < 0)
 		return -1;
@@ -275,6 +293,7 @@ static int forward_head(struct pconn *c, const struct http_head *h)
 		evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len, f->value);
 	}
 	evbuffer_add_printf(out, "X-Forwarded-For: %s\r\nX-Forwarded-Proto: http\r\n\r\n", c->peer);
+	pass(c->up, out, evbuffer_get_length(out));
 	return 0;
 }
 
@@ -339,7 +358,7 @@ static long chunk_line(struct pconn *c, struct evbuffer *in, uint64_t *size)
 			return -1;
 	}
 	long n = (long)eol.pos + 2;
-	evbuffer_remove_buffer(in, bufferevent_get_output(c->up), (size_t)n);
+	pass(c->up, in, (size_t)n);
 	return n;
 }
 
@@ -364,7 +383,7 @@ static int step(struct pconn *c, struct evbuffer *in)
 	case PS_BODY:
 	case PS_CHUNK_DATA:
 		n = len < c->remaining ? len : (size_t)c->remaining;
-		evbuffer_remove_buffer(in, bufferevent_get_output(c->up), n);
+		pass(c->up, in, n);
 		c->remaining -= n;
 		if (c->remaining == 0)
 			c->state = c->state == PS_BODY ? PS_HEAD : PS_CHUNK_SIZE;
@@ -382,7 +401,7 @@ static int step(struct pconn *c, struct evbuffer *in)
 			c->state = PS_HEAD;
 		return 1;
 	case PS_RAW:
-		evbuffer_add_buffer(bufferevent_get_output(c->up), in);
+		pass(c->up, in, len);
 		return 1;
 	}
 	if (r < 0)
@@ -490,7 +509,7 @@ static void up_read(struct bufferevent *bev, void *arg)
 	c->up_seen = true;
 	if (c->set_cookie && add_cookie(c, in) == 0)
 		return;
-	evbuffer_add_buffer(bufferevent_get_output(c->cli), in);
+	pass(c->cli, in, evbuffer_get_length(in));
 	if (out_len(c->cli) >= PROXY_HIGH_WATER)
 		bufferevent_disable(bev, EV_READ); /* cli_write resumes it below half */
 }
