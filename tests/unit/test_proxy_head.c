@@ -127,6 +127,8 @@ int main(void)
 	CHECK(takes("/p?a=1", NULL, "/p?a=1"), "none: the target as it was");
 	CHECK(takes("/p?xcove_token=abc", NULL, "/p?xcove_token=abc"), "not another name's suffix");
 	CHECK(takes("/p", NULL, "/p"), "no query");
+	CHECK(takes("/p?cove_token=abc&x=1&cove_token=def", "abc", "/p?x=1"), "every one out, the first kept");
+	CHECK(cookie("cove_token=a; b=1; cove_token=c", "a", "b=1"), "every cookie of the name out");
 	CHECK(cookie("a=1; cove_token=abc; b=2", "abc", "a=1; b=2"), "the cookie out of the middle");
 	CHECK(cookie("cove_token=abc", "abc", ""), "the only cookie");
 	CHECK(cookie("a=1;b=2", NULL, "a=1; b=2"), "no token cookie");

@@ -226,10 +226,11 @@ int head_route_host(const char *host, size_t len, const char *domain, char id[16
 /* Take the item "name=value" out of the list v[0..len) of items separated
  * by sep (and, for cookies, spaces). */
 static int take_item(const char *v, size_t len, char sep, const char *name, char token[HEAD_TOKEN_MAX + 1],
-		     char *out, size_t cap)
+		     char *out, size_t cap, bool *removed)
 {
 	size_t nlen = strlen(name), o = 0;
 	int found = 0;
+	*removed = false;
 	const char *p = v, *end = v + len;
 	while (p < end) {
 		const char *q = memchr(p, sep, (size_t)(end - p));
@@ -239,11 +240,15 @@ static int take_item(const char *v, size_t len, char sep, const char *name, char
 		while (sep == ';' && s < q && *s == ' ')
 			s++;
 		size_t ilen = (size_t)(q - s);
-		if (!found && ilen > nlen && strncmp(s, name, nlen) == 0 && s[nlen] == '=' &&
-		    ilen - nlen - 1 <= HEAD_TOKEN_MAX) {
-			memcpy(token, s + nlen + 1, ilen - nlen - 1);
-			token[ilen - nlen - 1] = '\0';
-			found = 1;
+		if (ilen > nlen && strncmp(s, name, nlen) == 0 && s[nlen] == '=') {
+			/* every one goes (none may reach the server); the first
+			 * is the token */
+			*removed = true;
+			if (!found && ilen - nlen - 1 <= HEAD_TOKEN_MAX) {
+				memcpy(token, s + nlen + 1, ilen - nlen - 1);
+				token[ilen - nlen - 1] = '\0';
+				found = 1;
+			}
 		} else if (ilen > 0) {
 			size_t need = ilen + (o ? (sep == ';' ? 2 : 1) : 0);
 			if (o + need >= cap)
@@ -276,10 +281,11 @@ int head_take_param(const char *target, size_t len, const char *name, char token
 	if (!q)
 		return 0;
 	out[plen] = '?';
-	int r = take_item(q + 1, len - plen - 1, '&', name, token, out + plen + 1, cap - plen - 1);
+	bool removed;
+	int r = take_item(q + 1, len - plen - 1, '&', name, token, out + plen + 1, cap - plen - 1, &removed);
 	if (r >= 0 && out[plen + 1] == '\0')
 		out[plen] = '\0'; /* no parameter left: no '?' either */
-	if (r == 0) {
+	if (r == 0 && !removed) {
 		/* as it was, byte for byte (an empty item stays) */
 		if (len >= cap)
 			return -1;
@@ -292,5 +298,6 @@ int head_take_param(const char *target, size_t len, const char *name, char token
 int head_take_cookie(const char *v, size_t len, const char *name, char token[HEAD_TOKEN_MAX + 1], char *out,
 		     size_t cap)
 {
-	return take_item(v, len, ';', name, token, out, cap);
+	bool removed;
+	return take_item(v, len, ';', name, token, out, cap, &removed);
 }

@@ -53,8 +53,10 @@ int head_port(const char *v, size_t len, int *port);
 
 /* The query parameter name in target[0..len): its value (at most
  * HEAD_TOKEN_MAX bytes, not decoded: a token is hex) into token, and the
- * target without it into out (cap bytes). 1 when it was there, 0 when not
- * (out is the target as it was), -1 when out is too small. */
+ * target without it (without every parameter of that name) into out (cap
+ * bytes). 1 when it was there with a value of at most HEAD_TOKEN_MAX, 0
+ * when not (out is the target as it was, but for any such parameter),
+ * -1 when out is too small. */
 int head_take_param(const char *target, size_t len, const char *name, char token[HEAD_TOKEN_MAX + 1], char *out,
 		    size_t cap);
 /* The same for a cookie name in a Cookie field's value; out may come out
