@@ -35,8 +35,8 @@ static const char *str(json_t *j, const char *key)
 static void print_url(json_t *p)
 {
 	bool public = json_is_true(json_object_get(p, "public"));
-	printf("%s%s%s\n", str(p, "url") ? str(p, "url") : "-", public ? "" : "?cove_token=",
-	       public ? "" : (str(p, "token") ? str(p, "token") : ""));
+	printf("%s%s%s\n", str(p, "url") ? str(p, "url") : "-",
+	       public ? "" : "?cove_token=", public ? "" : (str(p, "token") ? str(p, "token") : ""));
 }
 
 static int call(struct cli *cli, const char *method, const char *path, const char *body, json_t **ret)
@@ -58,7 +58,7 @@ int cmd_port(struct cli *cli, int argc, char **argv)
 	const char *v;
 	int port, c;
 	while ((c = cli_next_opt(cli, &v)) != -1)
-		public = public || c == 'P';
+	public = public || c == 'P';
 	if (argc != 3 || parse_port(argv[2], false, &port) < 0)
 		return cli_usage_error("port", "want a sandbox ID and a port from 1 to 65535");
 	char path[256], body[64];
@@ -97,8 +97,8 @@ int cmd_port_ls(struct cli *cli, int argc, char **argv)
 			char num[16], url[512];
 			bool pub = json_is_true(json_object_get(p, "public"));
 			snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(json_object_get(p, "port")));
-			snprintf(url, sizeof(url), "%s%s%s", or_dash(str(p, "url")), pub ? "" : "?cove_token=",
-				 pub ? "" : or_dash(str(p, "token")));
+			snprintf(url, sizeof(url), "%s%s%s", or_dash(str(p, "url")),
+				 pub ? "" : "?cove_token=", pub ? "" : or_dash(str(p, "token")));
 			table_row(&t, num, pub ? "public" : "private", url);
 		}
 		table_print(&t, stdout);

@@ -207,7 +207,8 @@ int ports_connect(struct engine *d, struct sandbox *sb, int port, bool v6, int *
 	struct sockaddr_in sa4 = { .sin_family = AF_INET, .sin_port = htons(port) };
 	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = in6addr_loopback };
 	sa4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	int r = v6 ? connect(fd, (struct sockaddr *)&sa6, sizeof(sa6)) : connect(fd, (struct sockaddr *)&sa4, sizeof(sa4));
+	int r = v6 ? connect(fd, (struct sockaddr *)&sa6, sizeof(sa6))
+		   : connect(fd, (struct sockaddr *)&sa4, sizeof(sa4));
 	if (r < 0 && errno != EINPROGRESS)
 		return err_sys(err, errno, "sandbox '%s': connect to port %d", sb->id, port);
 	*ret_fd = TAKE_FD(fd);

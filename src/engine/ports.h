@@ -17,8 +17,8 @@
 
 #include "common/error.h"
 
-#define PORTS_MAX 64        /* open ports per sandbox */
-#define PORT_TOKEN_LEN 32   /* hex digits */
+#define PORTS_MAX 64      /* open ports per sandbox */
+#define PORT_TOKEN_LEN 32 /* hex digits */
 
 struct engine;
 struct sandbox;

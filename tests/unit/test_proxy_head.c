@@ -74,15 +74,15 @@ int main(void)
 	CHECK(parses("GET / HTTP/1.0\r\n\r\n"), "HTTP/1.0 without fields");
 
 	static const char *const bad[] = {
-		"GET / HTTP/1.1\r\nHost : x\r\n\r\n",              /* space before the colon */
-		"GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n",    /* obsolete folding */
-		"GET / HTTP/1.1\nHost: x\r\n\r\n",                 /* a bare LF */
-		"GET / HTTP/1.1\r\nHost: x\rY\r\n\r\n",            /* a bare CR */
-		"GET / HTTP/2.0\r\n\r\n",                          /* not HTTP/1.x */
-		"GET  / HTTP/1.1\r\n\r\n",                         /* an empty target */
-		"G(T / HTTP/1.1\r\n\r\n",                          /* not a method */
-		"GET / HTTP/1.1\r\n: x\r\n\r\n",                   /* no field name */
-		"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET",            /* bytes after the blank line */
+		"GET / HTTP/1.1\r\nHost : x\r\n\r\n",           /* space before the colon */
+		"GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", /* obsolete folding */
+		"GET / HTTP/1.1\nHost: x\r\n\r\n",              /* a bare LF */
+		"GET / HTTP/1.1\r\nHost: x\rY\r\n\r\n",         /* a bare CR */
+		"GET / HTTP/2.0\r\n\r\n",                       /* not HTTP/1.x */
+		"GET  / HTTP/1.1\r\n\r\n",                      /* an empty target */
+		"G(T / HTTP/1.1\r\n\r\n",                       /* not a method */
+		"GET / HTTP/1.1\r\n: x\r\n\r\n",                /* no field name */
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET",         /* bytes after the blank line */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CHECK(!parses(bad[i]), "refused: bad head %zu", i);

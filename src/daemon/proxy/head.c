@@ -225,8 +225,8 @@ int head_route_host(const char *host, size_t len, const char *domain, char id[16
 
 /* Take the item "name=value" out of the list v[0..len) of items separated
  * by sep (and, for cookies, spaces). */
-static int take_item(const char *v, size_t len, char sep, const char *name, char token[HEAD_TOKEN_MAX + 1],
-		     char *out, size_t cap, bool *removed)
+static int take_item(const char *v, size_t len, char sep, const char *name, char token[HEAD_TOKEN_MAX + 1], char *out,
+		     size_t cap, bool *removed)
 {
 	size_t nlen = strlen(name), o = 0;
 	int found = 0;
@@ -295,8 +295,7 @@ int head_take_param(const char *target, size_t len, const char *name, char token
 	return r;
 }
 
-int head_take_cookie(const char *v, size_t len, const char *name, char token[HEAD_TOKEN_MAX + 1], char *out,
-		     size_t cap)
+int head_take_cookie(const char *v, size_t len, const char *name, char token[HEAD_TOKEN_MAX + 1], char *out, size_t cap)
 {
 	bool removed;
 	return take_item(v, len, ';', name, token, out, cap, &removed);

@@ -166,7 +166,8 @@ static int route(struct pconn *c, const struct http_head *h, char id[16], int *p
 	if (sid || sport) {
 		if (!sid || !sport || head_route_id(sid->value, sid->value_len, id) < 0 ||
 		    head_port(sport->value, sport->value_len, port) < 0) {
-			fail(c, 400, "Bad Request", "E2b-Sandbox-Id needs E2b-Sandbox-Port, a sandbox ID and a port 1-65535");
+			fail(c, 400, "Bad Request",
+			     "E2b-Sandbox-Id needs E2b-Sandbox-Port, a sandbox ID and a port 1-65535");
 			return -1;
 		}
 		return 0;
@@ -354,7 +355,8 @@ static long chunk_line(struct pconn *c, struct evbuffer *in, uint64_t *size)
 		char *end;
 		errno = 0;
 		*size = strtoull(line, &end, 16);
-		if (end == line || errno || (*end && *end != ';' && *end != ' ' && *end != '\t') || *size > (1ull << 62))
+		if (end == line || errno || (*end && *end != ';' && *end != ' ' && *end != '\t') ||
+		    *size > (1ull << 62))
 			return -1;
 	}
 	long n = (long)eol.pos + 2;

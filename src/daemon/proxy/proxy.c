@@ -122,8 +122,8 @@ int proxy_serve(struct event_base *base, struct cove_err *err)
 	proxy.base = base;
 	if (proxy.fd < 0)
 		return 0;
-	proxy.listener = evconnlistener_new(base, on_accept, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
-					    proxy.fd);
+	proxy.listener =
+		evconnlistener_new(base, on_accept, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, proxy.fd);
 	if (!proxy.listener)
 		return err_set(err, COVE_EINTERNAL, "the port proxy's listener: out of memory");
 	proxy.fd = -1;

@@ -42,11 +42,11 @@ struct pconn {
 	int port;
 	enum pstate state;
 	uint64_t remaining;
-	bool v6;          /* the port's ::1 was tried (127.0.0.1 refused) */
-	bool up_seen;     /* a byte came from the port */
+	bool v6;      /* the port's ::1 was tried (127.0.0.1 refused) */
+	bool up_seen; /* a byte came from the port */
 	bool cli_eof, up_eof;
-	bool closing;     /* answered by the proxy: closed once that is sent */
-	bool set_cookie;  /* the first answer gets the token's cookie */
+	bool closing;    /* answered by the proxy: closed once that is sent */
+	bool set_cookie; /* the first answer gets the token's cookie */
 	char token[PORT_TOKEN_LEN + 1];
 };
 
