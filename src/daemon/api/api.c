@@ -83,6 +83,10 @@ static const struct route {
 	{ HTTP_GET, "/v1/sandboxes/*/files/watch", api_files_watch },
 	{ HTTP_GET, "/v1/sandboxes/*/export", api_export_get },
 	{ HTTP_GET, "/v1/sandboxes/*/snapshot.json", api_portable_get },
+	{ HTTP_POST, "/v1/templates", h_template_create },
+	{ HTTP_GET, "/v1/templates", h_template_list },
+	{ HTTP_GET, "/v1/templates/*", h_template_get },
+	{ HTTP_DELETE, "/v1/templates/*", h_template_delete },
 	{ HTTP_POST, "/v1/sandboxes/*/snapshot.json", api_portable_post },
 };
 
