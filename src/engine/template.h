@@ -107,5 +107,7 @@ void warm_close(struct engine *d, struct warm *w);
 int warm_take(struct engine *d, struct warm *w, struct sandbox_spec *spec, struct sandbox **ret, struct cove_err *err);
 /* {size, ready, starting} */
 json_t *warm_to_json(const struct warm *w);
+/* A front end has a request: refills wait for a quiet loop. */
+void warm_note_request(void);
 /* Every pool's sandboxes deleted (coved stopping). */
 void warm_stop_all(struct engine *d);

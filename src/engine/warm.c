@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "engine/engine.h"
@@ -20,6 +21,12 @@
 
 #define WARM_REFILL_DELAY_MS 5 /* after a hand-out: its answer goes out first */
 #define WARM_MAX_BACKOFF_MS 30000
+/* A create holds the loop for tens of milliseconds: a refill waits until
+ * no request came for WARM_QUIET_MS (the client that took a sandbox goes
+ * on with it at once: its execs must not wait behind the refill), but not
+ * more than WARM_MAX_DEFER_MS under a steady load. */
+#define WARM_QUIET_MS 20
+#define WARM_MAX_DEFER_MS 1000
 
 struct warm_entry {
 	struct warm *w;
@@ -36,8 +43,23 @@ struct warm {
 	int size;
 	struct warm_entry *entries;
 	struct event *refill;
-	int failures; /* in a row: the next attempt backs off */
+	int failures;         /* in a row: the next attempt backs off */
+	double deferred_since; /* monotonic ms: a refill waits for a quiet loop since then (0: none) */
 };
+
+static double last_request_ms;
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void warm_note_request(void)
+{
+	last_request_ms = mono_ms();
+}
 
 /* A pooled sandbox by ID (sandbox_find leaves pooled ones out). */
 static struct sandbox *pooled_find(struct engine *d, const char *id)
@@ -120,6 +142,14 @@ static void on_refill(evutil_socket_t fd, short what, void *arg)
 	struct sandbox *sb;
 	if (count(w) >= w->size || w->d->stopping)
 		return;
+	double now = mono_ms();
+	if (!w->deferred_since)
+		w->deferred_since = now;
+	if (now - last_request_ms < WARM_QUIET_MS && now - w->deferred_since < WARM_MAX_DEFER_MS) {
+		schedule(w, WARM_QUIET_MS);
+		return;
+	}
+	w->deferred_since = 0;
 	struct warm_entry *e = calloc(1, sizeof(*e));
 	if (!e || sandbox_spec_copy(&w->spec, &spec) < 0) {
 		free(e);

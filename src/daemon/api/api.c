@@ -19,6 +19,7 @@
 #include "daemon/api/request.h"
 #include "daemon/http/access.h"
 #include "engine/engine.h"
+#include "engine/template.h"
 
 struct sandbox *api_lookup(const char *id, struct cove_err *err)
 {
@@ -126,6 +127,7 @@ void api_handle(struct http_req *req)
 		refuse_unauthorized(req);
 		return;
 	}
+	warm_note_request();
 	for (size_t i = 0; path && i < ARRAY_SIZE(routes); i++) {
 		if (fnmatch(routes[i].pattern, path, FNM_PATHNAME) != 0)
 			continue;

@@ -162,6 +162,8 @@ int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 			  "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports", 0,
 			  "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed", d->pool.loop_backed);
 	json_object_set_new(j, "network", network_modes_json());
+	/* coved --warm N: the default pool (size 0 without one). */
+	json_object_set_new(j, "warm_pool", warm_to_json(d->default_pool));
 	json_object_set_new(j, "backends",
 			    json_pack("{s:o, s:o}", "isolated", backend_json("isolated", true), "host",
 				      backend_json("external", false)));
