@@ -483,6 +483,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	sb->spec = *spec;
 	spec->env = spec->allow_out = spec->deny_out = spec->metadata = spec->start = spec->ready = NULL; /* moved */
 	sb->spec.created_at = sandbox_now_ms();
+	sb->spec.from_pool = false; /* a pool hands out what it made; a copy of one was not */
 	/* A restore or a fork copies a spec: what ties its source to a deadline
 	 * or to a client's connection is not copied with it. */
 	if (from) {
