@@ -202,7 +202,7 @@ int template_create_cold(struct engine *d, struct template *t, struct sandbox_sp
 			 struct cove_err *err)
 {
 	const struct snapshot *sn = t && t->snapshot[0] ? snapshot_find(d, t->snapshot) : NULL;
-	char files[700];
+	char files[700] = "";
 	if (t && t->snapshot[0] && !sn)
 		return err_set(err, COVE_ENOTFOUND, "template '%s': its snapshot %s is gone", t->name, t->snapshot);
 	if (sn) {

@@ -43,7 +43,7 @@ struct warm {
 	int size;
 	struct warm_entry *entries;
 	struct event *refill;
-	int failures;         /* in a row: the next attempt backs off */
+	int failures;          /* in a row: the next attempt backs off */
 	double deferred_since; /* monotonic ms: a refill waits for a quiet loop since then (0: none) */
 };
 

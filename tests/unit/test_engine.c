@@ -130,7 +130,11 @@ static void test_launch_and_pool(void)
 {
 	struct cove_err err = { 0 };
 	struct sandbox_spec spec = {
-		.image = "host", .memory = 256u << 20, .cpu_millis = 1000, .pids = 256, .env = json_object(),
+		.image = "host",
+		.memory = 256u << 20,
+		.cpu_millis = 1000,
+		.pids = 256,
+		.env = json_object(),
 		.start = json_pack("[s, s, s]", "/bin/sh", "-c", "sleep 0.3; touch /tmp/up; exec sleep 1000"),
 		.ready = json_pack("{s:[s, s, s], s:f}", "cmd", "test", "-e", "/tmp/up", "timeout", 60.0),
 	};
@@ -146,8 +150,12 @@ static void test_launch_and_pool(void)
 	if (sb)
 		(void)sandbox_delete(&eng, sb, NULL);
 
-	struct sandbox_spec never = { .image = "host", .memory = 256u << 20, .cpu_millis = 1000, .pids = 256,
-				      .env = json_object(), .ready = json_pack("{s:i, s:f}", "port", 9, "timeout", 0.3) };
+	struct sandbox_spec never = { .image = "host",
+				      .memory = 256u << 20,
+				      .cpu_millis = 1000,
+				      .pids = 256,
+				      .env = json_object(),
+				      .ready = json_pack("{s:i, s:f}", "port", 9, "timeout", 0.3) };
 	memset(&r, 0, sizeof(r));
 	r.out.ops = &recorder_ops;
 	rc = sandbox_create(&eng, &never, NULL, &sb, &err);
@@ -159,8 +167,9 @@ static void test_launch_and_pool(void)
 	if (rc == 0)
 		(void)sandbox_delete(&eng, sb, NULL);
 
-	struct sandbox_spec base = { .image = "host", .memory = 256u << 20, .cpu_millis = 1000, .pids = 256,
-				     .env = json_object() };
+	struct sandbox_spec base = {
+		.image = "host", .memory = 256u << 20, .cpu_millis = 1000, .pids = 256, .env = json_object()
+	};
 	struct warm *w = NULL;
 	rc = warm_open(&eng, NULL, 1, &base, &w, &err);
 	sandbox_spec_free(&base);
@@ -176,8 +185,12 @@ static void test_launch_and_pool(void)
 	}
 	CHECK(rc == 0 && json_integer_value(json_object_get(pool, "ready")) == 1, "the pool filled: %s", err.msg);
 	json_decref(pool);
-	struct sandbox_spec want = { .image = "host", .memory = 128u << 20, .cpu_millis = 500, .pids = 64,
-				     .env = json_pack("{s:s}", "K", "handed"), .allow_out = json_array(),
+	struct sandbox_spec want = { .image = "host",
+				     .memory = 128u << 20,
+				     .cpu_millis = 500,
+				     .pids = 64,
+				     .env = json_pack("{s:s}", "K", "handed"),
+				     .allow_out = json_array(),
 				     .deny_out = json_array() };
 	sb = NULL;
 	rc = w ? warm_take(&eng, w, &want, &sb, &err) : -1;
