@@ -38,7 +38,8 @@ struct store_ops {
 	int (*snapshot_users)(struct store *s, const char *snapshot, char ret_history[16], int *ret_seq, struct cove_err *err);
 	int (*put_template)(struct store *s, const char *name, const char *data, struct cove_err *err);
 	int (*delete_template)(struct store *s, const char *name, struct cove_err *err);
-	int (*each_template)(struct store *s, void (*cb)(void *arg, const struct store_template *t), void *arg, struct cove_err *err);
+	int (*each_template)(struct store *s, void (*cb)(void *arg, const struct store_template *t), void *arg,
+			     struct cove_err *err);
 	int (*begin)(struct store *s, struct cove_err *err);
 	int (*begin_durable)(struct store *s, struct cove_err *err);
 	int (*commit)(struct store *s, struct cove_err *err);

@@ -225,7 +225,6 @@ static int answer_check(struct answer *a, int r)
 
 /* ---- exec ---- */
 
-
 static int parse_stdin(json_t *j, struct exec_request *er, unsigned char **store, struct cove_err *err)
 {
 	json_t *text = json_object_get(j, "stdin"), *b64 = json_object_get(j, "stdin_b64");

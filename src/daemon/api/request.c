@@ -202,7 +202,6 @@ int get_size(json_t *j, const char *key, uint64_t *ret, struct cove_err *err)
 	return err_set(err, COVE_EINVAL, "'%s' must be a positive size (bytes, or like \"512M\")", key);
 }
 
-
 int get_argv(json_t *cmd, const char *key, json_t **ret, struct cove_err *err)
 {
 	if (json_is_string(cmd)) {

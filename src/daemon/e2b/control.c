@@ -321,7 +321,8 @@ static int list(struct http_req *req, struct cove_err *err)
 	}
 	bool more = false;
 	for (int k = i; k < MAX_SANDBOXES && !more; k++)
-		more = sandbox_listed(engine_ctx->sandboxes[k]) && matches(engine_ctx->sandboxes[k], filter, running, paused);
+		more = sandbox_listed(engine_ctx->sandboxes[k]) &&
+		       matches(engine_ctx->sandboxes[k], filter, running, paused);
 	json_decref(filter);
 	if (more) {
 		char next[16];
