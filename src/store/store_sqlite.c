@@ -66,7 +66,7 @@ static const char *const migrations[] = {
 	 * durable. */
 	"ALTER TABLE snapshots ADD COLUMN durable INTEGER NOT NULL DEFAULT 1;",
 	/* 3: templates (engine/templates.c), one JSON document each. */
-	"CREATE TABLE templates (name TEXT PRIMARY KEY, data TEXT NOT NULL);",
+	"CREATE TABLE IF NOT EXISTS templates (name TEXT PRIMARY KEY, data TEXT NOT NULL);",
 };
 
 static int migrate(sqlite3 *db, const char *path, struct cove_err *err)
