@@ -165,8 +165,10 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		case 'D':
 			log_set_level(LOG_DEBUG);
 			break;
-		case 'A':
-			if (access_parse_option(&fe->access, opts[longindex].name, optarg, &err) < 0) {
+		case 'A': /* access.c's, and the port proxy's */
+		case 'P':
+			if ((c == 'A' ? access_parse_option(&fe->access, opts[longindex].name, optarg, &err)
+				      : proxy_parse_option(&fe->proxy, opts[longindex].name, optarg, &err)) < 0) {
 				fprintf(stderr, "coved: %s\n", err.msg);
 				return -1;
 			}
@@ -175,12 +177,6 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 			if (storage_driver_parse(optarg, &fe->engine->storage) < 0) {
 				fprintf(stderr, "coved: --storage: unknown driver '%s' (btrfs, overlay or auto)\n",
 					optarg);
-				return -1;
-			}
-			break;
-		case 'P':
-			if (proxy_parse_option(&fe->proxy, opts[longindex].name, optarg, &err) < 0) {
-				fprintf(stderr, "coved: %s\n", err.msg);
 				return -1;
 			}
 			break;
