@@ -117,6 +117,25 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	pconn_new(proxy.base, fd, sa);
 }
 
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+	if (proxy.listener)
+		evconnlistener_enable(proxy.listener);
+}
+
+/* accept() failed: out of fds (EMFILE, ENFILE) or memory. The listener
+ * rests a second rather than spin on a connection it cannot take. */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+	static const struct timeval rest = { 1, 0 };
+	log_warn("proxy: accept: %s; not accepting for a second", strerror(errno));
+	evconnlistener_disable(l);
+	if (!proxy.resume)
+		proxy.resume = evtimer_new(proxy.base, on_resume, NULL);
+	if (proxy.resume)
+		evtimer_add(proxy.resume, &rest);
+}
+
 int proxy_serve(struct event_base *base, struct cove_err *err)
 {
 	proxy.base = base;
@@ -127,12 +146,16 @@ int proxy_serve(struct event_base *base, struct cove_err *err)
 	if (!proxy.listener)
 		return err_set(err, COVE_EINTERNAL, "the port proxy's listener: out of memory");
 	proxy.fd = -1;
+	evconnlistener_set_error_cb(proxy.listener, on_accept_error);
 	log_info("coved: port proxy on %s, URLs http://PORT-ID.%s:%d/", proxy.listen, proxy.domain, proxy.port);
 	return 0;
 }
 
 void proxy_stop(void)
 {
+	if (proxy.resume)
+		event_free(proxy.resume);
+	proxy.resume = NULL;
 	if (proxy.listener)
 		evconnlistener_free(proxy.listener);
 	proxy.listener = NULL;
