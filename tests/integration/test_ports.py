@@ -506,3 +506,36 @@ def test_sandbox_cannot_reach_the_proxy_listener(_shared):
         assert _try(lambda: socket.create_connection(("127.0.0.1", port), timeout=5))
     finally:
         cv.teardown()
+
+
+def test_proxy_off_says_so_and_refuses_ports(_shared):
+    cv = Coved(args=["--proxy-listen", "off"]).start()
+    try:
+        caps = cv.api("GET", "/v1/capabilities")[1]
+        assert caps["capabilities"]["ports"] is False and caps["proxy"] is None
+        assert caps["backends"]["isolated"]["capabilities"]["ports"] is False
+        sid = cv.create(network="none")
+        st, j = cv.api("POST", "/v1/sandboxes/%s/ports" % sid, {"port": 8000})
+        assert st == 409 and "proxy" in j["error"]["message"], (st, j)
+        assert cv.api("GET", "/v1/sandboxes/%s/ports" % sid)[1]["ports"] == []
+        # port-forward needs no proxy
+        start_server(cv, sid, ECHO_SERVER, 7000)
+        p = subprocess.Popen([covetest.COVE, "port-forward", sid, "0:7000"], stdout=subprocess.PIPE,
+                             env=dict(os.environ, COVE_SOCKET=cv.socket))
+        try:
+            local = int(p.stdout.readline().decode().split()[0].split(":")[1])
+
+            def echo():
+                s = socket.create_connection(("127.0.0.1", local), timeout=30)
+                s.sendall(b"ping")
+                got = recvn(s, 4)
+                s.close()
+                return got == b"ping"
+            assert wait_until(lambda: _try(echo), 30)
+        finally:
+            p.kill()
+            p.wait()
+        r = cv.cli("port-forward", "sb_aaaaaaaaaaaa", "7000")
+        assert r.returncode == 1 and b"no sandbox" in r.stderr, r
+    finally:
+        cv.teardown()
