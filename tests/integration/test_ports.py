@@ -9,6 +9,7 @@ that a sandbox cannot reach the proxy's listener.
 Every packet goes to loopback (the proxy, curl's *.localhost) or, from
 the proxy, to the sandbox's own loopback inside its namespace."""
 import base64
+import contextlib
 import hashlib
 import http.client
 import os
@@ -159,6 +160,20 @@ def wait_served(cv, host, token):
     assert wait_until(lambda: request(cv, host, headers={"X-Cove-Token": token})[0] == 200, 30)
 
 
+@contextlib.contextmanager
+def served(cv, public=False):
+    """A sandbox running HTTP_SERVER on its port 8000, opened and answering:
+    yields (sandbox ID, the port's JSON); deleted after."""
+    sid = cv.create()
+    try:
+        start_server(cv, sid, HTTP_SERVER, 8000)
+        p = open_port(cv, sid, 8000, public)
+        wait_served(cv, host_of(p["url"]), p["token"])
+        yield sid, p
+    finally:
+        cv.api("DELETE", "/v1/sandboxes/" + sid)
+
+
 def test_url_token_rules_and_what_reaches_the_server(cv):
     sid = cv.create()
     try:
@@ -219,12 +234,8 @@ def test_url_token_rules_and_what_reaches_the_server(cv):
 
 
 def test_keep_alive_with_chunked_and_sized_bodies(cv):
-    sid = cv.create()
-    try:
-        start_server(cv, sid, HTTP_SERVER, 8000)
-        p = open_port(cv, sid, 8000)
+    with served(cv) as (sid, p):
         host, tok = host_of(p["url"]), p["token"]
-        wait_served(cv, host, tok)
         c = http.client.HTTPConnection("127.0.0.1", proxy_port(cv), timeout=60)
         data = os.urandom(3 << 20)
         h = {"Host": host, "X-Cove-Token": tok}
@@ -243,8 +254,6 @@ def test_keep_alive_with_chunked_and_sized_bodies(cv):
                 assert r.status == 200 and r.read().startswith(b"GET /again%d" % i)
         finally:
             c.close()
-    finally:
-        cv.api("DELETE", "/v1/sandboxes/" + sid)
 
 
 def ws_connect(port, host, headers=""):
@@ -338,12 +347,8 @@ def _rss_kb(pid):
 
 
 def test_1gib_download_is_byte_identical_and_coved_memory_bounded(cv):
-    sid = cv.create()
-    try:
-        start_server(cv, sid, HTTP_SERVER, 8000)
-        p = open_port(cv, sid, 8000, public=True)
+    with served(cv, public=True) as (sid, p):
         host = host_of(p["url"])
-        wait_served(cv, host, p["token"])
         block = bytearray(random.Random(7).randbytes(1 << 20))
         want = hashlib.sha256()
         for k in range(1024):
@@ -373,17 +378,11 @@ def test_1gib_download_is_byte_identical_and_coved_memory_bounded(cv):
         assert n == 1 << 30
         assert got.hexdigest() == want.hexdigest()
         assert peak - before < 64 * 1024, (before, peak)
-    finally:
-        cv.api("DELETE", "/v1/sandboxes/" + sid)
 
 
 def test_200_concurrent_proxied_connections(cv):
-    sid = cv.create()
-    try:
-        start_server(cv, sid, HTTP_SERVER, 8000)
-        p = open_port(cv, sid, 8000)
+    with served(cv) as (sid, p):
         host, tok = host_of(p["url"]), p["token"]
-        wait_served(cv, host, tok)
         port = proxy_port(cv)
         socks = []
         try:
@@ -407,37 +406,39 @@ def test_200_concurrent_proxied_connections(cv):
         finally:
             for s in socks:
                 s.close()
+
+
+@contextlib.contextmanager
+def port_forward(cv, sid, remote):
+    """`cove port-forward SID 0:REMOTE` running: yields its local port."""
+    p = subprocess.Popen([covetest.COVE, "port-forward", sid, "0:%d" % remote], stdout=subprocess.PIPE,
+                         env=dict(os.environ, COVE_SOCKET=cv.socket))
+    try:
+        yield int(p.stdout.readline().decode().split()[0].split(":")[1])
     finally:
-        cv.api("DELETE", "/v1/sandboxes/" + sid)
+        p.kill()
+        p.wait()
 
 
 def test_port_forward_of_a_raw_tcp_echo(cv):
     sid = cv.create(network="none")
-    p = None
     try:
         start_server(cv, sid, ECHO_SERVER, 7000)
-        p = subprocess.Popen([covetest.COVE, "port-forward", sid, "0:7000"], stdout=subprocess.PIPE,
-                             env=dict(os.environ, COVE_SOCKET=cv.socket))
-        line = p.stdout.readline().decode()
-        local = int(line.split()[0].split(":")[1])
-
-        def echo():
-            s = socket.create_connection(("127.0.0.1", local), timeout=30)
-            data = os.urandom(1 << 20)
-            threading.Thread(target=s.sendall, args=(data,)).start()
-            got = recvn(s, len(data))
-            s.shutdown(socket.SHUT_WR)
-            end = s.recv(10)
-            s.close()
-            return got == data and end == b""
-        assert wait_until(lambda: _try(echo), 30)
-        assert echo() and echo()
+        with port_forward(cv, sid, 7000) as local:
+            def echo():
+                s = socket.create_connection(("127.0.0.1", local), timeout=30)
+                data = os.urandom(1 << 20)
+                threading.Thread(target=s.sendall, args=(data,)).start()
+                got = recvn(s, len(data))
+                s.shutdown(socket.SHUT_WR)
+                end = s.recv(10)
+                s.close()
+                return got == data and end == b""
+            assert wait_until(lambda: _try(echo), 30)
+            assert echo() and echo()
         # the port was never opened as a URL: forwarding does not need it
         assert cv.api("GET", "/v1/sandboxes/%s/ports" % sid)[1]["ports"] == []
     finally:
-        if p:
-            p.kill()
-            p.wait()
         cv.api("DELETE", "/v1/sandboxes/" + sid)
 
 
@@ -520,11 +521,7 @@ def test_proxy_off_says_so_and_refuses_ports(_shared):
         assert cv.api("GET", "/v1/sandboxes/%s/ports" % sid)[1]["ports"] == []
         # port-forward needs no proxy
         start_server(cv, sid, ECHO_SERVER, 7000)
-        p = subprocess.Popen([covetest.COVE, "port-forward", sid, "0:7000"], stdout=subprocess.PIPE,
-                             env=dict(os.environ, COVE_SOCKET=cv.socket))
-        try:
-            local = int(p.stdout.readline().decode().split()[0].split(":")[1])
-
+        with port_forward(cv, sid, 7000) as local:
             def echo():
                 s = socket.create_connection(("127.0.0.1", local), timeout=30)
                 s.sendall(b"ping")
@@ -532,9 +529,6 @@ def test_proxy_off_says_so_and_refuses_ports(_shared):
                 s.close()
                 return got == b"ping"
             assert wait_until(lambda: _try(echo), 30)
-        finally:
-            p.kill()
-            p.wait()
         r = cv.cli("port-forward", "sb_aaaaaaaaaaaa", "7000")
         assert r.returncode == 1 and b"no sandbox" in r.stderr, r
     finally:

@@ -119,6 +119,7 @@ bool head_list_has(const char *v, size_t len, const char *item)
 	return false;
 }
 
+/* Decimal digits only (no sign, no space), at most 18 of them. */
 static int parse_length(const char *v, size_t len, uint64_t *ret)
 {
 	uint64_t x = 0;
@@ -191,17 +192,10 @@ int head_route_id(const char *v, size_t len, char id[16])
 
 int head_port(const char *v, size_t len, int *port)
 {
-	int x = 0;
-	if (len == 0 || len > 5)
+	uint64_t x;
+	if (len > 5 || parse_length(v, len, &x) < 0 || x < 1 || x > 65535 || v[0] == '0')
 		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (!isdigit((unsigned char)v[i]))
-			return -1;
-		x = x * 10 + (v[i] - '0');
-	}
-	if (x < 1 || x > 65535 || v[0] == '0')
-		return -1;
-	*port = x;
+	*port = (int)x;
 	return 0;
 }
 
