@@ -105,19 +105,24 @@ int ports_open(struct engine *d, struct sandbox *sb, int port, bool public, cons
 	}
 	if (count(sb) >= PORTS_MAX)
 		return err_set(err, COVE_EFULL, "sandbox '%s' has %d open ports already, the most", sb->id, PORTS_MAX);
-	_cleanup_free_ struct sandbox_port *p = calloc(1, sizeof(*p));
+	char token[PORT_TOKEN_LEN + 1];
+	int r = random_hex(token, PORT_TOKEN_LEN / 2);
+	if (r < 0)
+		return err_sys(err, -r, "a port token");
+	struct sandbox_port *p = calloc(1, sizeof(*p));
 	if (!p)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	p->port = port;
 	p->public = public;
 	p->created_at = sandbox_now_ms();
-	int r = random_hex(p->token, PORT_TOKEN_LEN / 2);
-	if (r < 0)
-		return err_sys(err, -r, "a port token");
-	if (save(d, sb, p, err) < 0)
+	memcpy(p->token, token, sizeof(token));
+	explicit_bzero(token, sizeof(token));
+	if (save(d, sb, p, err) < 0) {
+		free(p);
 		return -1;
+	}
+	insert(sb, p);
 	*ret = p;
-	insert(sb, TAKE_PTR(p));
 	return 0;
 }
 

@@ -16,7 +16,7 @@ struct proxy {
 	struct event_base *base;
 	struct evconnlistener *listener;
 	struct event *resume; /* re-enables the listener after an accept error */
-	int fd; /* bound, until proxy_serve takes it */
+	int fd;               /* bound, until proxy_serve takes it */
 	char listen[64];
 	char domain[128];
 	int port;
