@@ -103,7 +103,11 @@ static void usage(FILE *f)
 		   "  --storage DRIVER  btrfs, overlay or auto (default): the data root's, or on a new one\n"
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
-		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n");
+		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
+		   "images:\n"
+		   "  --registry-auth FILE     registry logins, as Docker's config.json \"auths\"\n"
+		   "  --insecure-registry HOST  plain HTTP to HOST[:PORT] (loopback registries always are)\n"
+		   "  --image-helper PATH      cove-image binary (default: next to coved)\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
 		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"
 		   "  --token-file PATH       the token (mode 0600, 32+ bytes; default DIR/token, made if missing)\n"
@@ -134,6 +138,9 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "request-timeout", required_argument, NULL, 'A' },
 		{ "storage", required_argument, NULL, 'S' },
 		{ "subnet", required_argument, NULL, 'N' },
+		{ "registry-auth", required_argument, NULL, 'R' },
+		{ "insecure-registry", required_argument, NULL, 'I' },
+		{ "image-helper", required_argument, NULL, 'H' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -167,6 +174,17 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 			break;
 		case 'N':
 			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
+			break;
+		case 'R':
+			snprintf(fe->engine->registry_auth, sizeof(fe->engine->registry_auth), "%s", optarg);
+			break;
+		case 'I':
+			if (!fe->engine->insecure_registries)
+				fe->engine->insecure_registries = json_array();
+			json_array_append_new(fe->engine->insecure_registries, json_string(optarg));
+			break;
+		case 'H':
+			snprintf(fe->engine->image_helper, sizeof(fe->engine->image_helper), "%s", optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -253,7 +271,9 @@ int main(int argc, char **argv)
 	char init_path[1024], self[1024];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = '\0';
-	snprintf(init_path, sizeof(init_path), "%s/cove-init", dirname(self));
+	const char *dir = dirname(self);
+	snprintf(init_path, sizeof(init_path), "%s/cove-init", dir);
+	snprintf(d.image_helper, sizeof(d.image_helper), "%s/cove-image", dir);
 	if (parse_args(argc, argv, &fe, init_path, sizeof(init_path)) < 0)
 		return 2;
 	engine_ctx = &d;

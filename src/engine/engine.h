@@ -26,8 +26,14 @@ struct sandbox_net;
 
 struct sandbox_spec {
 	char name[64];
-	char image[64];     /* what was asked for: "host" */
-	char image_dir[64]; /* the image subvolume it was made from: "host-<fingerprint>" */
+	char image[320];    /* what was asked for: "host", or an image's reference or ID */
+	char image_dir[96]; /* the image tree it was made from, under <pool>/images:
+			     * "host-<fingerprint>", or "layers/<chain id hex>" (images.h) */
+	char image_id[80];  /* an OCI image's ID (its manifest digest); "" for host */
+	/* What an OCI image's config gave it, shown at the top of its JSON:
+	 * "start" (Entrypoint + Cmd, run at create as the kept process
+	 * tagged "start"), "exposed_ports", "labels"; NULL for host (images.c). */
+	json_t *image_meta;
 	uint64_t memory;
 	uint32_t cpu_millis;
 	uint32_t pids;
@@ -83,7 +89,7 @@ struct snapshot {
 	char id[16];
 	char sandbox[16];
 	char name[64];
-	char image_dir[64];
+	char image_dir[96];
 	int64_t created_at; /* unix ms */
 	json_t *spec;       /* the sandbox's spec when it was taken */
 	struct snapshot *next;
@@ -114,6 +120,13 @@ struct engine {
 	/* A front end's: a sandbox is being deleted (its ID is gone from the
 	 * engine on return). */
 	void (*on_sandbox_deleted)(const char *id);
+	struct engine_images *images; /* images.c */
+	char image_helper[1024];      /* cove-image (default: next to coved) */
+	char registry_auth[1024];     /* --registry-auth: Docker's config.json form, or "" */
+	json_t *insecure_registries;  /* --insecure-registry: array of "host[:port]", or NULL */
+	/* Another user of an image (a template's), for image_delete's
+	 * reference count: the number of users of image id, or 0. */
+	int (*image_users_hook)(struct engine *d, const char *image_id);
 };
 
 extern struct engine *engine_ctx;

@@ -34,6 +34,7 @@
 #include "engine/process.h"
 #include "engine/watch.h"
 #include "store/store.h"
+#include "engine/images.h"
 #include "image/host_image.h"
 #include "sandbox/runtime.h"
 #include "sys/storage.h"
@@ -74,8 +75,9 @@ void sandbox_spec_free(struct sandbox_spec *spec)
 	json_decref(spec->deny_out);
 	spec->env = spec->allow_out = spec->deny_out = NULL;
 	json_decref(spec->metadata);
+	json_decref(spec->image_meta);
 	spec->env = NULL;
-	spec->metadata = NULL;
+	spec->metadata = spec->image_meta = NULL;
 }
 
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
@@ -95,6 +97,7 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	json_object_set_new(j, "workdir", s->workdir[0] ? json_string(s->workdir) : json_null());
 	if (json_object_size(s->metadata))
 		json_object_set(j, "metadata", s->metadata);
+	image_spec_to_json(s, j);
 	return j;
 }
 
@@ -144,6 +147,7 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	snprintf(s->workdir, sizeof(s->workdir), "%s", workdir ? workdir : "");
 	json_t *metadata = json_object_get(j, "metadata");
 	s->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
+	image_spec_from_json(j, s);
 	json_decref(j);
 	return 0;
 }
@@ -272,6 +276,7 @@ static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pendi
 				     .uid_base = UID_BASE + (uid_t)sb->slot * RUNTIME_UID_COUNT,
 				     .init_socket = sock,
 				     .init_exe_fd = d->init_exe_fd,
+				     .host_layers = strncmp(sb->spec.image_dir, "host-", 5) == 0,
 				     .cgroups = &d->cgroups,
 				     .seccomp = &d->seccomp };
 	if (runtime_begin(&rc, sb->spec.external, p, err) < 0) {
@@ -461,7 +466,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 				: err_set(err, COVE_EINTERNAL, "out of memory");
 	}
 	sb->spec = *spec;
-	spec->env = spec->allow_out = spec->deny_out = spec->metadata = NULL; /* moved */
+	spec->env = spec->allow_out = spec->deny_out = spec->metadata = spec->image_meta = NULL; /* moved */
 	sb->spec.created_at = sandbox_now_ms();
 	/* A restore or a fork copies a spec: what ties its source to a deadline
 	 * or to a client's connection is not copied with it. */
@@ -474,9 +479,10 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	if (network_check(&sb->spec, err) < 0)
 		goto fail;
 	/* A restored root keeps the image it was made on, whatever "host" is
-	 * today: its changes are only meaningful over that one. */
-	if (!from && strcmp(sb->spec.image, "host") == 0)
-		snprintf(sb->spec.image_dir, sizeof(sb->spec.image_dir), "%s", d->host_image);
+	 * today: its changes are only meaningful over that one. A new one
+	 * takes its image's tree and config (images.c). */
+	if (!from && !sb->spec.external && image_spec_apply(d, &sb->spec, err) < 0)
+		goto fail;
 	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	/* An external sandbox has no image: its commands see the host. */
@@ -494,7 +500,8 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	if (r < 0)
 		goto fail;
 	taken = NULL; /* from here on, its failures delete the root */
-	if (!from && !sb->spec.external && write_identity(subvol, image, sb->id, err) < 0) {
+	if (!from && !sb->spec.external &&
+	    (write_identity(subvol, image, sb->id, err) < 0 || image_root_prepare(&sb->spec, image, subvol, err) < 0)) {
 		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;
 	}
@@ -553,6 +560,8 @@ int sandbox_create(struct engine *d, struct sandbox_spec *spec, const char *from
 	struct sandbox *sb;
 	if (create_begin(d, spec, from, NULL, &sb, &p, err) < 0 || create_finish(d, sb, &p, err) < 0)
 		return -1;
+	if (!from)
+		image_start_command(d, sb);
 	*ret = sb;
 	return 0;
 }
@@ -564,7 +573,11 @@ static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 	to->allow_out = json_deep_copy(from->allow_out ? from->allow_out : json_array());
 	to->deny_out = json_deep_copy(from->deny_out ? from->deny_out : json_array());
 	to->metadata = from->metadata ? json_deep_copy(from->metadata) : NULL;
-	return to->env && to->allow_out && to->deny_out && (to->metadata || !from->metadata) ? 0 : -1;
+	to->image_meta = from->image_meta ? json_deep_copy(from->image_meta) : NULL;
+	return to->env && to->allow_out && to->deny_out && (to->metadata || !from->metadata) &&
+			       (to->image_meta || !from->image_meta)
+		       ? 0
+		       : -1;
 }
 
 int sandboxes_create_taken(struct engine *d, const struct sandbox_spec *spec, const char *from, char (*ids)[16],

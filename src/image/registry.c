@@ -33,7 +33,13 @@ struct sink {
 	bool started, discard;
 	uint64_t *cut_after; /* fault injection, shared by the pull: 0 = off */
 	struct cove_err *err;
+	/* A blob's progress goes to s's hook, every REPORT_STEP bytes. */
+	const struct image_store *s;
+	const struct oci_descriptor *d;
+	uint64_t reported;
 };
+
+#define REPORT_STEP (1u << 20)
 
 struct reg {
 	CURL *c;
@@ -120,6 +126,10 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	if (blob_writer_write(k->w, p, take, k->err) < 0)
 		return 0;
 	b->r->stats.bytes += take;
+	if (k->s && k->w->size >= k->reported + REPORT_STEP) {
+		k->reported = k->w->size;
+		image_report(k->s, k->d->digest, k->w->size, (uint64_t)k->d->size, "downloading");
+	}
 	return cut ? take : len;
 }
 
@@ -346,16 +356,19 @@ static int resolve(struct reg *r, const struct blob_store *bs, char ret[DIGEST_S
 }
 
 /* One blob into the store, resumed after a broken transfer. */
-static int fetch_blob(struct reg *r, const struct blob_store *bs, const struct oci_descriptor *d, struct cove_err *err)
+static int fetch_blob(struct reg *r, const struct image_store *s, const struct oci_descriptor *d, struct cove_err *err)
 {
-	if (blob_exists(bs, d->digest))
+	const struct blob_store *bs = &s->blobs;
+	if (blob_exists(bs, d->digest)) {
+		image_report(s, d->digest, (uint64_t)d->size, (uint64_t)d->size, "exists");
 		return 0;
+	}
 	char url[2048];
 	snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", r->base, r->ref.repository, d->digest);
 	struct blob_writer w;
 	if (blob_writer_begin(bs, &w, (uint64_t)d->size, err) < 0)
 		return -1;
-	struct sink k = { .w = &w, .bs = bs, .cut_after = &r->cut_after, .err = err };
+	struct sink k = { .w = &w, .bs = bs, .cut_after = &r->cut_after, .err = err, .s = s, .d = d };
 	long status = 0;
 	CURLcode cc = CURLE_OK;
 	for (int tries = 0; tries < REGISTRY_TRIES; tries++) {
@@ -378,6 +391,7 @@ static int fetch_blob(struct reg *r, const struct blob_store *bs, const struct o
 	bool fresh;
 	if (blob_writer_commit(bs, &w, d->digest, d->size, NULL, &fresh, err) < 0)
 		return -1;
+	image_report(s, d->digest, (uint64_t)d->size, (uint64_t)d->size, "verified");
 	r->stats.blobs++;
 	return fresh && source_note_added(&r->added, d->digest) < 0 ? err_sys(err, ENOMEM, "pull") : 0;
 }
@@ -389,9 +403,11 @@ static int pull_blobs(struct reg *r, struct image_store *s, char manifest[DIGEST
 	struct oci_manifest m = { 0 };
 	if (resolve(r, &s->blobs, manifest, &doc, &len, err) < 0 || oci_parse_manifest(doc, len, &m, err) < 0)
 		return -1;
-	int rc = fetch_blob(r, &s->blobs, &m.config, err);
+	for (size_t i = 0; i < m.n_layers; i++)
+		image_report(s, m.layers[i].digest, 0, (uint64_t)m.layers[i].size, "waiting");
+	int rc = fetch_blob(r, s, &m.config, err);
 	for (size_t i = 0; rc == 0 && i < m.n_layers; i++)
-		rc = fetch_blob(r, &s->blobs, &m.layers[i], err);
+		rc = fetch_blob(r, s, &m.layers[i], err);
 	oci_manifest_free(&m);
 	return rc;
 }

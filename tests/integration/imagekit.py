@@ -1,0 +1,228 @@
+"""Images made by hand for the image tests: layer tars of a small busybox
+root, OCI image layouts and docker archives of them, and a push into a
+registry over the OCI distribution API (all on loopback)."""
+import gzip
+import hashlib
+import http.client
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tarfile
+import tempfile
+import time
+import urllib.parse
+
+BUSYBOX = "/bin/busybox"
+APPLETS = ["sh", "cat", "env", "id", "pwd", "sleep", "ls", "echo", "true", "stat", "test", "touch"]
+
+
+def sha(b):
+    return "sha256:" + hashlib.sha256(b).hexdigest()
+
+
+def _add(t, name, data=b"", mode=0o644, uid=0, gid=0, kind=tarfile.REGTYPE, link=""):
+    ti = tarfile.TarInfo(name)
+    ti.type = kind
+    ti.mode = mode
+    ti.uid, ti.gid = uid, gid
+    ti.mtime = 1700000000
+    ti.linkname = link
+    ti.size = len(data) if kind == tarfile.REGTYPE else 0
+    t.addfile(ti, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+
+
+def layer(entries):
+    """An uncompressed layer tar from (name, kind, data/link, mode, uid) tuples."""
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w", format=tarfile.PAX_FORMAT) as t:
+        for e in entries:
+            name, kind, payload, mode, uid = (list(e) + [None, None, None])[:5]
+            if kind == "dir":
+                _add(t, name, mode=mode or 0o755, uid=uid or 0, gid=uid or 0, kind=tarfile.DIRTYPE)
+            elif kind == "link":
+                _add(t, name, kind=tarfile.SYMTYPE, link=payload, mode=0o777)
+            elif kind == "hard":
+                _add(t, name, kind=tarfile.LNKTYPE, link=payload)
+            else:
+                _add(t, name, payload, mode=mode or 0o644, uid=uid or 0, gid=uid or 0)
+    return b.getvalue()
+
+
+def base_layer():
+    """A root with busybox, its applets, /etc/passwd with user app (1000)."""
+    with open(BUSYBOX, "rb") as f:
+        bb = f.read()
+    entries = [("bin", "dir"), ("bin/busybox", "file", bb, 0o755), ("etc", "dir"), ("tmp", "dir", None, 0o1777),
+               ("etc/passwd", "file", b"root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\n"),
+               ("etc/group", "file", b"root:x:0:\napp:x:1000:\n"), ("root", "dir", None, 0o700),
+               ("home", "dir"), ("home/app", "dir", None, 0o755, 1000)]
+    entries += [("bin/" + a, "link", "busybox") for a in APPLETS]
+    return layer(entries)
+
+
+def compress(tar, how):
+    if how == "gzip":
+        return gzip.compress(tar, mtime=0)
+    if how == "zstd":
+        return subprocess.run(["zstd", "-q", "-c"], input=tar, capture_output=True, check=True).stdout
+    return tar
+
+
+MEDIA = {None: "application/vnd.oci.image.layer.v1.tar", "gzip": "application/vnd.oci.image.layer.v1.tar+gzip",
+         "zstd": "application/vnd.oci.image.layer.v1.tar+zstd"}
+
+
+class Image:
+    """Layers (uncompressed tars), a config, and the blobs of both."""
+
+    def __init__(self, layers, config=None, compression=None):
+        self.tars = layers
+        self.blobs = {}
+        self.layer_descs = []
+        for t in layers:
+            c = compress(t, compression)
+            self.blobs[sha(c)] = c
+            self.layer_descs.append({"mediaType": MEDIA[compression], "digest": sha(c), "size": len(c)})
+        cfg = {"architecture": "amd64", "os": "linux", "config": config or {},
+               "rootfs": {"type": "layers", "diff_ids": [sha(t) for t in layers]}}
+        self.config = json.dumps(cfg).encode()
+        self.blobs[sha(self.config)] = self.config
+        self.manifest = json.dumps({
+            "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": sha(self.config),
+                       "size": len(self.config)},
+            "layers": self.layer_descs}).encode()
+        self.blobs[sha(self.manifest)] = self.manifest
+        self.id = sha(self.manifest)
+
+
+def oci_layout(img, path, ref_name=None):
+    """img as an OCI image layout folder at path."""
+    os.makedirs(os.path.join(path, "blobs", "sha256"), exist_ok=True)
+    with open(os.path.join(path, "oci-layout"), "w") as f:
+        json.dump({"imageLayoutVersion": "1.0.0"}, f)
+    for d, b in img.blobs.items():
+        with open(os.path.join(path, "blobs", "sha256", d[7:]), "wb") as f:
+            f.write(b)
+    desc = {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": img.id, "size": len(img.manifest),
+            "platform": {"os": "linux", "architecture": "amd64"}}
+    if ref_name:
+        desc["annotations"] = {"org.opencontainers.image.ref.name": ref_name}
+    with open(os.path.join(path, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": [desc]}, f)
+    return path
+
+
+def tar_of_dir(path):
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w") as t:
+        for n in sorted(os.listdir(path)):
+            t.add(os.path.join(path, n), arcname=n)
+    return b.getvalue()
+
+
+def docker_archive(img, tags):
+    """img as `docker save` writes it (layers uncompressed, by folder)."""
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w") as t:
+        names = []
+        for i, tar in enumerate(img.tars):
+            n = "%064x/layer.tar" % (i + 1)
+            _add(t, n, tar)
+            names.append(n)
+        cfg = img.config
+        _add(t, sha(cfg)[7:] + ".json", cfg)
+        man = [{"Config": sha(cfg)[7:] + ".json", "RepoTags": tags, "Layers": names}]
+        _add(t, "manifest.json", json.dumps(man).encode())
+    return b.getvalue()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Registry:
+    """Debian's docker-registry on 127.0.0.1, with its own config (auth: a
+    YAML "auth:" section or "")."""
+
+    def __init__(self, auth=""):
+        self.dir = tempfile.mkdtemp(prefix="cove-registry-", dir="/var/tmp")
+        self.port = free_port()
+        self.host = "127.0.0.1:%d" % self.port
+        cfg = os.path.join(self.dir, "config.yml")
+        with open(cfg, "w") as f:
+            f.write("version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"
+                    "storage:\n  filesystem:\n    rootdirectory: %s/store\n  delete:\n    enabled: true\n"
+                    "http:\n  addr: 127.0.0.1:%d\n%s" % (self.dir, self.port, auth))
+        self.log = open(os.path.join(self.dir, "registry.log"), "wb")
+        self.proc = subprocess.Popen(["docker-registry", "serve", cfg], stdout=self.log, stderr=self.log,
+                                     stdin=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                if self.request("GET", "/v2/")[0] in (200, 401):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("docker-registry did not start")
+
+    def request(self, method, path, body=None, headers=None, token=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        h = dict(headers or {})
+        if token:
+            h["Authorization"] = "Bearer " + token
+        try:
+            c.request(method, path, body=body, headers=h)
+            r = c.getresponse()
+            return r.status, r.read(), dict(r.getheaders())
+        finally:
+            c.close()
+
+    def push_blob(self, repo, data, token=None):
+        st, _, h = self.request("POST", "/v2/%s/blobs/uploads/" % repo, token=token)
+        assert st == 202, st
+        loc = urllib.parse.urlparse(h["Location"])
+        q = loc.query + ("&" if loc.query else "") + "digest=" + sha(data)
+        st, body, _ = self.request("PUT", loc.path + "?" + q, data,
+                                   {"Content-Type": "application/octet-stream"}, token=token)
+        assert st == 201, (st, body)
+
+    def push_manifest(self, repo, ref, doc, media, token=None):
+        st, body, _ = self.request("PUT", "/v2/%s/manifests/%s" % (repo, ref), doc, {"Content-Type": media},
+                                   token=token)
+        assert st == 201, (st, body)
+
+    def push(self, repo, tag, img, token=None):
+        for d, b in img.blobs.items():
+            if d != img.id:
+                self.push_blob(repo, b, token)
+        self.push_manifest(repo, tag, img.manifest, "application/vnd.oci.image.manifest.v1+json", token)
+
+    def push_index(self, repo, tag, imgs_by_arch, token=None):
+        """An index of images by (os, arch); each manifest pushed by digest."""
+        descs = []
+        for (os_, arch), img in imgs_by_arch:
+            for d, b in img.blobs.items():
+                if d != img.id:
+                    self.push_blob(repo, b, token)
+            self.push_manifest(repo, img.id, img.manifest, "application/vnd.oci.image.manifest.v1+json", token)
+            descs.append({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": img.id,
+                          "size": len(img.manifest), "platform": {"os": os_, "architecture": arch}})
+        doc = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                          "manifests": descs}).encode()
+        self.push_manifest(repo, tag, doc, "application/vnd.oci.image.index.v1+json", token)
+
+    def stop(self):
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+            self.proc = None
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
