@@ -51,7 +51,9 @@ int image_users(struct engine *d, const char *id, json_t **ret_detail)
 	json_t *sandboxes = json_array(), *snapshots = json_array();
 	for (int i = 0; i < MAX_SANDBOXES; i++) {
 		const struct sandbox *sb = d->sandboxes[i];
-		if (sb && strcmp(sb->spec.image_id, id) == 0)
+		/* One being deleted is gone for its users; its tree is kept
+		 * until it is (collect's spec_trees). */
+		if (sb && sb->state != SB_DELETING && strcmp(sb->spec.image_id, id) == 0)
 			json_array_append_new(sandboxes, json_string(sb->id));
 	}
 	for (const struct snapshot *sn = d->snapshots; sn; sn = sn->next)

@@ -232,7 +232,11 @@ static int authenticate(struct reg *r, struct cove_err *err)
 	struct challenge ch;
 	if (r->auth_depth > 1)
 		return err_set(err, COVE_EINVAL, "registry: the token server asks for a token itself");
-	if (challenge_parse(r->challenge, &ch) < 0)
+	int parsed = challenge_parse(r->challenge, &ch);
+	if (parsed < 0 && r->auth_depth > 0) /* the token server's own 401 */
+		return err_set(err, COVE_EPERM, "registry %s: the token server refused %s (HTTP 401)", r->ref.registry,
+			       r->o->user ? "the login given" : "an anonymous pull: a login is needed");
+	if (parsed < 0)
 		return err_set(err, COVE_EINVAL, "registry: a 401 without a usable WWW-Authenticate");
 	if (strcasecmp(ch.scheme, "Bearer") == 0) {
 		r->auth_depth++;

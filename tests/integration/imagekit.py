@@ -47,7 +47,7 @@ def layer(entries):
             elif kind == "hard":
                 _add(t, name, kind=tarfile.LNKTYPE, link=payload)
             else:
-                _add(t, name, payload, mode=mode or 0o644, uid=uid or 0, gid=uid or 0)
+                _add(t, name, payload or b"", mode=mode or 0o644, uid=uid or 0, gid=uid or 0)
     return b.getvalue()
 
 
@@ -226,3 +226,172 @@ class Registry:
             self.proc = None
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _b64url(b):
+    import base64
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+class TokenServer:
+    """A token server of the test's own on loopback, as docker-registry's
+    token auth wants one: ES256 JWTs with the signing certificate in x5c,
+    given only to alice:s3cret (Basic). Its config section: auth_yaml."""
+
+    def __init__(self, dirpath, service="cove-test", issuer="cove-test-issuer"):
+        import datetime
+        import http.server
+        import threading
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+        self.service, self.issuer = service, issuer
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "cove-test-token")])
+        now = datetime.datetime.now(datetime.timezone.utc)
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(self.key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+                .not_valid_after(now + datetime.timedelta(days=2)).sign(self.key, hashes.SHA256()))
+        self.cert_der = cert.public_bytes(serialization.Encoding.DER)
+        self.cert_path = os.path.join(dirpath, "token.pem")
+        with open(self.cert_path, "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        self.requests = []
+        ts = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                import base64
+                q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+                auth = self.headers.get("Authorization", "")
+                user = None
+                if auth.startswith("Basic "):
+                    u, _, p = base64.b64decode(auth[6:]).decode().partition(":")
+                    user = u if (u, p) == ("alice", "s3cret") else None
+                ts.requests.append((q, auth))
+                if user is None:
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                scopes = q.get("scope", [])
+                body = json.dumps({"token": ts.token(scopes)}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.auth_yaml = ("auth:\n  token:\n    realm: http://127.0.0.1:%d/token\n    service: %s\n"
+                          "    issuer: %s\n    rootcertbundle: %s\n" % (self.port, service, issuer, self.cert_path))
+
+    def token(self, scopes):
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec, utils
+        import base64
+        access = []
+        for s in scopes:
+            typ, name, actions = s.split(":")
+            access.append({"type": typ, "name": name, "actions": actions.split(",")})
+        now = int(time.time())
+        header = {"typ": "JWT", "alg": "ES256", "x5c": [base64.b64encode(self.cert_der).decode()]}
+        claims = {"iss": self.issuer, "sub": "alice", "aud": self.service, "exp": now + 600, "nbf": now - 60,
+                  "iat": now, "jti": os.urandom(8).hex(), "access": access}
+        signing = (_b64url(json.dumps(header).encode()) + "." + _b64url(json.dumps(claims).encode())).encode()
+        r, s = utils.decode_dss_signature(self.key.sign(signing, ec.ECDSA(hashes.SHA256())))
+        return signing.decode() + "." + _b64url(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class CutProxy:
+    """A loopback proxy in front of a registry, one request per connection
+    (sent upstream with Connection: close). The first blob response bigger
+    than cut_after is cut there (the connection closed mid-body); with
+    tamper, a blob's byte is flipped instead. ranges: the Range headers
+    that blob requests carried."""
+
+    def __init__(self, upstream_port, cut_after=None, tamper=False):
+        import threading
+        self.upstream = upstream_port
+        self.cut_after, self.tamper = cut_after, tamper
+        self.ranges, self.cuts = [], 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.host = "127.0.0.1:%d" % self.port
+        self.lock = threading.Lock()
+        self.stopped = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        import threading
+        while not self.stopped:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(c,), daemon=True).start()
+
+    def _one(self, c):
+        try:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                d = c.recv(65536)
+                if not d:
+                    return
+                head += d
+            lines = head.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
+            path = lines[0].split()[1].decode()
+            hdrs = [l for l in lines[1:] if not l.lower().startswith(b"connection:")]
+            blob = "/blobs/sha256:" in path
+            if blob:
+                rng = [l.split(b":", 1)[1].strip().decode() for l in hdrs if l.lower().startswith(b"range:")]
+                with self.lock:
+                    self.ranges.append(rng[0] if rng else None)
+            up = socket.create_connection(("127.0.0.1", self.upstream))
+            up.sendall(b"\r\n".join([lines[0]] + hdrs + [b"Connection: close", b"", b""]))
+            self._relay(up, c, blob)
+            up.close()
+        finally:
+            c.close()
+
+    def _relay(self, up, c, blob):
+        sent, body_at, resp = 0, None, b""
+        while True:
+            d = up.recv(65536)
+            if not d:
+                return
+            if body_at is None:
+                resp += d
+                if b"\r\n\r\n" in resp:
+                    body_at = resp.index(b"\r\n\r\n") + 4
+                    d, sent = resp, -body_at
+            ok = body_at is not None and resp.startswith(b"HTTP/1.1 200")
+            if blob and ok and self.tamper and sent <= 0 < sent + len(d):
+                i = -sent
+                d = d[:i] + bytes([d[i] ^ 0xFF]) + d[i + 1:]
+            if blob and ok and self.cut_after and sent + len(d) > self.cut_after:
+                with self.lock:
+                    cut = self.cuts == 0
+                    self.cuts += 1 if cut else 0
+                if cut:
+                    c.sendall(d[:self.cut_after - sent])
+                    return
+            if body_at is not None:
+                c.sendall(d)
+                sent += len(d)
+
+    def stop(self):
+        self.stopped = True
+        self.sock.close()
