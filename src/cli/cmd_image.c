@@ -205,13 +205,14 @@ int cmd_image_ls(struct cli *cli, int argc, char **argv)
 		return cli_usage_error("image ls", "unexpected '%s'", argv[1]);
 	char *body = NULL;
 	int r = call(cli, "GET", "/v1/images", NULL, &body);
-	if (r == 0 && cli->json)
-		print_json_text(body);
-	else if (r == 0) {
-		json_t *j = json_loads(body, 0, NULL);
-		print_images(j);
-		json_decref(j);
+	json_t *j = r == 0 ? json_loads(body, 0, NULL) : NULL;
+	if (j && cli->json) {
+		json_dumpf(json_object_get(j, "images"), stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else if (j) {
+		print_images(json_object_get(j, "images"));
 	}
+	json_decref(j);
 	free(body);
 	return r;
 }

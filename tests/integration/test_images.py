@@ -45,7 +45,7 @@ def pool_state(cv):
     layers = sorted(os.listdir(os.path.join(images, "layers")))
     st, listed = cv.api("GET", "/v1/images")
     assert st == 200
-    return blobs, layers, sorted(i["id"] for i in listed)
+    return blobs, layers, sorted(i["id"] for i in listed["images"])
 
 
 def wait_started(cv, sid):

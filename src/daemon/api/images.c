@@ -8,7 +8,7 @@
  *          last, or {"type":"error","error":{code,message}}; an error before
  *          the first event is an ordinary error answer
  *   POST   /v1/images/prune {"all": bool}     {"deleted": [IDs]}
- *   GET    /v1/images                         [image]
+ *   GET    /v1/images                         {"images": [image]}, newest first
  *   GET    /v1/images/{ref or id}             image (ref percent-encoded: '/' as %2F)
  *   DELETE /v1/images/{ref or id}             409 while in use */
 #include <ctype.h>
@@ -48,7 +48,7 @@ static int path_ref(struct http_req *req, char out[REF_MAX], struct cove_err *er
 
 int h_images_list(struct http_req *req, const char *id, struct cove_err *err)
 {
-	reply_json(req, 200, images_to_json(engine_ctx));
+	reply_json(req, 200, json_pack("{s:o}", "images", images_to_json(engine_ctx)));
 	return 0;
 }
 
