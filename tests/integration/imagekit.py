@@ -320,8 +320,14 @@ class CutProxy:
     tamper, a blob's byte is flipped instead. ranges: the Range headers
     that blob requests carried."""
 
-    def __init__(self, upstream_port, cut_after=None, tamper=False):
+    def __init__(self, upstream_port, cut_after=None, tamper=False, together=()):
+        """together: blob digests whose first requests are held until all
+        of them have come (or 60 s passed): together_ok says they came at
+        once, as concurrent downloads do."""
         import threading
+        self.together = set(together)
+        self.barrier = threading.Barrier(len(together)) if together else None
+        self.together_ok = None
         self.upstream = upstream_port
         self.cut_after, self.tamper = cut_after, tamper
         self.ranges, self.cuts = [], 0
@@ -359,6 +365,18 @@ class CutProxy:
                 rng = [l.split(b":", 1)[1].strip().decode() for l in hdrs if l.lower().startswith(b"range:")]
                 with self.lock:
                     self.ranges.append(rng[0] if rng else None)
+                    digest = path.rsplit("/", 1)[1]
+                    held = digest in self.together
+                    self.together.discard(digest)
+                if held:
+                    import threading
+                    try:
+                        self.barrier.wait(60)
+                        ok = True
+                    except threading.BrokenBarrierError:
+                        ok = False
+                    with self.lock:
+                        self.together_ok = ok if self.together_ok is None else (self.together_ok and ok)
             up = socket.create_connection(("127.0.0.1", self.upstream))
             up.sendall(b"\r\n".join([lines[0]] + hdrs + [b"Connection: close", b"", b""]))
             self._relay(up, c, blob)

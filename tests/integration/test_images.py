@@ -1,8 +1,8 @@
 """Images (issue 11, items 1-4 and 8): import of an OCI image layout and a
 docker archive made here by hand, pulls from Debian's docker-registry
 started on 127.0.0.1 by the test (anonymous, token auth from a token server
-of the test's own, an index, gzip and zstd layers, a connection cut halfway
-by a loopback proxy and the pull resumed), sandboxes from the images with
+of the test's own, an index, gzip and zstd layers, layers downloaded at
+once, a connection cut halfway by a loopback proxy and the pull resumed), sandboxes from the images with
 their Env, WorkingDir, User and Cmd seen inside, hostile archives and
 mismatched digests refused with nothing left, and reference counts. No
 traffic leaves loopback."""
@@ -305,7 +305,7 @@ def test_pull_resumes_after_a_cut_and_refuses_a_bad_digest(coved):
     big = imagekit.layer([("data", "dir"), ("data/random", "file", os.urandom(3 << 20))])
     img = imagekit.Image([imagekit.base_layer(), big], {"Cmd": ["true"]}, "gzip")
     reg.push("big/app", "1", img)
-    proxy = imagekit.CutProxy(reg.port, cut_after=1 << 20)
+    proxy = imagekit.CutProxy(reg.port, cut_after=1 << 20, together=[d["digest"] for d in img.layer_descs])
     bad = imagekit.CutProxy(reg.port, tamper=True)
     try:
         before = pool_state(coved)
@@ -315,6 +315,7 @@ def test_pull_resumes_after_a_cut_and_refuses_a_bad_digest(coved):
         st, ev = pull(coved, proxy.host + "/big/app:1")
         assert st == 200 and ev[-1]["type"] == "image" and ev[-1]["image"]["id"] == img.id, ev
         assert proxy.cuts == 1 and any(r and r.startswith("bytes=") for r in proxy.ranges), proxy.ranges
+        assert proxy.together_ok, "the layers were not downloaded at once"
         sid = coved.create(image=proxy.host + "/big/app:1")
         r = coved.exec(sid, ["stat", "-c", "%s", "/data/random"])
         assert r["stdout"] == "%d\n" % (3 << 20), r
