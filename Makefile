@@ -114,6 +114,11 @@ $(BUILD)/tests/test_engine: tests/unit/test_engine.c $(ENGINE_OBJ) $(CORE_OBJ) $
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
 
+# The engine's images: the engine too.
+$(BUILD)/tests/test_images: tests/unit/test_images.c $(ENGINE_OBJ) $(CORE_OBJ) $(NET_OBJ) $(call obj,$(CLIENT_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
+
 # changes.c is the engine's, and reads the host layers' names (sandbox/).
 $(BUILD)/tests/test_changes: tests/unit/test_changes.c $(BUILD)/src/engine/changes.o $(CORE_OBJ)
 	@mkdir -p $(dir $@)

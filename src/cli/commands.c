@@ -12,7 +12,7 @@
 
 /* Sandbox options, of run and create. */
 static const struct cli_opt spec_opts[] = {
-	{ 'I', 0, "image", "IMAGE", "the image (default: host, the host's /usr and /opt)" },
+	{ 'I', 0, "image", "IMAGE", "host (the default: the host's /usr and /opt), or an image's name or ID (cove image ls)" },
 	{ 'm', 0, "memory", "SIZE", "memory limit, like 512M or 2G" },
 	{ 'c', 0, "cpus", "N", "CPU limit, like 1 or 0.5" },
 	{ 'p', 0, "pids", "N", "most processes at once" },

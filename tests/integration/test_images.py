@@ -325,3 +325,26 @@ def test_pull_resumes_after_a_cut_and_refuses_a_bad_digest(coved):
         proxy.stop()
         bad.stop()
         reg.stop()
+
+
+def test_images_and_their_sandboxes_survive_a_restart(coved):
+    cv = covetest.Coved().start()
+    try:
+        img = app_image(extra=b"restart\n")
+        st, j = cv.api("POST", "/v1/images?name=kept:1", raw=layout_tar(img))
+        assert st == 201, j
+        sid = cv.create(image="kept:1")
+        assert wait_started(cv, sid)
+        cv.kill()
+        cv.start()
+        st, j = cv.api("GET", "/v1/images/kept:1")
+        assert st == 200 and j["id"] == img.id and j["users"]["sandboxes"] == [sid], j
+        r = cv.exec(sid, ["sh", "-c", "cat /work/hello; echo $GREETING; cat /tmp/started"])
+        assert r["stdout"] == "restart\nhello from the image\nstarted as 1000 in /work\n", r
+        st, sb = cv.api("GET", "/v1/sandboxes/" + sid)
+        assert sb["start"] == CONFIG["Cmd"] and sb["image_id"] == img.id, sb
+        sid2 = cv.create(image=img.id[7:19])
+        assert cv.exec(sid2, ["cat", "/work/hello"])["stdout"] == "restart\n"
+        assert cv.api("DELETE", "/v1/images/kept:1")[0] == 409
+    finally:
+        cv.teardown()
