@@ -23,6 +23,8 @@
 int image_store_open(struct image_store *s, const struct pool *pool, struct cove_err *err)
 {
 	s->pool = pool;
+	s->progress = NULL;
+	s->progress_arg = NULL;
 	snprintf(s->images, sizeof(s->images), "%s/images", pool->dir);
 	snprintf(s->layers, sizeof(s->layers), "%s/layers", s->images);
 	if (blobs_open(&s->blobs, s->images, err) < 0)

@@ -17,16 +17,12 @@
 #include "engine/engine.h"
 #include "engine/images.h"
 #include "engine/images_private.h"
+#include "enginetest.h"
 #include "tap.h"
 #include "imagetest.h"
 
 static char root[] = "/var/tmp/cove-test-images-XXXXXX";
 static struct engine eng;
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	return remove(path) < 0 ? 0 : 0;
-}
 
 static void write_file(const char *path, const char *text, size_t n)
 {
@@ -162,19 +158,8 @@ int main(int argc, char **argv)
 		SKIP("needs root, as coved does");
 		return tap_done();
 	}
-	char init_path[1024], self[1024];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[n > 0 ? n : 0] = '\0';
-	snprintf(init_path, sizeof(init_path), "%s/../cove-init", dirname(self));
-	if (!mkdtemp(root)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	snprintf(eng.data_dir, sizeof(eng.data_dir), "%s/data", root);
-	eng.base = event_base_new();
-	engine_ctx = &eng;
 	struct cove_err err = { 0 };
-	int rc = engine_open(&eng, init_path, &err);
+	int rc = enginetest_open(&eng, root, &err);
 	CHECK(rc == 0, "engine_open: %s", err.msg);
 	char a[80] = "", b[80] = "";
 	if (rc == 0) {
@@ -184,12 +169,7 @@ int main(int argc, char **argv)
 		test_resolve(a, b);
 		test_apply(a);
 		test_names_and_delete(a, b);
-		engine_close(&eng);
 	}
-	char pool[700];
-	snprintf(pool, sizeof(pool), "%s/data/pool", root);
-	(void)umount2(pool, MNT_DETACH);
-	(void)nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-	event_base_free(eng.base);
+	enginetest_close(&eng, root);
 	return tap_done();
 }
