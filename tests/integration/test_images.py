@@ -112,6 +112,12 @@ def test_import_docker_archive_and_cli(coved):
     assert st == 200 and j["id"] == iid and j["names"] == ["registry.example/team/app:2"], j
     r = coved.cli("run", "--image", "registry.example/team/app:2", "--", "sh", "-c", "echo $GREETING; cat hello")
     assert r.returncode == 0 and r.stdout == b"hello from the image\nhi\n", r
+    # from stdin, and named
+    with open(path, "rb") as f:
+        r = coved.cli("image", "import", "--name", "stdin-app:1", "-", input=f.read())
+    assert r.returncode == 0 and r.stdout.decode().strip() == iid, r
+    st, j = coved.api("GET", "/v1/images/stdin-app:1")
+    assert st == 200 and sorted(j["names"]) == ["docker.io/library/stdin-app:1", "registry.example/team/app:2"], j
     # an OCI layout folder, as it is on disk
     d = imagekit.oci_layout(app_image(extra=b"folder\n"), tempfile.mkdtemp(prefix="cove-oci-"))
     r = coved.cli("image", "import", "--name", "folder-app:1", d)
@@ -225,6 +231,28 @@ def pull(cv, ref):
         c.close()
 
 
+def cli_on_terminal(cv, *args):
+    """cove with a terminal as stderr: (stdout, what the terminal showed)."""
+    import pty
+    import subprocess
+    master, slave = pty.openpty()
+    env = dict(os.environ, COVE_SOCKET=cv.socket, COVE_DATA=cv.data)
+    p = subprocess.Popen([covetest.COVE] + list(args), stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out = p.communicate(timeout=300)[0]
+    os.close(master)
+    return out.decode(), shown.decode(errors="replace")
+
+
 def test_pull_anonymous_index_gzip_zstd(coved):
     reg = imagekit.Registry()
     try:
@@ -257,9 +285,14 @@ def test_pull_anonymous_index_gzip_zstd(coved):
             check_runs_as_configured(coved, sid)
         finally:
             coved.api("DELETE", "/v1/sandboxes/" + sid)
-        # the CLI, pulling again: every blob is there already
+        # the CLI, pulling again: every blob is there already; on a terminal, a bar per layer
         r = coved.cli("image", "pull", reg.host + "/team/app:gz")
-        assert r.returncode == 0 and r.stdout.decode().strip() == gz.id, r
+        assert r.returncode == 0 and r.stdout.decode().strip() == gz.id and r.stderr == b"", r
+        out, err = cli_on_terminal(coved, "image", "pull", reg.host + "/team/app:gz")
+        assert out.strip() == gz.id, (out, err)
+        for d in gz.layer_descs:
+            assert "%s [====================]" % d["digest"][:19] in err, err
+        assert "unpacked" in err and "exists" in err, err
         # errors: no such tag, no such registry
         st, ev = pull(coved, reg.host + "/team/app:nosuch")
         assert st == 404 and "manifests/nosuch" in ev[0]["error"]["message"], ev
