@@ -260,7 +260,10 @@ int cmd_image_prune(struct cli *cli, int argc, char **argv)
 	if (r == 0) {
 		json_t *j = json_loads(body, 0, NULL), *id;
 		size_t i;
-		json_array_foreach(json_object_get(j, "deleted"), i, id) printf("%s\n", json_string_value(id));
+		json_array_foreach(json_object_get(j, "deleted"), i, id)
+		{
+			printf("%s\n", json_string_value(id));
+		}
 		json_decref(j);
 	}
 	free(body);

@@ -186,8 +186,14 @@ static json_t *start_command(json_t *config)
 {
 	json_t *start = json_array(), *v;
 	size_t i;
-	json_array_foreach(json_object_get(config, "entrypoint"), i, v) json_array_append(start, v);
-	json_array_foreach(json_object_get(config, "cmd"), i, v) json_array_append(start, v);
+	json_array_foreach(json_object_get(config, "entrypoint"), i, v)
+	{
+		json_array_append(start, v);
+	}
+	json_array_foreach(json_object_get(config, "cmd"), i, v)
+	{
+		json_array_append(start, v);
+	}
 	return start;
 }
 
@@ -243,7 +249,10 @@ void image_spec_to_json(const struct sandbox_spec *s, json_t *j)
 		json_object_set_new(j, "image_id", json_string(s->image_id));
 	const char *key;
 	json_t *v;
-	json_object_foreach(s->image_meta, key, v) json_object_set(j, key, v);
+	json_object_foreach(s->image_meta, key, v)
+	{
+		json_object_set(j, key, v);
+	}
 }
 
 void image_spec_from_json(json_t *j, struct sandbox_spec *s)
