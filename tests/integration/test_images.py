@@ -293,6 +293,21 @@ def test_pull_anonymous_index_gzip_zstd(coved):
         for d in gz.layer_descs:
             assert "%s [====================]" % d["digest"][:19] in err, err
         assert "unpacked" in err and "exists" in err, err
+        # a third image sharing the gzip one's base layer blob: stored once,
+        # not downloaded again, its layer tree shared
+        other = app_image("gzip", extra=b"other\n")
+        assert other.layer_descs[0] == gz.layer_descs[0]
+        reg.push("team/other", "1", other)
+        blobs_before = set(pool_state(coved)[0])
+        st, ev = pull(coved, reg.host + "/team/other:1")
+        assert st == 200 and ev[-1]["image"]["id"] == other.id, ev
+        base = [e["status"] for e in ev if e.get("digest") == gz.layer_descs[0]["digest"]]
+        assert "exists" in base and "downloading" not in base and "verified" not in base, base
+        blobs, layers, _ = pool_state(coved)
+        assert sum(1 for b in blobs if b == gz.layer_descs[0]["digest"][7:]) == 1
+        # new: its middle layer (the others are gz's), its config, its manifest
+        assert len(set(blobs) - blobs_before) == 3, (set(blobs) - blobs_before)
+        assert coved.api("DELETE", "/v1/images/" + other.id)[0] == 200
         # errors: no such tag, no such registry
         st, ev = pull(coved, reg.host + "/team/app:nosuch")
         assert st == 404 and "manifests/nosuch" in ev[0]["error"]["message"], ev
