@@ -152,18 +152,20 @@ class Registry:
     """Debian's docker-registry on 127.0.0.1, with its own config (auth: a
     YAML "auth:" section or "")."""
 
-    def __init__(self, auth=""):
+    def __init__(self, auth="", netns=None, addr="127.0.0.1"):
         self.dir = tempfile.mkdtemp(prefix="cove-registry-", dir="/var/tmp")
-        self.port = free_port()
-        self.host = "127.0.0.1:%d" % self.port
+        self.port = free_port() if not netns else 5000
+        self.addr = addr
+        self.host = "%s:%d" % (addr, self.port)
         cfg = os.path.join(self.dir, "config.yml")
         with open(cfg, "w") as f:
             f.write("version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"
                     "storage:\n  filesystem:\n    rootdirectory: %s/store\n  delete:\n    enabled: true\n"
-                    "http:\n  addr: 127.0.0.1:%d\n%s" % (self.dir, self.port, auth))
+                    "http:\n  addr: %s\n%s" % (self.dir, self.host, auth))
         self.log = open(os.path.join(self.dir, "registry.log"), "wb")
-        self.proc = subprocess.Popen(["docker-registry", "serve", cfg], stdout=self.log, stderr=self.log,
-                                     stdin=subprocess.DEVNULL)
+        cmd = ["docker-registry", "serve", cfg]
+        self.proc = subprocess.Popen((["ip", "netns", "exec", netns] if netns else []) + cmd, stdout=self.log,
+                                     stderr=self.log, stdin=subprocess.DEVNULL)
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -174,7 +176,7 @@ class Registry:
         raise RuntimeError("docker-registry did not start")
 
     def request(self, method, path, body=None, headers=None, token=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        c = http.client.HTTPConnection(self.addr, self.port, timeout=60)
         h = dict(headers or {})
         if token:
             h["Authorization"] = "Bearer " + token

@@ -396,3 +396,37 @@ def test_images_and_their_sandboxes_survive_a_restart(coved):
         assert cv.api("DELETE", "/v1/images/kept:1")[0] == 409
     finally:
         cv.teardown()
+
+
+def test_plain_http_only_for_loopback_or_insecure_registries(coved):
+    """A registry off loopback (a test host in a network namespace of the
+    test's own, 203.0.113.2) is spoken to with TLS unless coved names it
+    in --insecure-registry."""
+    import subprocess
+    import uuid
+    tag = uuid.uuid4().hex[:6]
+    ns, veth, net = "covei-" + tag, "cvi" + tag, "203.0.113."
+    reg = cv = None
+    try:
+        for cmd in (["ip", "netns", "add", ns],
+                    ["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns],
+                    ["ip", "addr", "add", net + "1/30", "dev", veth], ["ip", "link", "set", veth, "up"],
+                    ["ip", "-n", ns, "addr", "add", net + "2/30", "dev", "eth0"],
+                    ["ip", "-n", ns, "link", "set", "eth0", "up"], ["ip", "-n", ns, "link", "set", "lo", "up"]):
+            subprocess.run(cmd, check=True, capture_output=True)
+        reg = imagekit.Registry(netns=ns, addr=net + "2")
+        img = app_image("gzip", extra=b"insecure\n")
+        reg.push("team/app", "1", img)
+        st, ev = pull(coved, reg.host + "/team/app:1")
+        assert st == 500 and "https://" not in ev[0]["error"]["message"] and reg.host in ev[0]["error"]["message"], ev
+        assert any(w in ev[0]["error"]["message"] for w in ("SSL", "TLS", "ssl")), ev
+        cv = covetest.Coved(args=["--insecure-registry", reg.host]).start()
+        st, ev = pull(cv, reg.host + "/team/app:1")
+        assert st == 200 and ev[-1]["type"] == "image" and ev[-1]["image"]["id"] == img.id, ev
+    finally:
+        if cv:
+            cv.teardown()
+        if reg:
+            reg.stop()
+        subprocess.run(["ip", "link", "del", veth], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
