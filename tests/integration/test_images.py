@@ -181,6 +181,13 @@ def test_hostile_archives_and_bad_digests_refused(coved):
     _refused(coved, imagekit.tar_of_dir(d), ["digest"])
     # not an image at all
     _refused(coved, imagekit.layer([("hello", "file", b"x")]), ["oci-layout", "manifest.json"])
+    # a good image under a bad name; an unknown parameter
+    before = pool_state(coved)
+    good = layout_tar(app_image())
+    for query in ("name=Not%20A%20Name", "nosuch=1"):
+        st, j = coved.api("POST", "/v1/images?" + query, raw=good)
+        assert st == 400, (query, st, j)
+    assert pool_state(coved) == before
 
 
 def test_reference_counts(coved):
