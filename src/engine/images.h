@@ -72,6 +72,10 @@ int image_delete(struct engine *d, const char *ref, json_t **ret, struct cove_er
 /* Delete every image without users (all: named ones too, else only those
  * without a name), then collect; *ret: {"deleted": [IDs]}. */
 int images_prune(struct engine *d, bool all, json_t **ret, struct cove_err *err);
+/* The collection a delete or prune could not finish (an import under way,
+ * a sandbox being deleted on a tree), when it can run now: after a job
+ * and a sandbox's deletion. */
+void images_collect_pending(struct engine *d);
 /* A finished import or pull (the helper's "done" line): recorded with its
  * names (moved from any image that had them), *ret its JSON. */
 int images_add(struct engine *d, const char *id, json_t *names, const char *source, json_t **ret, struct cove_err *err);

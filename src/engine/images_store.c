@@ -237,13 +237,16 @@ static int image_needs(struct engine_images *im, const char *id, struct needed *
 	return 0;
 }
 
-/* The layer trees sandboxes and snapshots stand on ("layers/HEX"). */
+/* The layer trees sandboxes and snapshots stand on ("layers/HEX"). One
+ * that a sandbox being deleted holds is collected once it is gone
+ * (pending). */
 static void spec_trees(struct engine *d, struct needed *trees)
 {
 	char digest[DIGEST_STR_MAX];
 	for (int i = 0; i < MAX_SANDBOXES; i++) {
 		const struct sandbox *sb = d->sandboxes[i];
 		if (sb && strncmp(sb->spec.image_dir, "layers/", 7) == 0) {
+			d->images->pending |= sb->state == SB_DELETING;
 			snprintf(digest, sizeof(digest), "sha256:%s", sb->spec.image_dir + 7);
 			need(trees, digest);
 		}
@@ -282,8 +285,10 @@ static void collect(struct engine *d)
 	struct needed blobs = { 0 }, trees = { 0 };
 	snprintf(lock, sizeof(lock), "%s/import.lock", im->store.images);
 	_cleanup_close_ int fd = im->jobs ? -1 : open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	im->pending = true; /* until it is done */
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
-		return; /* the next delete or prune collects */
+		return; /* the next delete, prune, finished job or deletion collects */
+	im->pending = false;
 	size_t i;
 	json_t *e;
 	bool ok = true;
@@ -300,6 +305,12 @@ static void collect(struct engine *d)
 	}
 	free(blobs.v);
 	free(trees.v);
+}
+
+void images_collect_pending(struct engine *d)
+{
+	if (d->images && d->images->pending && !d->images->jobs)
+		collect(d);
 }
 
 static int remove_entry(struct engine *d, json_t *e, struct cove_err *err)

@@ -647,6 +647,7 @@ static void finish_delete(struct engine *d, struct sandbox *sb)
 	}
 	d->sandboxes[sb->slot] = NULL;
 	sandbox_free(sb);
+	images_collect_pending(d);
 	sandboxes_stop_if_idle(d);
 }
 

@@ -437,3 +437,21 @@ def test_plain_http_only_for_loopback_or_insecure_registries(coved):
             reg.stop()
         subprocess.run(["ip", "link", "del", veth], capture_output=True)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_images_on_the_overlay_driver(coved):
+    """The same image on a coved whose pool is plain folders (--storage
+    overlay): layer trees are copies, a sandbox still stands on one."""
+    cv = covetest.Coved(args=["--storage", "overlay"]).start()
+    try:
+        img = app_image()
+        st, j = cv.api("POST", "/v1/images?name=overlay-app:1", raw=layout_tar(img))
+        assert st == 201 and j["id"] == img.id, j
+        sid = cv.create(image="overlay-app:1")
+        check_runs_as_configured(cv, sid)
+        cv.api("DELETE", "/v1/sandboxes/" + sid)
+        assert cv.api("DELETE", "/v1/images/overlay-app:1")[0] == 200
+        # what the sandbox still being deleted stood on goes once it is gone
+        assert covetest.wait_until(lambda: pool_state(cv) == ([], [], []), 30), pool_state(cv)
+    finally:
+        cv.teardown()
