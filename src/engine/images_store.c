@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "engine/images.h"
 #include "engine/images_private.h"
+#include "engine/template.h"
 #include "image/oci.h"
 #include "image/ref.h"
 #include "sys/storage.h"
@@ -40,6 +41,20 @@ static json_t *config_json(const struct image_config *c)
 			 "cmd", strv_json(c->cmd, c->n_cmd), "exposed_ports", ports, "labels", labels);
 }
 
+/* Templates standing on image id (their image, resolved now). */
+static int templates_using_image(struct engine *d, const char *id)
+{
+	int n = 0;
+	for (const struct template *t = d->templates; t; t = t->next) {
+		struct image_resolved r;
+		if (t->snapshot[0] || t->spec->external || image_resolve(d, t->spec->image, &r, NULL) < 0)
+			continue;
+		n += strcmp(r.id, id) == 0;
+		image_resolved_free(&r);
+	}
+	return n;
+}
+
 static bool spec_names(json_t *spec, const char *id)
 {
 	const char *v = json_string_value(json_object_get(spec, "image_id"));
@@ -59,7 +74,7 @@ int image_users(struct engine *d, const char *id, json_t **ret_detail)
 	for (const struct snapshot *sn = d->snapshots; sn; sn = sn->next)
 		if (spec_names(sn->spec, id))
 			json_array_append_new(snapshots, json_string(sn->id));
-	int templates = d->image_users_hook ? d->image_users_hook(d, id) : 0;
+	int templates = templates_using_image(d, id);
 	int n = (int)(json_array_size(sandboxes) + json_array_size(snapshots)) + templates;
 	if (ret_detail)
 		*ret_detail = json_pack("{s:o, s:o, s:i}", "sandboxes", sandboxes, "snapshots", snapshots, "templates",
