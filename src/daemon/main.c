@@ -125,6 +125,33 @@ static void usage(FILE *f)
 		   "                          after its first byte (default 60)\n");
 }
 
+/* --warm N */
+static int warm_option(struct engine *e, const char *arg)
+{
+	char *end;
+	long n = strtol(arg, &end, 10);
+	if (*end || end == arg || n < 0 || n > TEMPLATE_MAX_WARM) {
+		fprintf(stderr, "coved: --warm: want a number from 0 to %d\n", TEMPLATE_MAX_WARM);
+		return -1;
+	}
+	e->warm = (int)n;
+	return 0;
+}
+
+/* 'G': an image option, by its name. */
+static void image_option(struct engine *e, const char *name, const char *arg)
+{
+	if (strcmp(name, "registry-auth") == 0) {
+		snprintf(e->registry_auth, sizeof(e->registry_auth), "%s", arg);
+	} else if (strcmp(name, "image-helper") == 0) {
+		snprintf(e->image_helper, sizeof(e->image_helper), "%s", arg);
+	} else {
+		if (!e->insecure_registries)
+			e->insecure_registries = json_array();
+		json_array_append_new(e->insecure_registries, json_string(arg));
+	}
+}
+
 static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path, size_t cap)
 {
 	/* 'A': an option of access.c, which finds it by name. */
@@ -144,9 +171,9 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "storage", required_argument, NULL, 'S' },
 		{ "subnet", required_argument, NULL, 'N' },
 		{ "warm", required_argument, NULL, 'W' },
-		{ "registry-auth", required_argument, NULL, 'R' },
-		{ "insecure-registry", required_argument, NULL, 'I' },
-		{ "image-helper", required_argument, NULL, 'H' },
+		{ "registry-auth", required_argument, NULL, 'G' },
+		{ "insecure-registry", required_argument, NULL, 'G' },
+		{ "image-helper", required_argument, NULL, 'G' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -181,26 +208,12 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		case 'N':
 			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
 			break;
-		case 'W': {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*end || end == optarg || n < 0 || n > TEMPLATE_MAX_WARM) {
-				fprintf(stderr, "coved: --warm: want a number from 0 to %d\n", TEMPLATE_MAX_WARM);
+		case 'W':
+			if (warm_option(fe->engine, optarg) < 0)
 				return -1;
-			}
-			fe->engine->warm = (int)n;
 			break;
-		}
-		case 'R':
-			snprintf(fe->engine->registry_auth, sizeof(fe->engine->registry_auth), "%s", optarg);
-			break;
-		case 'I':
-			if (!fe->engine->insecure_registries)
-				fe->engine->insecure_registries = json_array();
-			json_array_append_new(fe->engine->insecure_registries, json_string(optarg));
-			break;
-		case 'H':
-			snprintf(fe->engine->image_helper, sizeof(fe->engine->image_helper), "%s", optarg);
+		case 'G':
+			image_option(fe->engine, opts[longindex].name, optarg);
 			break;
 		case 'h':
 			usage(stdout);

@@ -455,3 +455,36 @@ def test_images_on_the_overlay_driver(coved):
         assert covetest.wait_until(lambda: pool_state(cv) == ([], [], []), 30), pool_state(cv)
     finally:
         cv.teardown()
+
+
+def test_a_template_on_an_image_with_a_warm_pool(coved):
+    """A template stands on an image: its sandboxes (cold and from its warm
+    pool) have the image's config, and the image is kept while the template
+    is."""
+    img = app_image(extra=b"template\n")
+    st, j = coved.api("POST", "/v1/images?name=tpl-app:1", raw=layout_tar(img))
+    assert st == 201, j
+    name = "img-tpl-%d" % os.getpid()
+    st, t = coved.api("POST", "/v1/templates", {"name": name, "image": "tpl-app:1", "memory": "200M", "warm": 1,
+                                                 "env": {"FROM": "template"}})
+    assert st == 201, t
+    st, j = coved.api("POST", "/v1/templates", {"name": name + "-x", "image": "no-such-image:1"})
+    assert st == 404 and "no-such-image" in j["error"]["message"], j
+    try:
+        st, j = coved.api("DELETE", "/v1/images/tpl-app:1")
+        assert st == 409 and "templates" in j["error"]["message"], j
+        assert coved.api("GET", "/v1/images/tpl-app:1")[1]["users"]["templates"] == 1
+        assert covetest.wait_until(lambda: coved.api("GET", "/v1/templates/" + name)[1]["pool"]["ready"] >= 1, 60)
+        for _ in range(2):  # the first from the pool, the second cold (or a refill)
+            st, sb = coved.api("POST", "/v1/sandboxes", {"template": name})
+            assert st == 201, sb
+            try:
+                assert sb["start"] == CONFIG["Cmd"] and sb["image_id"] == img.id, sb
+                r = coved.exec(sb["id"], ["sh", "-c", "echo $GREETING $FROM; pwd; id -u; cat hello"])
+                assert r["stdout"] == "hello from the image template\n/work\n1000\ntemplate\n", r
+                assert wait_started(coved, sb["id"]) == "started as 1000 in /work\n"
+            finally:
+                coved.api("DELETE", "/v1/sandboxes/" + sb["id"])
+    finally:
+        assert coved.api("DELETE", "/v1/templates/" + name)[0] == 200
+    assert covetest.wait_until(lambda: coved.api("DELETE", "/v1/images/tpl-app:1")[0] == 200, 30)
