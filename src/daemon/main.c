@@ -103,7 +103,9 @@ static void usage(FILE *f)
 		   "  --storage DRIVER  btrfs, overlay or auto (default): the data root's, or on a new one\n"
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
-		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n");
+		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
+		   "  --resolv-conf PATH  the host's resolvers, for sandboxes' DNS and the egress proxy\n"
+		   "                      (default /etc/resolv.conf)\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
 		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"
 		   "  --token-file PATH       the token (mode 0600, 32+ bytes; default DIR/token, made if missing)\n"
@@ -134,6 +136,7 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "request-timeout", required_argument, NULL, 'A' },
 		{ "storage", required_argument, NULL, 'S' },
 		{ "subnet", required_argument, NULL, 'N' },
+		{ "resolv-conf", required_argument, NULL, 'R' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -167,6 +170,9 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 			break;
 		case 'N':
 			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
+			break;
+		case 'R':
+			snprintf(fe->engine->resolv_conf, sizeof(fe->engine->resolv_conf), "%s", optarg);
 			break;
 		case 'h':
 			usage(stdout);

@@ -12,9 +12,14 @@
  *                                 to a cv-*: replies only
  *   chain post     (nat)          pool sources out of the pool: masquerade
  *   chain pre      (nat)          from a cv-*, DNS to the resolver address
- *                                 (see NET_RESOLVER_SLOT): to its gateway
+ *                                 (see NET_RESOLVER_SLOT): to its gateway;
+ *                                 then its sb_X_nat (map sandboxes_nat)
+ *   chain sb_X_nat per sandbox:   when its policy names a domain, TCP to
+ *                  ports 80 and 443 to its egress proxy (egress.h) on its
+ *                  gateway; empty otherwise
  *   chain sandbox_common          replies to the host; DNS to the sandbox's
- *                  own gateway; every other host address dropped (coved's
+ *                  own gateway, and what sb_X_nat sent to its proxy there;
+ *                  every other host address dropped (coved's
  *                  listeners among them); link-local, multicast and the pool
  *                  (other sandboxes) dropped; else back to the caller
  *   chain sb_X     per sandbox:   its own source addresses only, then
@@ -27,6 +32,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "common/error.h"
 #include "net/policy.h"
@@ -65,7 +71,16 @@ struct net_sandbox {
 	const char *id; /* "sb_" and 12 characters */
 	struct net_addrs addrs;
 	const struct policy_list *allow, *deny; /* may be NULL: empty */
+	/* The egress proxy's ports on the gateway addresses, where TCP to
+	 * ports 80 and 443 goes; 0: not proxied (the lists judge by address). */
+	uint16_t proxy4, proxy6;
 };
+
+/* Whether the egress proxy must never dial sa, whatever the lists say (the
+ * sandbox's chain drops the same for its own packets): this host's own
+ * addresses, loopback, unspecified, link-local, multicast and broadcast,
+ * the pool (other sandboxes), IPv4-mapped forms of those. */
+bool net_addr_denied(const struct net_pool *pool, const struct sockaddr *sa);
 
 /* The host-side interface name of id into buf (IFNAMSIZ). -EINVAL for an
  * ID that is not a sandbox ID. */

@@ -21,10 +21,10 @@
 #define SNIFF_NAME_MAX 253
 
 enum sniff_result {
-	SNIFF_BAD = -1,  /* not TLS/HTTP, malformed, or a name that is not one */
-	SNIFF_MORE = 0,  /* whole so far: read more bytes and call again */
-	SNIFF_NAME = 1,  /* name filled */
-	SNIFF_NONE = 2,  /* whole, and carries no name (a ClientHello without SNI,
+	SNIFF_BAD = -1, /* not TLS/HTTP, malformed, or a name that is not one */
+	SNIFF_MORE = 0, /* whole so far: read more bytes and call again */
+	SNIFF_NAME = 1, /* name filled */
+	SNIFF_NONE = 2, /* whole, and carries no name (a ClientHello without SNI,
 			  * an HTTP/1.0 request without Host) */
 };
 

@@ -67,7 +67,8 @@ static void test_tls(void)
 	uint8_t b[8192];
 	char name[SNIFF_NAME_MAX + 1];
 	size_t n = hello(b, "pkg.example.test", 16384, 0);
-	CHECK(every_prefix(sniff_tls, b, n, SNIFF_NAME, "pkg.example.test"), "TLS: the server name, at every prefix MORE");
+	CHECK(every_prefix(sniff_tls, b, n, SNIFF_NAME, "pkg.example.test"),
+	      "TLS: the server name, at every prefix MORE");
 	n = hello(b, "split.example.test", 7, 0);
 	CHECK(every_prefix(sniff_tls, b, n, SNIFF_NAME, "split.example.test"),
 	      "TLS: a ClientHello split over records of 7 bytes");
@@ -78,8 +79,8 @@ static void test_tls(void)
 	CHECK(every_prefix(sniff_tls, b, n, SNIFF_NONE, NULL), "TLS: no server name is NONE (judged by address)");
 	n = hello(b, "a.example.test", 16384, 1);
 	CHECK(sniff_tls(b, n, name) == SNIFF_BAD, "TLS: two server_name extensions refused");
-	static const char *const bad[] = { "a\0b.test", "a b.test", "a..test", ".a.test", "a.test..", "a/b.test",
-					   "1.2.3.4:443", "" };
+	static const char *const bad[] = { "a\0b.test", "a b.test", "a..test",     ".a.test",
+					   "a.test..",  "a/b.test", "1.2.3.4:443", "" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint8_t body[512];
 		/* hello() takes a C string: a NUL is put in after building. */
@@ -87,7 +88,8 @@ static void test_tls(void)
 		n = hello(body, s, 16384, 0);
 		if (i == 0)
 			((uint8_t *)memmem(body, n, "aXb", 3))[1] = 0;
-		CHECK(sniff_tls(body, n, name) == SNIFF_BAD, "TLS: server name '%s' refused", i == 0 ? "a\\0b.test" : s);
+		CHECK(sniff_tls(body, n, name) == SNIFF_BAD, "TLS: server name '%s' refused",
+		      i == 0 ? "a\\0b.test" : s);
 	}
 	CHECK(sniff_tls((const uint8_t *)"GET / HTTP/1.1\r\n", 16, name) == SNIFF_BAD, "TLS: HTTP on 443 refused");
 	CHECK(sniff_tls((const uint8_t *)"\x16\x03\x01\x00\x00", 5, name) == SNIFF_BAD, "TLS: an empty record refused");
@@ -118,7 +120,8 @@ static void test_http(void)
 	      "HTTP: Host in any case, white space and port dropped");
 	CHECK(http("GET / HTTP/1.1\r\nHost: [2001:db8::1]:80\r\n\r\n", SNIFF_NAME, "2001:db8::1"),
 	      "HTTP: an IPv6 literal without brackets");
-	CHECK(http("GET / HTTP/1.1\r\nHost: 198.51.100.2\r\n\r\n", SNIFF_NAME, "198.51.100.2"), "HTTP: an IPv4 literal");
+	CHECK(http("GET / HTTP/1.1\r\nHost: 198.51.100.2\r\n\r\n", SNIFF_NAME, "198.51.100.2"),
+	      "HTTP: an IPv4 literal");
 	CHECK(http("GET http://abs.example.test/p HTTP/1.1\r\nHost: abs.example.test\r\n\r\n", SNIFF_NAME,
 		   "abs.example.test"),
 	      "HTTP: an absolute target that agrees with Host");
@@ -141,8 +144,8 @@ static void test_http(void)
 		"SSH-2.0-OpenSSH_9.2\r\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		CHECK(sniff_http((const uint8_t *)bad[i], strlen(bad[i]), name) == SNIFF_BAD, "HTTP: bad request %zu refused",
-		      i);
+		CHECK(sniff_http((const uint8_t *)bad[i], strlen(bad[i]), name) == SNIFF_BAD,
+		      "HTTP: bad request %zu refused", i);
 	/* A NUL in the value: the comparison and the dial would see two names. */
 	static const char nul[] = "GET / HTTP/1.1\r\nHost: a.test\0.evil.test\r\n\r\n";
 	CHECK(sniff_http((const uint8_t *)nul, sizeof(nul) - 1, name) == SNIFF_BAD, "HTTP: a NUL in Host refused");

@@ -1,0 +1,244 @@
+"""Domain rules that hold for real: the egress proxy reads the TLS server
+name (443) and the HTTP Host (80) of a sandbox's connections, judges the
+name and dials it itself, so a denied name is refused whatever address it
+is sent to, and a spoofed server name reaches the named host, not the
+address.
+
+"The internet" is a network namespace this file makes: a veth from the
+host, a /24 of 198.18.0.0/15 (the benchmarking range: no real host) picked
+at random, two web hosts A and B (HTTP on 80, TLS on 443, each answering
+"host=A" or "host=B"), and a DNS server for the test's own zone
+example.test. coved runs with --resolv-conf naming that DNS server, so the
+sandboxes' resolver and the proxy both resolve through it. No packet goes
+anywhere else (the names of the link-local and host-address tests are
+refused before any packet is sent)."""
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import tempfile
+import uuid
+
+from covetest import Coved
+
+SERVERS = r"""
+import socket, ssl, struct, sys, threading
+a, b, dns, cert, key, zone = sys.argv[1:7]
+names = dict(kv.split("=") for kv in zone.split(","))
+
+def serve_http(addr, who):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, 80)); s.listen(64)
+    while True:
+        c, _ = s.accept()
+        try:
+            c.settimeout(5); c.recv(4096)
+            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nhost=" + who.encode())
+        except OSError:
+            pass
+        c.close()
+
+def serve_tls(addr, who):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(cert, key)
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, 443)); s.listen(64)
+    while True:
+        c, _ = s.accept()
+        try:
+            c.settimeout(5)
+            t = ctx.wrap_socket(c, server_side=True)
+            t.sendall(b"host=" + who.encode()); t.close()
+        except (OSError, ssl.SSLError):
+            c.close()
+
+def serve_dns(addr):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((addr, 53))
+    while True:
+        q, peer = s.recvfrom(512)
+        i, labels = 12, []
+        while q[i]:
+            labels.append(q[i + 1:i + 1 + q[i]].decode().lower()); i += 1 + q[i]
+        qtype = struct.unpack("!H", q[i + 1:i + 3])[0]
+        question = q[12:i + 5]
+        ip = names.get(".".join(labels))
+        rcode = 0 if ip else 3
+        ans = b""
+        if ip and qtype == 1:
+            ans = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 5, 4) + socket.inet_aton(ip)
+        hdr = q[:2] + struct.pack("!HHHHH", 0x8180 | rcode, 1, 1 if ans else 0, 0, 0)
+        s.sendto(hdr + question + ans, peer)
+
+for f, args in ((serve_http, (a, "A")), (serve_http, (b, "B")), (serve_tls, (a, "A")),
+                (serve_tls, (b, "B")), (serve_dns, (dns,))):
+    threading.Thread(target=f, args=args, daemon=True).start()
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+# Run inside a sandbox: MODE (http|tls) TO (an address or a name the
+# sandbox resolves) NAME (the Host or server name; "-" for none). Prints
+# what the server said ("host=A") or "refused".
+CLIENT = r"""
+import socket, ssl, sys
+mode, to, name = sys.argv[1:4]
+name = None if name == "-" else name
+try:
+    s = socket.create_connection((to, 443 if mode == "tls" else 80), timeout=5)
+    s.settimeout(10)
+    if mode == "tls":
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        s = ctx.wrap_socket(s, server_hostname=name)
+        data = s.recv(100)
+    else:
+        s.sendall(b"GET / HTTP/1.1\r\n" + (b"Host: " + name.encode() + b"\r\n" if name else b"") + b"\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        data = data.split(b"\r\n\r\n", 1)[-1] if data.startswith(b"HTTP/") else b""
+    print(data.decode() or "refused")
+except (OSError, ssl.SSLError, ValueError) as e:
+    print("refused")
+"""
+
+
+def _run(*cmd):
+    subprocess.run(cmd, check=True, capture_output=True)
+
+
+class Internet:
+    def __init__(self):
+        net = "198.%d.%d" % (random.choice((18, 19)), random.randrange(256))
+        self.host, self.a, self.b, self.dns = net + ".1", net + ".2", net + ".3", net + ".4"
+        self.net = net
+
+
+@contextlib.contextmanager
+def _internet():
+    inet = Internet()
+    tag = uuid.uuid4().hex[:6]
+    ns, veth = "covee-" + tag, "cte" + tag
+    tmp = tempfile.mkdtemp(prefix="cove-egress-", dir="/var/tmp")
+    cert, key, resolv = (os.path.join(tmp, n) for n in ("cert.pem", "key.pem", "resolv.conf"))
+    zone = {"ok.example.test": inet.a, "bad.example.test": inet.b, "other.example.test": inet.b,
+            "x.wild.example.test": inet.b, "wild.example.test": inet.b, "host.example.test": inet.host,
+            "meta.example.test": "169.254.169.254"}
+    srv = None
+    try:
+        _run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-subj", "/CN=example.test", "-days", "2", "-keyout", key, "-out", cert)
+        with open(resolv, "w") as f:
+            f.write("nameserver %s\n" % inet.dns)
+        _run("ip", "netns", "add", ns)
+        _run("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        _run("ip", "addr", "add", inet.host + "/24", "dev", veth)
+        _run("ip", "link", "set", veth, "up")
+        for addr in (inet.a, inet.b, inet.dns):
+            _run("ip", "-n", ns, "addr", "add", addr + "/24", "dev", "eth0")
+        _run("ip", "-n", ns, "link", "set", "eth0", "up")
+        _run("ip", "-n", ns, "link", "set", "lo", "up")
+        _run("ip", "-n", ns, "route", "add", "default", "via", inet.host)
+        srv = subprocess.Popen(["ip", "netns", "exec", ns, "python3", "-c", SERVERS, inet.a, inet.b, inet.dns, cert,
+                                key, ",".join("%s=%s" % kv for kv in zone.items())],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        assert srv.stdout.readline().strip() == b"ready"
+        inet.resolv = resolv
+        yield inet
+    finally:
+        if srv:
+            srv.kill()
+            srv.wait()
+        subprocess.run(["ip", "link", "del", veth], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["rm", "-rf", tmp])
+
+
+def _get(cv, sid, mode, to, name):
+    r = cv.exec(sid, ["python3", "-c", CLIENT, mode, to, name], timeout=60)
+    assert r["exit_code"] == 0, r
+    return r["stdout"].strip()
+
+
+def _put(cv, sid, **lists):
+    st, j = cv.api("PUT", "/v1/sandboxes/%s/network" % sid, lists)
+    assert st == 200, (st, j)
+
+
+def _deny_by_name(cv, inet, sid):
+    """With deny_out ["bad.example.test"]: what that policy must do."""
+    assert _get(cv, sid, "http", "ok.example.test", "ok.example.test") == "host=A"
+    assert _get(cv, sid, "tls", "ok.example.test", "ok.example.test") == "host=A"
+    # Sent to the allowed host's address, naming the denied one.
+    assert _get(cv, sid, "http", inet.a, "bad.example.test") == "refused"
+    assert _get(cv, sid, "tls", inet.a, "bad.example.test") == "refused"
+    # And to its own address: the name decides, not the address.
+    assert _get(cv, sid, "tls", inet.b, "bad.example.test") == "refused"
+    assert _get(cv, sid, "http", inet.b, "other.example.test") == "host=B"
+
+
+def test_egress_domains_sni_host_spoofing_wildcards_runtime(_shared):
+    with _internet() as inet:
+        own = Coved(args=["--resolv-conf", inet.resolv]).start()
+        try:
+            sid = own.create(deny_out=["bad.example.test"])
+            _deny_by_name(own, inet, sid)
+            r = own.sh(sid, "getent hosts bad.example.test; echo rc=$?")
+            assert "rc=2" in r["stdout"], r
+
+            # An allow list: the names on it, nothing else.
+            _put(own, sid, allow_out=["ok.example.test", "*.wild.example.test"], deny_out=["0.0.0.0/0", "::/0"])
+            assert _get(own, sid, "tls", inet.a, "ok.example.test") == "host=A"
+            # A spoofed server name: sent to B's address, it reaches A, the
+            # host the name names (B's address is denied by the list).
+            assert _get(own, sid, "tls", inet.b, "ok.example.test") == "host=A"
+            assert _get(own, sid, "http", inet.b, "ok.example.test") == "host=A"
+            assert _get(own, sid, "tls", inet.b, "other.example.test") == "refused"
+            assert _get(own, sid, "http", inet.b, "x.wild.example.test") == "host=B", "*.wild matches x.wild"
+            assert _get(own, sid, "http", inet.b, "wild.example.test") == "refused", "*.wild is not wild"
+            # No name: judged by the address the sandbox chose (denied here).
+            assert _get(own, sid, "tls", inet.a, "-") == "refused"
+            assert _get(own, sid, "http", inet.a, "-") == "refused"
+
+            # Always denied, whatever the list: the host's own addresses,
+            # link-local (refused before any packet leaves).
+            _put(own, sid, allow_out=["host.example.test", "meta.example.test", inet.host])
+            assert _get(own, sid, "http", inet.a, "host.example.test") == "refused"
+            assert _get(own, sid, "http", inet.a, "meta.example.test") == "refused"
+            assert _get(own, sid, "http", inet.a, inet.host) == "refused"
+
+            # A runtime change holds for the next connection.
+            _put(own, sid, deny_out=["ok.example.test"])
+            assert _get(own, sid, "http", inet.a, "ok.example.test") == "refused"
+            assert _get(own, sid, "http", inet.b, "bad.example.test") == "host=B"
+            # No domain rule: nothing proxied, the addresses decide.
+            _put(own, sid, deny_out=[inet.b])
+            assert _get(own, sid, "http", inet.a, "bad.example.test") == "host=A"
+            assert _get(own, sid, "http", inet.b, "ok.example.test") == "refused"
+            own.api("DELETE", "/v1/sandboxes/" + sid)
+        finally:
+            own.teardown()
+
+
+def test_egress_domains_after_restart_restore_and_fork(_shared):
+    with _internet() as inet:
+        own = Coved(args=["--resolv-conf", inet.resolv]).start()
+        try:
+            sid = own.create(deny_out=["bad.example.test"])
+            own.kill(signal.SIGKILL)
+            own.start()
+            _deny_by_name(own, inet, sid)
+            st, sn = own.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {})
+            assert st == 201, (st, sn)
+            st, r = own.api("POST", "/v1/snapshots/%s/restore" % sn["id"], {})
+            assert st == 201, (st, r)
+            st, f = own.api("POST", "/v1/sandboxes/%s/fork" % sid, {"count": 1})
+            assert st in (200, 201), (st, f)
+            for copy in (r["id"], f["sandboxes"][0]["id"]):
+                _deny_by_name(own, inet, copy)
+        finally:
+            own.teardown()
