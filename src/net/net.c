@@ -85,7 +85,12 @@ static void base_rules(FILE *f, const struct net_pool *pool, const struct net_fo
 	fprintf(f, "add rule " TABLE " pre iifname \"" NET_IFPREFIX "*\" ip daddr ");
 	put_addr(f, AF_INET, r.gw4);
 	fprintf(f, " meta l4proto { tcp, udp } th dport 53 redirect\n");
-	fprintf(f, "add rule " TABLE " pre iifname \"" NET_IFPREFIX "*\" iifname vmap @sandboxes_nat\n");
+	/* The egress proxies' DNAT in a base chain of its own: coveds share
+	 * the table, and one of a version before it (a rolling upgrade, or
+	 * tests of two trees on one host) resets the chain pre as it knows it. */
+	fprintf(f, "add chain " TABLE " proxy { type nat hook prerouting priority dstnat; policy accept; }\n");
+	fprintf(f, "flush chain " TABLE " proxy\n");
+	fprintf(f, "add rule " TABLE " proxy iifname \"" NET_IFPREFIX "*\" iifname vmap @sandboxes_nat\n");
 	common_rules(f, pool);
 	/* A veth without a chain (half made, or half removed) gets nothing. */
 	fprintf(f, "add rule " TABLE " input iifname \"" NET_IFPREFIX "*\" iifname vmap @sandboxes\n");
@@ -234,6 +239,14 @@ static void sandbox_rules(FILE *f, const struct net_sandbox *sb)
 	}
 	fprintf(f, " } drop\n");
 	fprintf(f, "add rule " TABLE " %s ct mark set 0x%08x\n", chain, ct_mark(sb->id));
+	/* What sb_X_nat sent to the sandbox's egress proxy on its gateway:
+	 * only connections made to ports 80 and 443 and changed by that DNAT,
+	 * not the proxy's port dialed straight. Here, not in sandbox_common,
+	 * which a coved of an earlier version resets without it. */
+	fprintf(f,
+		"add rule " TABLE " %s fib daddr . iif type local meta l4proto tcp ct status dnat "
+		"ct original proto-dst { 80, 443 } accept\n",
+		chain);
 	fprintf(f, "add rule " TABLE " %s jump sandbox_common\n", chain);
 	list_rules(f, chain, sb->allow, "accept");
 	list_rules(f, chain, sb->deny, "drop");

@@ -12,19 +12,24 @@
  *                                 to a cv-*: replies only
  *   chain post     (nat)          pool sources out of the pool: masquerade
  *   chain pre      (nat)          from a cv-*, DNS to the resolver address
- *                                 (see NET_RESOLVER_SLOT): to its gateway;
- *                                 then its sb_X_nat (map sandboxes_nat)
+ *                                 (see NET_RESOLVER_SLOT): to its gateway
+ *   chain proxy    (nat)          from a cv-*: its sb_X_nat (map
+ *                                 sandboxes_nat)
  *   chain sb_X_nat per sandbox:   when its policy names a domain, TCP to
  *                  ports 80 and 443 to its egress proxy (egress.h) on its
  *                  gateway; empty otherwise
  *   chain sandbox_common          replies to the host; DNS to the sandbox's
- *                  own gateway, and what sb_X_nat sent to its proxy there;
- *                  every other host address dropped (coved's
+ *                  own gateway; every other host address dropped (coved's
  *                  listeners among them); link-local, multicast and the pool
  *                  (other sandboxes) dropped; else back to the caller
- *   chain sb_X     per sandbox:   its own source addresses only, then
- *                  sandbox_common, then allow_out accepts, deny_out drops,
- *                  then accept.
+ *   chain sb_X     per sandbox:   its own source addresses only, what
+ *                  sb_X_nat sent to its proxy, then sandbox_common, then
+ *                  allow_out accepts, deny_out drops, then accept.
+ *
+ * What a later version adds to the base chains goes in chains of its own
+ * (proxy) or in the sandboxes' own chains (sb_X): coveds of two versions
+ * may share the table for a while, each resetting the base chains it knows
+ * at its start.
  *
  * A sandbox's rules are one nftables transaction, so they are all there or
  * none. Nothing of a sandbox lives outside the table and its veth, and

@@ -20,7 +20,8 @@ import subprocess
 import tempfile
 import uuid
 
-from covetest import Coved
+import covetest
+from covetest import Coved, wait_until
 
 SERVERS = r"""
 import socket, ssl, struct, sys, threading
@@ -240,5 +241,74 @@ def test_egress_domains_after_restart_restore_and_fork(_shared):
             assert st in (200, 201), (st, f)
             for copy in (r["id"], f["sandboxes"][0]["id"]):
                 _deny_by_name(own, inet, copy)
+        finally:
+            own.teardown()
+
+
+def _ct_mark(sid):
+    """net.c's conntrack mark of a sandbox's flows (FNV-1a of its ID, top bit set)."""
+    h = 2166136261
+    for c in sid.encode():
+        h = ((h ^ c) * 16777619) & 0xffffffff
+    return h | 0x80000000
+
+
+def _ours(ids):
+    """What of these sandboxes is left on the host: veths, nftables chains
+    and map elements, conntrack entries with their marks."""
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    table = covetest.nft("list table inet cove")[1]
+    try:
+        with open("/proc/net/nf_conntrack") as f:
+            ct = f.read()
+    except OSError:
+        ct = ""
+    marks = ["mark=%d " % _ct_mark(i) for i in ids]
+    return {
+        "links": [i for i in ids if (" cv-%s@" % i[3:]) in links],
+        "rules": [i for i in ids if i in table],
+        "conntrack": sum(ct.count(m) for m in marks),
+    }
+
+
+def _addr_count():
+    return subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout.count("\n")
+
+
+# Inside a sandbox, in the background: a TCP connection to HOST:80 held
+# open (a conntrack entry of the sandbox's, established).
+HOLD = "import socket, sys, time; s = socket.create_connection((sys.argv[1], 80)); time.sleep(3600)"
+
+
+def test_egress_nothing_left_after_coved_sigkill_restart_and_delete(_shared):
+    """Sandboxes with egress (one proxied, each holding a connection open),
+    coved killed with SIGKILL, started again, every sandbox deleted: no
+    veth, chain, map element, conntrack entry of theirs or host address is
+    left."""
+    with _internet() as inet:
+        addrs0 = _addr_count()
+        own = Coved(args=["--resolv-conf", inet.resolv]).start()
+        try:
+            ids = [own.create(), own.create(deny_out=["bad.example.test"]), own.create(deny_out=[inet.b])]
+            for sid in ids:
+                st, _ = own.api("POST", "/v1/sandboxes/%s/exec" % sid,
+                                {"cmd": ["python3", "-c", HOLD, inet.a], "background": True})
+                assert st in (200, 201), st
+                assert _get(own, ids[1], "http", inet.a, "ok.example.test") == "host=A"
+            before = _ours(ids)
+            assert len(before["links"]) == 3 and len(before["rules"]) == 3, before
+            if os.path.exists("/proc/net/nf_conntrack"):
+                assert wait_until(lambda: _ours(ids)["conntrack"] >= 3, 20), _ours(ids)
+            assert _addr_count() > addrs0
+            own.kill(signal.SIGKILL)
+            own.start()
+            # The proxied sandbox's rules point at the new coved's proxy.
+            assert _get(own, ids[1], "http", inet.a, "bad.example.test") == "refused"
+            assert _get(own, ids[1], "http", inet.b, "ok.example.test") == "host=A"
+            for sid in ids:
+                assert own.api("DELETE", "/v1/sandboxes/" + sid)[0] == 200
+            empty = {"links": [], "rules": [], "conntrack": 0}
+            assert wait_until(lambda: _ours(ids) == empty, 30), _ours(ids)
+            assert wait_until(lambda: _addr_count() <= addrs0, 30), (addrs0, _addr_count())
         finally:
             own.teardown()

@@ -286,8 +286,10 @@ def _our_links(ids):
 
 
 def _our_chains(ids):
-    out = subprocess.run(["nft", "list", "table", "inet", "cove"], capture_output=True, text=True).stdout
-    return sorted(i for i in ids if ("chain %s " % i) in out or ('"cv-%s"' % i[3:]) in out)
+    out = covetest.nft("list table inet cove")[1]
+    assert "table inet cove" in out or not out, out
+    return sorted(i for i in ids if ("chain %s " % i) in out or ("chain %s_nat " % i) in out or
+                  ('"cv-%s"' % i[3:]) in out)
 
 
 def _fds(pid):
