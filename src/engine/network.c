@@ -34,6 +34,7 @@ struct sandbox_net {
 	struct egress_proxy *proxy; /* once its policy named a domain */
 	const struct net_pool *pool;
 	int claim_fd;  /* holds the host-wide lock on its addresses, or -1 */
+	bool ruled;    /* rules made in this run (network_rules) */
 	bool attached; /* veth and rules made in this run */
 };
 
@@ -380,24 +381,42 @@ static int proxy_ports(struct engine *d, struct sandbox *sb, struct net_sandbox 
 	return 0;
 }
 
+static void net_sandbox_of(const struct sandbox *sb, struct net_sandbox *ret)
+{
+	struct sandbox_net *sn = sb->net;
+	*ret = (struct net_sandbox){ .id = sb->id, .addrs = sn->addrs, .allow = &sn->allow, .deny = &sn->deny };
+}
+
+int network_rules(struct engine *d, struct sandbox *sb, struct cove_err *err)
+{
+	struct sandbox_net *sn = sb->net;
+	struct net_sandbox ns;
+	if (!sn || sn->ruled)
+		return 0;
+	net_sandbox_of(sb, &ns);
+	if (start(d, err) < 0 || proxy_ports(d, sb, &ns, err) < 0 || net_sandbox_policy(&ns, err) < 0)
+		return -1;
+	sn->ruled = true;
+	return 0;
+}
+
 int network_attach(struct engine *d, struct sandbox *sb, bool reattached, struct cove_err *err)
 {
 	struct sandbox_net *sn = sb->net;
+	struct net_sandbox ns;
 	if (!sn)
 		return 0;
-	struct net_sandbox ns = { .id = sb->id, .addrs = sn->addrs, .allow = &sn->allow, .deny = &sn->deny };
-	if (start(d, err) < 0 || proxy_ports(d, sb, &ns, err) < 0)
+	/* A re-attached sandbox's veth is there: its rules are all it needs. */
+	if (network_rules(d, sb, err) < 0)
 		return -1;
-	if (reattached) {
-		if (net_sandbox_policy(&ns, err) < 0)
-			return -1;
-	} else {
+	if (!reattached) {
 		char path[64];
+		net_sandbox_of(sb, &ns);
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", sb->init_pid);
 		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return err_sys(err, errno, "open '%s'", path);
-		if (net_sandbox_attach(&ns, fd, err) < 0)
+		if (net_sandbox_link(&ns, fd, err) < 0)
 			return -1;
 	}
 	sn->attached = true;

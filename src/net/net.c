@@ -343,6 +343,14 @@ int net_sandbox_attach(const struct net_sandbox *sb, int netns_fd, struct cove_e
 		sandbox_rules(s.f, sb);
 	if (script_run(&s, err) < 0)
 		return -1;
+	return net_sandbox_link(sb, netns_fd, err);
+}
+
+int net_sandbox_link(const struct net_sandbox *sb, int netns_fd, struct cove_err *err)
+{
+	char ifname[16];
+	if (net_ifname(sb->id, ifname) < 0)
+		return err_set(err, COVE_EINVAL, "not a sandbox ID: '%s'", sb->id);
 	if (veth_make(ifname, &sb->addrs, netns_fd, err) < 0) {
 		(void)net_sandbox_detach(sb->id, true, NULL);
 		return -1;

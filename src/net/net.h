@@ -96,6 +96,11 @@ int net_ifname(const char *id, char buf[16]);
  * with the sandbox's addresses and default routes, and its loopback up. On
  * failure nothing is left. */
 int net_sandbox_attach(const struct net_sandbox *sb, int netns_fd, struct cove_err *err);
+/* net_sandbox_attach's second half, for a caller that made the rules
+ * already (net_sandbox_policy: the same transaction) while the sandbox's
+ * namespace was still being made: the veth pair. On failure the rules and
+ * the pair are removed. */
+int net_sandbox_link(const struct net_sandbox *sb, int netns_fd, struct cove_err *err);
 /* Replaces the sandbox's policy in one transaction. Every packet is judged
  * by the policy in force, so a new policy holds for open connections too. */
 int net_sandbox_policy(const struct net_sandbox *sb, struct cove_err *err);
