@@ -25,11 +25,12 @@ from covetest import Coved, wait_until
 
 SERVERS = r"""
 import socket, ssl, struct, sys, threading
-a, b, dns, cert, key, zone = sys.argv[1:7]
+a, b, dns, cert, key, zone, a6 = sys.argv[1:8]
 names = dict(kv.split("=") for kv in zone.split(","))
 
 def serve_http(addr, who):
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((addr, 80)); s.listen(64)
     while True:
         c, _ = s.accept()
@@ -65,12 +66,13 @@ def serve_dns(addr):
         ip = names.get(".".join(labels))
         rcode = 0 if ip else 3
         ans = b""
-        if ip and qtype == 1:
-            ans = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 5, 4) + socket.inet_aton(ip)
+        if ip and ((qtype == 1) == (":" not in ip)) and qtype in (1, 28):
+            raw = socket.inet_pton(socket.AF_INET6 if qtype == 28 else socket.AF_INET, ip)
+            ans = b"\xc0\x0c" + struct.pack("!HHIH", qtype, 1, 5, len(raw)) + raw
         hdr = q[:2] + struct.pack("!HHHHH", 0x8180 | rcode, 1, 1 if ans else 0, 0, 0)
         s.sendto(hdr + question + ans, peer)
 
-for f, args in ((serve_http, (a, "A")), (serve_http, (b, "B")), (serve_tls, (a, "A")),
+for f, args in ((serve_http, (a, "A")), (serve_http, (b, "B")), (serve_http, (a6, "A6")), (serve_tls, (a, "A")),
                 (serve_tls, (b, "B")), (serve_dns, (dns,))):
     threading.Thread(target=f, args=args, daemon=True).start()
 print("ready", flush=True)
@@ -116,6 +118,8 @@ class Internet:
     def __init__(self):
         net = "198.%d.%d" % (random.choice((18, 19)), random.randrange(256))
         self.host, self.a, self.b, self.dns = net + ".1", net + ".2", net + ".3", net + ".4"
+        net6 = "2001:db8:%x:%x::" % (random.randrange(65536), random.randrange(65536))  # documentation
+        self.host6, self.a6 = net6 + "1", net6 + "2"
         self.net = net
 
 
@@ -128,7 +132,7 @@ def _internet():
     cert, key, resolv = (os.path.join(tmp, n) for n in ("cert.pem", "key.pem", "resolv.conf"))
     zone = {"ok.example.test": inet.a, "bad.example.test": inet.b, "other.example.test": inet.b,
             "x.wild.example.test": inet.b, "wild.example.test": inet.b, "host.example.test": inet.host,
-            "meta.example.test": "169.254.169.254"}
+            "meta.example.test": "169.254.169.254", "six.example.test": inet.a6}
     srv = None
     try:
         _run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
@@ -141,11 +145,14 @@ def _internet():
         _run("ip", "link", "set", veth, "up")
         for addr in (inet.a, inet.b, inet.dns):
             _run("ip", "-n", ns, "addr", "add", addr + "/24", "dev", "eth0")
+        _run("ip", "addr", "add", inet.host6 + "/64", "dev", veth, "nodad")
+        _run("ip", "-n", ns, "addr", "add", inet.a6 + "/64", "dev", "eth0", "nodad")
         _run("ip", "-n", ns, "link", "set", "eth0", "up")
         _run("ip", "-n", ns, "link", "set", "lo", "up")
         _run("ip", "-n", ns, "route", "add", "default", "via", inet.host)
+        _run("ip", "-n", ns, "-6", "route", "add", "default", "via", inet.host6)
         srv = subprocess.Popen(["ip", "netns", "exec", ns, "python3", "-c", SERVERS, inet.a, inet.b, inet.dns, cert,
-                                key, ",".join("%s=%s" % kv for kv in zone.items())],
+                                key, ",".join("%s=%s" % kv for kv in zone.items()), inet.a6],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert srv.stdout.readline().strip() == b"ready"
         inet.resolv = resolv
@@ -311,4 +318,54 @@ def test_egress_nothing_left_after_coved_sigkill_restart_and_delete(_shared):
             assert wait_until(lambda: _ours(ids) == empty, 30), _ours(ids)
             assert wait_until(lambda: _addr_count() <= addrs0, 30), (addrs0, _addr_count())
         finally:
+            own.teardown()
+
+
+def _host_has_ipv6_default():
+    out = subprocess.run(["ip", "-6", "route", "show", "default"], capture_output=True, text=True).stdout
+    return out.strip() != ""
+
+
+# On the host, for the always-denied check: answers "host=H" on ADDR:80.
+HOST_SERVER = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 80)); s.listen(8); print("ready", flush=True)
+while True:
+    c, _ = s.accept(); c.recv(4096); c.sendall(b"HTTP/1.0 200 OK\r\n\r\nhost=H"); c.close()
+"""
+
+
+def test_egress_ipv6_nat_always_denied_and_proxy(_shared):
+    """Where the host has a default IPv6 route (this one has), a sandbox
+    gets a ULA address and reaches an IPv6 test host through NAT66; the
+    host's IPv6 address stays denied; deny_out holds for IPv6 CIDRs; and a
+    name with only an AAAA record goes through the egress proxy over IPv6."""
+    with _internet() as inet:
+        own = Coved(args=["--resolv-conf", inet.resolv]).start()
+        host_srv = None
+        try:
+            sid = own.create()
+            n = own.api("GET", "/v1/sandboxes/" + sid)[1]["network"]
+            if not _host_has_ipv6_default():
+                assert "address6" not in n, n
+                return
+            assert n["address6"].startswith("fd") and n["gateway6"], n
+            host_srv = subprocess.Popen(["python3", "-c", HOST_SERVER, inet.host6], stdout=subprocess.PIPE)
+            assert host_srv.stdout.readline().strip() == b"ready"
+            assert _get(own, sid, "http", inet.a6, "-") == "host=A6", "NAT66 to the test host"
+            assert _get(own, sid, "http", inet.host6, "-") == "refused", "the host's IPv6 address reached"
+            _put(own, sid, deny_out=[inet.a6[:-1] + "/64"])
+            assert _get(own, sid, "http", inet.a6, "-") == "refused", "deny_out of an IPv6 CIDR"
+            # A domain rule: TCP 80 over IPv6 goes to the proxy, which
+            # dials the AAAA-only name over IPv6 (and judges its address).
+            _put(own, sid, deny_out=["bad.example.test"])
+            assert _get(own, sid, "http", "six.example.test", "six.example.test") == "host=A6"
+            assert _get(own, sid, "http", inet.a6, "bad.example.test") == "refused"
+            _put(own, sid, deny_out=["bad.example.test", inet.a6[:-1] + "/64"])
+            assert _get(own, sid, "http", "six.example.test", "six.example.test") == "refused"
+        finally:
+            if host_srv:
+                host_srv.kill()
+                host_srv.wait()
             own.teardown()
