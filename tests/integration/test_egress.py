@@ -34,12 +34,23 @@ def serve_http(addr, who):
     s.bind((addr, 80)); s.listen(64)
     while True:
         c, _ = s.accept()
-        try:
-            c.settimeout(5); c.recv(4096)
+        threading.Thread(target=answer_http, args=(c, who), daemon=True).start()
+
+BIG = 256 << 20
+def answer_http(c, who):
+    try:
+        c.settimeout(30)
+        req = c.recv(4096)
+        if req.startswith(b"GET /big "):
+            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % BIG)
+            block = bytes(range(256)) * 256
+            for _ in range(BIG // len(block)):
+                c.sendall(block)
+        else:
             c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nhost=" + who.encode())
-        except OSError:
-            pass
-        c.close()
+    except OSError:
+        pass
+    c.close()
 
 def serve_tls(addr, who):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(cert, key)
@@ -368,4 +379,58 @@ def test_egress_ipv6_nat_always_denied_and_proxy(_shared):
             if host_srv:
                 host_srv.kill()
                 host_srv.wait()
+            own.teardown()
+
+
+# Inside a sandbox: GET /big from NAME (port 80), reading slowly at first
+# (the proxy must hold back, not buffer); prints the byte count and digest.
+BIG_CLIENT = r"""
+import hashlib, socket, sys, time
+s = socket.create_connection((sys.argv[1], 80), timeout=30)
+s.sendall(b"GET /big HTTP/1.1\r\nHost: " + sys.argv[1].encode() + b"\r\n\r\n")
+h, n, head, t0 = hashlib.sha256(), 0, b"", time.time()
+while True:
+    if time.time() - t0 < 3:
+        time.sleep(0.05)
+    chunk = s.recv(1 << 16)
+    if not chunk:
+        break
+    if head is not None:
+        head += chunk
+        if b"\r\n\r\n" not in head:
+            continue
+        chunk = head.split(b"\r\n\r\n", 1)[1]
+        head = None
+    h.update(chunk)
+    n += len(chunk)
+print(n, h.hexdigest())
+"""
+
+
+def _hwm_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(next(l for l in f if l.startswith("VmHWM:")).split()[1])
+
+
+def test_egress_proxy_streams_256_mib_with_bounded_memory(_shared):
+    """256 MiB through the egress proxy to a reader that starts slowly:
+    every byte arrives, and coved's peak RSS grows by far less than what
+    went through (back-pressure, not buffering)."""
+    import hashlib
+    with _internet() as inet:
+        own = Coved(args=["--resolv-conf", inet.resolv]).start()
+        try:
+            sid = own.create(deny_out=["bad.example.test"])
+            assert _get(own, sid, "http", inet.a, "ok.example.test") == "host=A"
+            hwm0 = _hwm_kib(own.pid())
+            r = own.exec(sid, ["python3", "-c", BIG_CLIENT, "ok.example.test"], timeout=300)
+            block = bytes(range(256)) * 256
+            want = hashlib.sha256()
+            for _ in range((256 << 20) // len(block)):
+                want.update(block)
+            assert r["stdout"].split() == [str(256 << 20), want.hexdigest()], r
+            grew = _hwm_kib(own.pid()) - hwm0
+            print("# 256 MiB through the egress proxy: coved's peak RSS +%d KiB" % grew)
+            assert grew < 32 * 1024, "coved's peak RSS grew by %d KiB" % grew
+        finally:
             own.teardown()
