@@ -363,11 +363,6 @@ uint16_t egress_proxy_port(const struct egress_proxy *p, int family)
 	return p ? p->port[family == AF_INET ? 0 : 1] : 0;
 }
 
-int egress_proxy_conns(const struct egress_proxy *p)
-{
-	return p ? p->n_conns : 0;
-}
-
 void egress_proxy_free(struct egress_proxy *p)
 {
 	if (!p)

@@ -70,7 +70,5 @@ struct egress_proxy;
 struct egress_proxy *egress_proxy_new(struct event_base *base, const struct egress_config *c, struct cove_err *err);
 /* The port it listens on for family (AF_INET, AF_INET6), 0 if it does not. */
 uint16_t egress_proxy_port(const struct egress_proxy *p, int family);
-/* Its open connections (for tests and logs). */
-int egress_proxy_conns(const struct egress_proxy *p);
 /* Closes the listeners and every connection. NULL-safe. */
 void egress_proxy_free(struct egress_proxy *p);
