@@ -302,6 +302,20 @@ int network_prepare(struct engine *d, struct sandbox *sb, bool loaded, const cha
 	return 0;
 }
 
+void network_readdress(struct engine *d, struct sandbox *sb)
+{
+	struct sandbox_net *sn = sb->net;
+	struct net_addrs a;
+	int fd = -1;
+	if (!sn || sn->claim_fd >= 0 || alloc_addrs(&d->net->pool, &a, &fd) < 0)
+		return;
+	log_info("sandbox %s: network slot %u is another coved's now: slot %u", sb->id, sn->addrs.slot, a.slot);
+	net_pool_release(&d->net->pool, sn->addrs.slot);
+	sn->addrs = a;
+	sn->claim_fd = fd;
+	sb->spec.net_slot = (int)a.slot;
+}
+
 static bool name_allowed(void *data, const char *name)
 {
 	struct sandbox_net *sn = data;
@@ -406,10 +420,12 @@ int network_attach(struct engine *d, struct sandbox *sb, bool reattached, struct
 	struct net_sandbox ns;
 	if (!sn)
 		return 0;
-	/* A re-attached sandbox's veth is there: its rules are all it needs. */
 	if (network_rules(d, sb, err) < 0)
 		return -1;
-	if (!reattached) {
+	/* A re-attached sandbox's veth is there, and its rules are all it
+	 * needs; but for a coved killed between its init's start and its
+	 * veth's (its gateway is then nowhere on the host). */
+	if (!reattached || !host_has_addr(sn->addrs.gw4)) {
 		char path[64];
 		net_sandbox_of(sb, &ns);
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", sb->init_pid);

@@ -859,6 +859,7 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	}
 	memset(&err, 0, sizeof(err));
 	(void)cgroup_destroy(&d->cgroups, sb->id, 2000, NULL);
+	network_readdress(d, sb);
 	if (boot(d, sb, &err) < 0 || network_attach(d, sb, false, &err) < 0 || sandbox_save(d, sb, &err) < 0) {
 		log_error("sandbox %s: restart failed: %s", sb->id, err.msg);
 		sb->state = SB_STOPPED;

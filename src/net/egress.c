@@ -30,6 +30,7 @@ struct egress_conn {
 	struct sockaddr_storage one; /* the one address to dial, if one_len */
 	socklen_t one_len;
 	bool name_allowed;
+	bool http; /* port 80, a whole request read (sniff_http_one_request) */
 	char name[SNIFF_NAME_MAX + 1];
 	struct egress_conn *prev, *next;
 };
@@ -92,6 +93,21 @@ static void relay_done(void *data)
 
 static void try_next(struct egress_conn *k);
 
+/* The HTTP request read so far goes to the server as the connection's
+ * only one (sniff.h): a second request on it, naming another host, would
+ * otherwise reach the server the first one's name chose. */
+static int one_request(struct egress_conn *k)
+{
+	struct evbuffer *in = bufferevent_get_input(k->client);
+	size_t len = evbuffer_get_length(in);
+	uint8_t *out = malloc(len + 64);
+	const uint8_t *b = evbuffer_pullup(in, -1);
+	size_t n = out && b ? sniff_http_one_request(b, len, out, len + 64) : 0;
+	int r = n && bufferevent_write(k->up, out, n) == 0 ? evbuffer_drain(in, len) : -1;
+	free(out);
+	return r;
+}
+
 static void on_up_event(struct bufferevent *bev, short what, void *data)
 {
 	struct egress_conn *k = data;
@@ -102,6 +118,10 @@ static void on_up_event(struct bufferevent *bev, short what, void *data)
 		return;
 	}
 	struct bufferevent *client = k->client, *up = k->up;
+	if (k->http && one_request(k) < 0) {
+		refuse(k, "out of memory");
+		return;
+	}
 	k->client = k->up = NULL;
 	/* The bytes read to find the name are still in client's input: the
 	 * relay sends them first. */
@@ -234,6 +254,7 @@ static void on_hello(struct bufferevent *bev, void *data)
 		r = SNIFF_BAD;
 	if (r != SNIFF_NAME)
 		k->name[0] = '\0';
+	k->http = k->port == 80 && (r == SNIFF_NAME || r == SNIFF_NONE);
 	/* Nothing more is read until the other side is there: the client's
 	 * further bytes wait in the kernel. */
 	(void)bufferevent_disable(bev, EV_READ);

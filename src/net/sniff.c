@@ -261,3 +261,48 @@ enum sniff_result sniff_http(const uint8_t *buf, size_t len, char name[SNIFF_NAM
 	strcpy(name, got);
 	return SNIFF_NAME;
 }
+
+/* Whether the header line [l, e) is named name (case-insensitive). */
+static bool header_is(const char *l, const char *e, const char *name)
+{
+	size_t n = strlen(name);
+	return (size_t)(e - l) > n && l[n] == ':' && strncasecmp(l, name, n) == 0;
+}
+
+/* Whether a Connection header's value in [l, e) names "upgrade". */
+static bool asks_upgrade(const char *l, const char *e)
+{
+	for (const char *p = l; p + 7 <= e; p++)
+		if (strncasecmp(p, "upgrade", 7) == 0)
+			return true;
+	return false;
+}
+
+size_t sniff_http_one_request(const uint8_t *buf, size_t len, uint8_t *out, size_t cap)
+{
+	const char *s = (const char *)buf, *end = s + len;
+	const char *hend = memmem(s, len, "\r\n\r\n", 4);
+	if (!hend || cap < len + 64)
+		return 0;
+	bool upgrade = false, has_upgrade_header = false;
+	size_t n = 0;
+	/* The request line and every header but the connection's own. */
+	for (const char *l = s, *e; l < hend + 2; l = e + 2) {
+		e = memmem(l, (size_t)(hend + 2 - l), "\r\n", 2);
+		if (header_is(l, e, "connection")) {
+			upgrade = upgrade || asks_upgrade(l, e);
+			continue;
+		}
+		has_upgrade_header = has_upgrade_header || header_is(l, e, "upgrade");
+		if (header_is(l, e, "keep-alive") || header_is(l, e, "proxy-connection"))
+			continue;
+		memcpy(out + n, l, (size_t)(e + 2 - l));
+		n += (size_t)(e + 2 - l);
+	}
+	const char *c =
+		upgrade && has_upgrade_header ? "Connection: upgrade, close\r\n\r\n" : "Connection: close\r\n\r\n";
+	memcpy(out + n, c, strlen(c));
+	n += strlen(c);
+	memcpy(out + n, hend + 4, (size_t)(end - hend - 4));
+	return n + (size_t)(end - hend - 4);
+}

@@ -35,3 +35,13 @@ enum sniff_result sniff_tls(const uint8_t *buf, size_t len, char name[SNIFF_NAME
  * ("GET http://a.example/ HTTP/1.1") names the host instead, and a Host
  * beside it must agree. Two Host headers are SNIFF_BAD. */
 enum sniff_result sniff_http(const uint8_t *buf, size_t len, char name[SNIFF_NAME_MAX + 1]);
+
+/* The request sniff_http judged (buf, len: the same bytes; its headers
+ * whole), made the connection's only request: its Connection, Keep-Alive
+ * and Proxy-Connection headers replaced by "Connection: close" (or
+ * "Connection: upgrade, close" when it asked for an upgrade), so that the
+ * server closes after answering it and a second request, naming another
+ * host, never reaches the server the first one's name chose. What follows
+ * the headers (a body's first bytes) is kept. Into out (cap bytes; len +
+ * 64 is always enough): the length, or 0 if the headers are not whole. */
+size_t sniff_http_one_request(const uint8_t *buf, size_t len, uint8_t *out, size_t cap);

@@ -6,7 +6,8 @@
  * bytes of [A-Za-z0-9._-] (or, from HTTP, an IPv6 literal), with no empty
  * label and no trailing dot; and a result other than SNIFF_MORE stays the
  * same when more bytes follow (the proxy stops reading at it), but for
- * HTTP's MORE that only the empty line ends.
+ * HTTP's MORE that only the empty line ends; a judged HTTP request made
+ * the connection's only one (sniff_http_one_request) reads back the same.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu17 -D_GNU_SOURCE \
  *         -Isrc -Iinclude tests/fuzz/fuzz_sniff.c src/net/sniff.c -o fuzz_sniff
@@ -46,6 +47,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum sniff_result r = fn(data + 1, size - 1, name);
 	if (r == SNIFF_NAME)
 		check_name(name);
+	/* What the proxy sends for a judged request: the same name, once. */
+	if (fn == sniff_http && (r == SNIFF_NAME || r == SNIFF_NONE)) {
+		uint8_t *out = malloc(size + 64);
+		size_t n = out ? sniff_http_one_request(data + 1, size - 1, out, size + 64) : 0;
+		if (out && (n == 0 || n > size - 1 + 64 || sniff_http(out, n, again) != r ||
+			    (r == SNIFF_NAME && strcmp(name, again) != 0)))
+			abort();
+		free(out);
+	}
 	/* A verdict on a prefix holds for the whole input. */
 	for (size_t cut = 1; cut < size; cut += 1 + cut / 4) {
 		enum sniff_result p = fn(data + 1, cut - 1, again);

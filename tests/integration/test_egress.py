@@ -38,19 +38,37 @@ def serve_http(addr, who):
 
 BIG = 256 << 20
 def answer_http(c, who):
+    # One request per connection, but that a "GET /keep" keeps it open
+    # for the next (unless it says "Connection: close"), answering
+    # "host=WHO:HOST" to each.
     try:
         c.settimeout(30)
-        req = c.recv(4096)
-        if req.startswith(b"GET /big "):
-            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % BIG)
-            block = bytes(range(256)) * 256
-            for _ in range(BIG // len(block)):
-                c.sendall(block)
-        else:
-            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nhost=" + who.encode())
+        buf = b""
+        while True:
+            while b"\r\n\r\n" not in buf:
+                more = c.recv(4096)
+                if not more:
+                    return
+                buf += more
+            req, buf = buf.split(b"\r\n\r\n", 1)
+            if req.startswith(b"GET /big "):
+                c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % BIG)
+                block = bytes(range(256)) * 256
+                for _ in range(BIG // len(block)):
+                    c.sendall(block)
+                return
+            if not req.startswith(b"GET /keep "):
+                c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nhost=" + who.encode())
+                return
+            host = [l[5:].strip() for l in req.split(b"\r\n") if l.lower().startswith(b"host:")]
+            body = b"host=" + who.encode() + b":" + (host[0] if host else b"")
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            if b"connection: close" in req.lower():
+                return
     except OSError:
         pass
-    c.close()
+    finally:
+        c.close()
 
 def serve_tls(addr, who):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(cert, key)
@@ -326,7 +344,7 @@ def test_egress_nothing_left_after_coved_sigkill_restart_and_delete(_shared):
             for sid in ids:
                 assert own.api("DELETE", "/v1/sandboxes/" + sid)[0] == 200
             empty = {"links": [], "rules": [], "conntrack": 0}
-            assert wait_until(lambda: _ours(ids) == empty, 30), _ours(ids)
+            assert wait_until(lambda: _ours(ids) == empty, 60), _ours(ids)
             assert wait_until(lambda: _addr_count() <= addrs0, 30), (addrs0, _addr_count())
         finally:
             own.teardown()
@@ -432,5 +450,41 @@ def test_egress_proxy_streams_256_mib_with_bounded_memory(_shared):
             grew = _hwm_kib(own.pid()) - hwm0
             print("# 256 MiB through the egress proxy: coved's peak RSS +%d KiB" % grew)
             assert grew < 32 * 1024, "coved's peak RSS grew by %d KiB" % grew
+        finally:
+            own.teardown()
+
+
+# Inside a sandbox: two requests on one connection to ADDR:80, the first
+# naming FIRST, the second SECOND; prints every answer's body.
+PIPELINE = r"""
+import socket, sys
+s = socket.create_connection((sys.argv[1], 80), timeout=10)
+s.sendall(b"GET /keep HTTP/1.1\r\nHost: " + sys.argv[2].encode() + b"\r\n\r\n" +
+          b"GET /keep HTTP/1.1\r\nHost: " + sys.argv[3].encode() + b"\r\nConnection: close\r\n\r\n")
+data = b""
+while True:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+print(" ".join(p.split(b"\r\n\r\n", 1)[1][:40].decode() for p in data.split(b"HTTP/1.1 200 OK")[1:]) or "none")
+"""
+
+
+def test_egress_http_one_request_per_proxied_connection(_shared):
+    """A second request on a kept-alive connection, naming a denied host,
+    never reaches the server the first (allowed) name chose: the proxy
+    makes the first request the connection's only one. Without a domain
+    rule (nothing proxied) the same two requests are both answered, which
+    shows the test server keeps connections alive."""
+    with _internet() as inet:
+        own = Coved(args=["--resolv-conf", inet.resolv]).start()
+        try:
+            sid = own.create(deny_out=["bad.example.test"])
+            r = own.exec(sid, ["python3", "-c", PIPELINE, inet.a, "ok.example.test", "bad.example.test"], timeout=60)
+            assert r["stdout"].split() == ["host=A:ok.example.test"], r
+            _put(own, sid, deny_out=[])
+            r = own.exec(sid, ["python3", "-c", PIPELINE, inet.a, "ok.example.test", "bad.example.test"], timeout=60)
+            assert r["stdout"].split() == ["host=A:ok.example.test", "host=A:bad.example.test"], r
         finally:
             own.teardown()

@@ -151,9 +151,37 @@ static void test_http(void)
 	CHECK(sniff_http((const uint8_t *)nul, sizeof(nul) - 1, name) == SNIFF_BAD, "HTTP: a NUL in Host refused");
 }
 
+static int one(const char *req, const char *want)
+{
+	uint8_t out[1024];
+	size_t n = sniff_http_one_request((const uint8_t *)req, strlen(req), out, sizeof(out));
+	return n == strlen(want) && memcmp(out, want, n) == 0;
+}
+
+static void test_one_request(void)
+{
+	CHECK(one("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n",
+		  "GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n"),
+	      "one request: Connection: close added");
+	CHECK(one("GET / HTTP/1.1\r\nConnection: keep-alive\r\nHost: a.test\r\nKeep-Alive: timeout=5\r\n"
+		  "Proxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n",
+		  "GET / HTTP/1.1\r\nHost: a.test\r\nAccept: */*\r\nConnection: close\r\n\r\n"),
+	      "one request: keep-alive headers replaced");
+	CHECK(one("GET /ws HTTP/1.1\r\nHost: a.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+		  "GET /ws HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: upgrade, close\r\n\r\n"),
+	      "one request: an upgrade stays asked for");
+	CHECK(one("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 9\r\n\r\nbody\r\nGET",
+		  "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 9\r\nConnection: close\r\n\r\nbody\r\nGET"),
+	      "one request: the bytes after the headers kept as they are");
+	uint8_t out[64];
+	CHECK(sniff_http_one_request((const uint8_t *)"GET / HTTP/1.1\r\n", 16, out, sizeof(out)) == 0,
+	      "one request: headers not whole: 0");
+}
+
 int main(void)
 {
 	test_tls();
 	test_http();
+	test_one_request();
 	return tap_done();
 }
