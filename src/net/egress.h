@@ -22,10 +22,12 @@
  * memory is bounded: EGRESS_CONN_MAX connections, each at most SNIFF_MAX
  * bytes read ahead and RELAY_HIGH_WATER per direction.
  *
- * Known limit: the name is read once, from the first bytes. Inside TLS,
- * or in a later request of a kept-alive HTTP connection, a client can ask
- * the same server for another of its names (domain fronting); a server
- * that hosts both an allowed and a denied name can serve the denied one. */
+ * On port 80 the request read is sent as the connection's only one
+ * (sniff_http_one_request), so a second request cannot name another host
+ * to the server the first name chose. Known limit: inside TLS a client can
+ * ask the same server for another of its names (domain fronting); a
+ * server that hosts both an allowed and a denied name can serve the
+ * denied one. */
 #pragma once
 #include <event2/dns.h>
 #include <event2/event.h>
