@@ -223,6 +223,19 @@ static bool host_has_addr(const uint8_t addr[4])
 	return fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 }
 
+/* The same for a slot's IPv6 gateway: a veth left with it and without
+ * its IPv4 one (seen on a host shared by many coveds killed in tests)
+ * would route the new sandbox's IPv6 replies to the old veth. */
+static bool host_has_addr6(const struct net_addrs *a)
+{
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6 };
+	if (!a->has_v6)
+		return false;
+	memcpy(&sa.sin6_addr, a->gw6, 16);
+	_cleanup_close_ int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	return fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+}
+
 /* The host-wide claim on a gateway address, among the coveds of a host: a
  * record lock on CLAIM_DIR/<gateway>, held as long as the sandbox lives in
  * this coved (a POSIX lock: coved's forks do not inherit it, and it goes
@@ -254,7 +267,7 @@ static int alloc_addrs(struct net_pool *p, struct net_addrs *ret, int *claim_fd)
 	static uint32_t skipped[ALLOC_MAX_SKIPPED]; /* the loop's: one alloc at a time */
 	int n = 0, r;
 	while ((r = net_pool_alloc(p, ret)) == 0) {
-		if ((*claim_fd = claim(ret->gw4)) >= 0 && !host_has_addr(ret->gw4))
+		if ((*claim_fd = claim(ret->gw4)) >= 0 && !host_has_addr(ret->gw4) && !host_has_addr6(ret))
 			break;
 		if (*claim_fd >= 0)
 			close(*claim_fd);
