@@ -348,7 +348,11 @@ def test_egress_nothing_left_after_coved_sigkill_restart_and_delete(_shared):
             for sid in ids:
                 assert own.api("DELETE", "/v1/sandboxes/" + sid)[0] == 200
             empty = {"links": [], "rules": [], "conntrack": 0}
-            assert wait_until(lambda: _ours(ids) == empty, 60), _ours(ids)
+            # A veth goes with its namespace, which lives on while a socket
+            # of the dead sandbox still retransmits its FIN (its conntrack
+            # entry flushed, the answer never comes back): the kernel gives
+            # up after about 100 s (tcp_orphan_retries).
+            assert wait_until(lambda: _ours(ids) == empty, 180), _ours(ids)
             assert wait_until(lambda: not _addrs_left(gateways), 30), _addrs_left(gateways)
         finally:
             own.teardown()
