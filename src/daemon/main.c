@@ -128,6 +128,18 @@ static void usage(FILE *f)
 		   "                          after its first byte (default 60)\n");
 }
 
+static int parse_warm(struct daemon *fe, const char *s)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+	if (*end || end == s || n < 0 || n > TEMPLATE_MAX_WARM) {
+		fprintf(stderr, "coved: --warm: want a number from 0 to %d\n", TEMPLATE_MAX_WARM);
+		return -1;
+	}
+	fe->engine->warm = (int)n;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path, size_t cap)
 {
 	/* 'A': an option of access.c, which finds it by name. */
@@ -189,16 +201,10 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		case 'R':
 			snprintf(fe->engine->resolv_conf, sizeof(fe->engine->resolv_conf), "%s", optarg);
 			break;
-		case 'W': {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*end || end == optarg || n < 0 || n > TEMPLATE_MAX_WARM) {
-				fprintf(stderr, "coved: --warm: want a number from 0 to %d\n", TEMPLATE_MAX_WARM);
+		case 'W':
+			if (parse_warm(fe, optarg) < 0)
 				return -1;
-			}
-			fe->engine->warm = (int)n;
 			break;
-		}
 		case 'h':
 			usage(stdout);
 			exit(0);
