@@ -109,6 +109,8 @@ static void usage(FILE *f)
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
 		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
+		   "  --resolv-conf PATH  the host's resolvers, for sandboxes' DNS and the egress proxy\n"
+		   "                      (default /etc/resolv.conf)\n"
 		   "  --proxy-listen ADDR:PORT  the port proxy: sandboxes' open ports as URLs\n"
 		   "                 (default " PROXY_DEFAULT_LISTEN ", else any free port; port 0: any free one; off: none)\n"
 		   "  --proxy-domain D  host names PORT-ID.D of the URLs (default localhost)\n"
@@ -143,10 +145,14 @@ static int warm_option(struct engine *e, const char *arg)
 	return 0;
 }
 
-/* 'G': an image option, by its name. */
-static void image_option(struct engine *e, const char *name, const char *arg)
+/* 'G': an engine option that takes a string (the network's, the images'), by its name. */
+static void engine_option(struct engine *e, const char *name, const char *arg)
 {
-	if (strcmp(name, "registry-auth") == 0) {
+	if (strcmp(name, "subnet") == 0) {
+		snprintf(e->subnet, sizeof(e->subnet), "%s", arg);
+	} else if (strcmp(name, "resolv-conf") == 0) {
+		snprintf(e->resolv_conf, sizeof(e->resolv_conf), "%s", arg);
+	} else if (strcmp(name, "registry-auth") == 0) {
 		snprintf(e->registry_auth, sizeof(e->registry_auth), "%s", arg);
 	} else if (strcmp(name, "image-helper") == 0) {
 		snprintf(e->image_helper, sizeof(e->image_helper), "%s", arg);
@@ -174,7 +180,8 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "idle-timeout", required_argument, NULL, 'A' },
 		{ "request-timeout", required_argument, NULL, 'A' },
 		{ "storage", required_argument, NULL, 'S' },
-		{ "subnet", required_argument, NULL, 'N' },
+		{ "subnet", required_argument, NULL, 'G' },
+		{ "resolv-conf", required_argument, NULL, 'G' },
 		{ "proxy-listen", required_argument, NULL, 'P' },
 		{ "proxy-domain", required_argument, NULL, 'P' },
 		{ "warm", required_argument, NULL, 'W' },
@@ -214,15 +221,12 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 				return -1;
 			}
 			break;
-		case 'N':
-			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
-			break;
 		case 'W':
 			if (warm_option(fe->engine, optarg) < 0)
 				return -1;
 			break;
 		case 'G':
-			image_option(fe->engine, opts[longindex].name, optarg);
+			engine_option(fe->engine, opts[longindex].name, optarg);
 			break;
 		case 'h':
 			usage(stdout);

@@ -132,6 +132,7 @@ struct engine {
 	bool stopping; /* SIGTERM: exit once no deletion or worker job is under way */
 	enum storage_driver storage; /* --storage: what was asked for (STORAGE_AUTO by default) */
 	char subnet[64];             /* --subnet: the sandboxes' address pool ("": the default) */
+	char resolv_conf[512];       /* --resolv-conf: the host's resolvers ("": /etc/resolv.conf) */
 	struct engine_net *net;      /* network.c */
 	struct template *templates;  /* templates.c, by name */
 	int warm;                    /* --warm: the default pool's size (plain creates of "host") */

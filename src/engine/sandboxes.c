@@ -559,7 +559,12 @@ fail:
 static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
 	double t0 = now_ms();
-	bool ok = boot_finish(d, sb, p, err) == 0 && network_attach(d, sb, false, err) == 0 &&
+	/* The network's rules while the runtime's child makes the sandbox (on
+	 * the other core, if there is one): the nftables transaction is off
+	 * the create's path. The boot is finished (its child reaped) even if
+	 * they fail. */
+	bool ruled = network_rules(d, sb, err) == 0;
+	bool ok = boot_finish(d, sb, p, err) == 0 && ruled && network_attach(d, sb, false, err) == 0 &&
 		  sandbox_save(d, sb, err) == 0;
 	log_debug("sandbox %s: runtime ready and saved %.2f ms", sb->id, now_ms() - t0);
 	if (!ok) {
@@ -902,6 +907,7 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	}
 	memset(&err, 0, sizeof(err));
 	(void)cgroup_destroy(&d->cgroups, sb->id, 2000, NULL);
+	network_readdress(d, sb);
 	if (boot(d, sb, &err) < 0 || network_attach(d, sb, false, &err) < 0 || sandbox_save(d, sb, &err) < 0) {
 		log_error("sandbox %s: restart failed: %s", sb->id, err.msg);
 		sb->state = SB_STOPPED;
