@@ -199,8 +199,14 @@ static json_t *start_command(json_t *config)
 int image_spec_apply(struct engine *d, struct sandbox_spec *s, struct cove_err *err)
 {
 	struct image_resolved r;
-	if (image_resolve(d, s->image, &r, err) < 0)
-		return err->code == COVE_ENOTFOUND ? err_set(err, COVE_EINVAL, "%s", err->msg) : -1;
+	if (image_resolve(d, s->image, &r, err) < 0) {
+		/* An unknown image in a create's body is bad input (400), not an
+		 * unknown URL (404); err_set keeps a first error, so the code is
+		 * changed in place, its message kept. */
+		if (err->code == COVE_ENOTFOUND)
+			err->code = COVE_EINVAL;
+		return -1;
+	}
 	snprintf(s->image_dir, sizeof(s->image_dir), "%s", r.image_dir);
 	snprintf(s->image_id, sizeof(s->image_id), "%s", r.id);
 	if (r.host)
