@@ -40,6 +40,18 @@ static int parse_seconds(const char *s, double *ret)
 	return 0;
 }
 
+/* Whole seconds from 0. */
+static int parse_whole_seconds(const char *s, long *ret)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < 0)
+		return -1;
+	*ret = v;
+	return 0;
+}
+
 /* The sandbox options given into spec; 0, or -1 after a usage error. */
 static int parse_spec(struct cli *cli, const char *verb, json_t *spec)
 {
@@ -47,6 +59,7 @@ static int parse_spec(struct cli *cli, const char *verb, json_t *spec)
 	uint64_t size;
 	uint32_t millis;
 	double seconds;
+	long whole;
 	const char *optarg;
 	while ((c = cli_next_opt(cli, &optarg)) != -1) {
 		switch (c) {
@@ -83,6 +96,17 @@ static int parse_spec(struct cli *cli, const char *verb, json_t *spec)
 			if (parse_seconds(optarg, &seconds) < 0)
 				return cli_usage_error(verb, "bad --timeout '%s' (seconds)", optarg), -1;
 			json_object_set_new(spec, "timeout", json_real(seconds));
+			break;
+		case 'i':
+		case 'a':
+			if (parse_whole_seconds(optarg, &whole) < 0)
+				return cli_usage_error(verb, "bad --%s '%s' (whole seconds, 0 for never)",
+						       c == 'i' ? "idle-timeout" : "archive-after", optarg),
+				       -1;
+			json_object_set_new(spec, c == 'i' ? "idle_timeout" : "archive_after", json_integer(whole));
+			break;
+		case 'T': /* coved checks the name */
+			json_object_set_new(spec, "on_timeout", json_string(optarg));
 			break;
 		case 'X': /* "external" or "isolated": coved says what else is wrong */
 			json_object_set_new(spec, "isolation", json_string(optarg));

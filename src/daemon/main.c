@@ -104,6 +104,11 @@ static void usage(FILE *f)
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
 		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n");
+	fprintf(f, "sandboxes' lifecycle (a create's idle_timeout and archive_after win; 0 = never):\n"
+		   "  --default-idle-timeout S   pause a sandbox with nothing active for S seconds (default 900)\n"
+		   "  --default-archive-after S  archive a sandbox paused for S seconds (default 86400)\n"
+		   "  --max-active N             at most N sandboxes running or paused (default 0: no limit);\n"
+		   "                             the least recently used paused one is archived for another\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
 		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"
 		   "  --token-file PATH       the token (mode 0600, 32+ bytes; default DIR/token, made if missing)\n"
@@ -114,6 +119,27 @@ static void usage(FILE *f)
 		   "  --idle-timeout S        close a connection idle between requests (default 60)\n"
 		   "  --request-timeout S     close a connection whose request is not whole S seconds\n"
 		   "                          after its first byte (default 60)\n");
+}
+
+/* --default-idle-timeout, --default-archive-after (seconds), --max-active:
+ * whole numbers from 0. */
+static int parse_lifecycle_option(struct engine *d, const char *name, const char *value)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(value, &end, 10);
+	long max = strcmp(name, "max-active") == 0 ? MAX_SANDBOXES : LIFECYCLE_MAX_SECONDS;
+	if (!value[0] || *end || errno || v < 0 || v > max) {
+		fprintf(stderr, "coved: --%s: want a whole number from 0 to %ld, not '%s'\n", name, max, value);
+		return -1;
+	}
+	if (strcmp(name, "max-active") == 0)
+		d->max_active = (int)v;
+	else if (strcmp(name, "default-idle-timeout") == 0)
+		d->default_idle_timeout = (int)v;
+	else
+		d->default_archive_after = (int)v;
+	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path, size_t cap)
@@ -134,6 +160,9 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "request-timeout", required_argument, NULL, 'A' },
 		{ "storage", required_argument, NULL, 'S' },
 		{ "subnet", required_argument, NULL, 'N' },
+		{ "default-idle-timeout", required_argument, NULL, 'L' },
+		{ "default-archive-after", required_argument, NULL, 'L' },
+		{ "max-active", required_argument, NULL, 'L' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -167,6 +196,10 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 			break;
 		case 'N':
 			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
+			break;
+		case 'L':
+			if (parse_lifecycle_option(fe->engine, opts[longindex].name, optarg) < 0)
+				return -1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -248,7 +281,9 @@ static int serve(struct daemon *fe, struct cove_err *err)
 
 int main(int argc, char **argv)
 {
-	static struct engine d = { .data_dir = "/var/lib/cove" };
+	static struct engine d = { .data_dir = "/var/lib/cove",
+				   .default_idle_timeout = 900,
+				   .default_archive_after = 86400 };
 	static struct daemon fe = { .engine = &d, .socket_path = "/run/cove/cove.sock" };
 	char init_path[1024], self[1024];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);

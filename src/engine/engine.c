@@ -90,6 +90,7 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 
 void engine_close(struct engine *d)
 {
+	events_close_all(d);
 	network_close(d);
 	store_close(d->store);
 	d->store = NULL;

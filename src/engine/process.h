@@ -42,6 +42,7 @@ struct exec_request {
 	bool tty;        /* a pty as stdio */
 	int rows, cols;  /* its size */
 	bool stdin_open; /* a stdin pipe that stays open for later input */
+	bool keep_awake; /* a kept process that keeps the sandbox from an idle pause while it runs */
 };
 
 /* Run er in sb, answering into out (any struct output):
@@ -168,6 +169,11 @@ void procs_on_kept(struct sandbox *sb, const struct wire_hdr *h, int *fds, int n
 void procs_reattach(struct sandbox *sb);
 /* The sandbox stopped or is going away: end every stream, free all. */
 void procs_abort_all(struct sandbox *sb);
+/* Whether a running kept process keeps sb awake: a client attached to it
+ * (a terminal, a stream), or started with keep_awake (idle.c). */
+bool procs_keep_awake(const struct sandbox *sb);
+/* Whether a session runs or has queued a command. */
+bool sessions_busy(const struct sandbox *sb);
 
 /* For sessions.c: a kept process whose start is answered into out (may be
  * NULL); meta is merged into its description (which a restarted coved

@@ -313,6 +313,8 @@ static int make_ring(struct proc *p, const struct exec_request *er, json_t *extr
 		json_pack("{s:O, s:s?, s:s?, s:s?, s:b, s:b, s:b, s:I}", "cmd", er->cmd ? er->cmd : er->argv, "tag",
 			  er->tag, "cwd", er->cwd, "user", er->user, "tty", er->tty, "stdin", er->stdin_open || er->tty,
 			  "background", er->background, "started_at", (json_int_t)sandbox_now_ms());
+	if (p->meta && er->keep_awake)
+		json_object_set_new(p->meta, "keep_awake", json_true());
 	if (extra)
 		json_object_update(p->meta, extra);
 	char *meta = json_dumps(p->meta, JSON_COMPACT);
@@ -365,8 +367,8 @@ static int make_pipes(struct proc *p, const struct exec_request *er, struct wire
 
 static int check_spawn(struct sandbox *sb, const struct exec_request *er, struct cove_err *err)
 {
-	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
-		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
+	if (sandbox_ready(sb, err) < 0)
+		return -1;
 	if (er->tag && !tag_valid(er->tag))
 		return err_set(err, COVE_EINVAL, "'tag' must be 1 to 63 of A-Z a-z 0-9 . _ - and not only digits");
 	struct proc *same = er->tag ? find_tag(sb, er->tag) : NULL;
@@ -664,6 +666,14 @@ void procs_abort_all(struct sandbox *sb)
 	}
 }
 
+bool procs_keep_awake(const struct sandbox *sb)
+{
+	for (const struct proc *p = sb->procs; p; p = p->next)
+		if (!p->ended && (p->attachers || json_is_true(json_object_get(p->meta, "keep_awake"))))
+			return true;
+	return false;
+}
+
 /* ---- control ---- */
 
 struct proc *procs_find(struct sandbox *sb, const char *sel, struct cove_err *err)
@@ -695,6 +705,8 @@ int proc_send_signal(struct proc *p, const struct signal_request *r, struct cove
 {
 	if (p->exited)
 		return err_set(err, COVE_ESTATE, "process %d has ended", p->pid);
+	if (sandbox_ready(p->sb, err) < 0)
+		return -1;
 	signal_proc(p, r->sig, r->tree ? WIRE_FLAG_TREE : 0);
 	return 0;
 }
@@ -703,6 +715,8 @@ int proc_resize(struct proc *p, int rows, int cols, struct cove_err *err)
 {
 	if (!p->tty || p->ended || p->in_fd < 0)
 		return err_set(err, COVE_ESTATE, "process %d is not a running terminal", p->pid);
+	if (sandbox_ready(p->sb, err) < 0)
+		return -1;
 	struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
 	if (ioctl(p->in_fd, TIOCSWINSZ, &ws) < 0)
 		return err_sys(err, errno, "resize");

@@ -95,6 +95,9 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	json_object_set_new(j, "workdir", s->workdir[0] ? json_string(s->workdir) : json_null());
 	if (json_object_size(s->metadata))
 		json_object_set(j, "metadata", s->metadata);
+	json_object_set_new(j, "idle_timeout", json_integer(s->idle_timeout));
+	json_object_set_new(j, "archive_after", json_integer(s->archive_after));
+	json_object_set_new(j, "on_timeout", json_string(sandbox_on_timeout_name(s->on_timeout)));
 	return j;
 }
 
@@ -144,20 +147,23 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	snprintf(s->workdir, sizeof(s->workdir), "%s", workdir ? workdir : "");
 	json_t *metadata = json_object_get(j, "metadata");
 	s->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
+	/* Rows from before the lifecycle: never idle, deleted at their timeout. */
+	s->idle_timeout = (int)json_integer_value(json_object_get(j, "idle_timeout"));
+	s->archive_after = (int)json_integer_value(json_object_get(j, "archive_after"));
+	const char *on_timeout = json_string_value(json_object_get(j, "on_timeout"));
+	s->on_timeout = on_timeout && sandbox_on_timeout_parse(on_timeout) >= 0 ? sandbox_on_timeout_parse(on_timeout)
+										: SB_ON_TIMEOUT_DELETE;
 	json_decref(j);
 	return 0;
-}
-
-static const char *state_name(enum sandbox_state s)
-{
-	return s == SB_RUNNING ? "running" : s == SB_DELETING ? "deleting" : "stopped";
 }
 
 json_t *sandbox_to_json(const struct sandbox *sb)
 {
 	json_t *j = sandbox_spec_to_json(&sb->spec);
 	json_object_set_new(j, "id", json_string(sb->id));
-	json_object_set_new(j, "state", json_string(state_name(sb->state)));
+	json_object_set_new(j, "state", json_string(sandbox_state_name(sb->state)));
+	json_object_set_new(j, "state_changed_at", json_integer(sb->state_changed_at));
+	json_object_set_new(j, "state_reason", json_string(sandbox_reason_name(sb->state_reason)));
 	json_object_set_new(j, "init_pid", json_integer(sb->init_pid));
 	char workspace[600];
 	subvol_path(engine_ctx, sb->id, workspace, sizeof(workspace));
@@ -179,7 +185,9 @@ int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	_cleanup_free_ char *spec = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	struct store_sandbox row = { .id = sb->id,
-				     .state = state_name(sb->state),
+				     .state = sandbox_state_name(sb->state),
+				     .state_changed_at = sb->state_changed_at,
+				     .state_reason = sandbox_reason_name(sb->state_reason),
 				     .slot = sb->slot,
 				     .init_pid = sb->init_pid,
 				     .init_start = sb->init_start,
@@ -205,6 +213,11 @@ static uint64_t proc_start_time(pid_t pid)
 	return start;
 }
 
+bool sandbox_pid_is(pid_t pid, uint64_t start)
+{
+	return pid > 0 && start && proc_start_time(pid) == start;
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -215,7 +228,7 @@ static double now_ms(void)
 static void on_init_exit(evutil_socket_t fd, short what, void *arg);
 static void on_init_message(evutil_socket_t fd, short what, void *arg);
 
-static void detach(struct sandbox *sb)
+void sandbox_detach(struct sandbox *sb)
 {
 	if (sb->conn_ev)
 		event_free(sb->conn_ev);
@@ -242,7 +255,7 @@ static int attach(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	sb->conn_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (sb->conn_fd < 0 || connect(sb->conn_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		err_sys(err, errno, "connect to cove-init at '%s'", path);
-		detach(sb);
+		sandbox_detach(sb);
 		return -1;
 	}
 	evutil_make_socket_nonblocking(sb->conn_fd);
@@ -296,7 +309,7 @@ static int boot_finish(struct engine *d, struct sandbox *sb, struct runtime_pend
 	return 0;
 }
 
-static int boot(struct engine *d, struct sandbox *sb, struct cove_err *err)
+int sandbox_boot(struct engine *d, struct sandbox *sb, struct cove_err *err)
 {
 	struct runtime_pending p;
 	double t0 = now_ms();
@@ -328,9 +341,10 @@ static void sandbox_free(struct sandbox *sb)
 {
 	if (!sb)
 		return;
-	detach(sb);
+	sandbox_detach(sb);
 	if (sb->expire_ev)
 		event_free(sb->expire_ev);
+	lifecycle_forget(sb);
 	sandbox_spec_free(&sb->spec);
 	free(sb);
 }
@@ -352,7 +366,7 @@ static void expire(struct sandbox *sb, const char *why)
 
 static void on_expired(evutil_socket_t fd, short what, void *arg)
 {
-	expire(arg, "its timeout ran out");
+	lifecycle_on_timeout(engine_ctx, arg);
 }
 
 static void on_orphaned(evutil_socket_t fd, short what, void *arg)
@@ -462,7 +476,11 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	}
 	sb->spec = *spec;
 	spec->env = spec->allow_out = spec->deny_out = spec->metadata = NULL; /* moved */
-	sb->spec.created_at = sandbox_now_ms();
+	sb->spec.created_at = sb->state_changed_at = sandbox_now_ms();
+	if (sb->spec.idle_timeout < 0)
+		sb->spec.idle_timeout = d->default_idle_timeout;
+	if (sb->spec.archive_after < 0)
+		sb->spec.archive_after = d->default_archive_after;
 	/* A restore or a fork copies a spec: what ties its source to a deadline
 	 * or to a client's connection is not copied with it. */
 	if (from) {
@@ -471,7 +489,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	}
 
 	char image[600];
-	if (network_check(&sb->spec, err) < 0)
+	if (network_check(&sb->spec, err) < 0 || lifecycle_make_room(d, NULL, err) < 0)
 		goto fail;
 	/* A restored root keeps the image it was made on, whatever "host" is
 	 * today: its changes are only meaningful over that one. */
@@ -530,7 +548,7 @@ static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pe
 	if (!ok) {
 		char subvol[600];
 		subvol_path(d, sb->id, subvol, sizeof(subvol));
-		detach(sb);
+		sandbox_detach(sb);
 		if (sb->init_pid > 0)
 			kill(sb->init_pid, SIGKILL);
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
@@ -543,6 +561,7 @@ static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pe
 	}
 	d->count++;
 	arm_expiry(d, sb, sb->spec.expires_at, on_expired);
+	lifecycle_on_created(d, sb);
 	return 0;
 }
 
@@ -613,7 +632,7 @@ static void finish_delete(struct engine *d, struct sandbox *sb)
 	char subvol[600], sock[700];
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	socket_path(d, sb->id, sock, sizeof(sock));
-	detach(sb);
+	sandbox_detach(sb);
 	double t0 = now_ms();
 	if (cgroup_destroy(&d->cgroups, sb->id, 5000, &err) < 0) {
 		log_error("sandbox %s: delete: %s", sb->id, err.msg);
@@ -692,6 +711,7 @@ int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	locks_drop_all(sb, "sandbox deleted");
 	watch_abort_all(sb, "sandbox deleted");
 	d->count--;
+	lifecycle_on_deleted(d, sb, was);
 	begin_delete(d, sb);
 	return 0;
 }
@@ -724,7 +744,7 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 	files_abort_all(sb, why);
 	procs_abort_all(sb);
 	watch_abort_all(sb, why);
-	detach(sb);
+	sandbox_detach(sb);
 	sb->state = SB_STOPPED;
 	(void)sandbox_save(engine_ctx, sb, NULL);
 }
@@ -823,6 +843,8 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	snprintf(sb->id, sizeof(sb->id), "%s", row->id);
 	sb->init_pid = row->init_pid;
 	sb->init_start = row->init_start;
+	sb->state_changed_at = row->state_changed_at;
+	sb->state_reason = sandbox_reason_parse(row->state_reason);
 	d->sandboxes[sb->slot] = sb;
 	if (strcmp(row->state, "deleting") == 0) {
 		sb->state = SB_DELETING;
@@ -830,6 +852,13 @@ static void load_one(void *arg, const struct store_sandbox *row)
 		return;
 	}
 	d->count++;
+	bool paused = strcmp(row->state, "paused") == 0;
+	if (strcmp(row->state, "archived") == 0) {
+		sb->state = SB_ARCHIVED;
+		arm_expiry(d, sb, sb->spec.expires_at, on_expired);
+		lifecycle_on_loaded(d, sb);
+		return;
+	}
 	if (network_prepare(d, sb, true, NULL, &err) < 0) {
 		log_error("sandbox %s: network: %s", sb->id, err.msg);
 		memset(&err, 0, sizeof(err));
@@ -846,20 +875,24 @@ static void load_one(void *arg, const struct store_sandbox *row)
 		if (network_attach(d, sb, true, &err) < 0)
 			log_error("sandbox %s: network: %s", sb->id, err.msg);
 		/* A coved killed inside a snapshot's or fork's frozen instant
-		 * left it frozen, and nothing else keeps a sandbox frozen. */
-		if (cgroup_freeze(&d->cgroups, sb->id, false, &err) < 0)
+		 * left it frozen, and nothing but a pause keeps a sandbox frozen. */
+		if (!paused && cgroup_freeze(&d->cgroups, sb->id, false, &err) < 0)
 			log_error("sandbox %s: thaw: %s", sb->id, err.msg);
 		procs_reattach(sb);
+		sb->state = paused ? SB_PAUSED : SB_RUNNING;
+		lifecycle_on_loaded(d, sb);
 		return;
 	}
 	memset(&err, 0, sizeof(err));
 	(void)cgroup_destroy(&d->cgroups, sb->id, 2000, NULL);
-	if (boot(d, sb, &err) < 0 || network_attach(d, sb, false, &err) < 0 || sandbox_save(d, sb, &err) < 0) {
+	if (sandbox_boot(d, sb, &err) < 0 || network_attach(d, sb, false, &err) < 0 || sandbox_save(d, sb, &err) < 0) {
 		log_error("sandbox %s: restart failed: %s", sb->id, err.msg);
 		sb->state = SB_STOPPED;
 		return;
 	}
 	log_info("sandbox %s: started again (its previous init was gone)", sb->id);
+	sb->state = paused ? SB_PAUSED : SB_RUNNING;
+	lifecycle_on_loaded(d, sb);
 }
 
 /* A crash between taking a root and recording it, or before a fork's rows

@@ -52,6 +52,8 @@ struct store_sandbox {
 	pid_t init_pid;
 	uint64_t init_start; /* /proc/<pid>/stat starttime: tells a reused pid apart */
 	const char *spec;    /* JSON: image, limits, env, cwd, user, name, created_at */
+	int64_t state_changed_at; /* unix ms (0 in rows from before the lifecycle) */
+	const char *state_reason; /* why: user, request, idle, timeout, slots */
 };
 
 struct store_snapshot {

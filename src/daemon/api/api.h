@@ -28,6 +28,13 @@ int h_delete(struct http_req *req, const char *id, struct cove_err *err);
 int h_timeout(struct http_req *req, const char *id, struct cove_err *err);
 int h_network(struct http_req *req, const char *id, struct cove_err *err);
 
+/* lifecycle.c */
+int h_pause(struct http_req *req, const char *id, struct cove_err *err);
+int h_resume(struct http_req *req, const char *id, struct cove_err *err);
+int h_archive(struct http_req *req, const char *id, struct cove_err *err);
+int h_reboot(struct http_req *req, const char *id, struct cove_err *err);
+int h_events(struct http_req *req, const char *id, struct cove_err *err);
+
 /* snapshots.c */
 int h_snapshot(struct http_req *req, const char *id, struct cove_err *err);
 int h_fork(struct http_req *req, const char *id, struct cove_err *err);

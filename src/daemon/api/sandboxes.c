@@ -88,23 +88,47 @@ static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err
 	return network_check(s, err);
 }
 
+/* "idle_timeout", "archive_after": whole seconds, 0 = never, absent = coved's
+ * default (-1 here); "on_timeout": delete (the default), pause or archive. */
+static int parse_lifecycle(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+{
+	static const char *const keys[] = { "idle_timeout", "archive_after" };
+	int *fields[] = { &s->idle_timeout, &s->archive_after };
+	const char *on_timeout = "delete";
+	for (size_t i = 0; i < 2; i++) {
+		json_t *v = json_object_get(j, keys[i]);
+		*fields[i] = -1;
+		if (!v || json_is_null(v))
+			continue;
+		if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > LIFECYCLE_MAX_SECONDS)
+			return err_set(err, COVE_EINVAL, "'%s' must be whole seconds from 0 (never) to %d", keys[i],
+				       LIFECYCLE_MAX_SECONDS);
+		*fields[i] = (int)json_integer_value(v);
+	}
+	if (get_string(j, "on_timeout", &on_timeout, 15, err) < 0)
+		return -1;
+	if ((s->on_timeout = sandbox_on_timeout_parse(on_timeout)) < 0)
+		return err_set(err, COVE_EINVAL,
+			       "'on_timeout' must be \"delete\", \"pause\" or \"archive\", not \"%s\"", on_timeout);
+	return 0;
+}
+
 static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 {
-	static const char *const fields[] = { "name",    "image",     "memory",    "cpus",        "pids",
-					      "env",     "cwd",       "user",      "timeout",     "ephemeral",
-					      "isolation", "inherit_env", "network", "allow_out", "deny_out",
-					      "workdir", NULL };
+	static const char *const fields[] = { "name",      "image",        "memory",        "cpus",       "pids",
+					      "env",       "cwd",          "user",          "timeout",    "ephemeral",
+					      "isolation", "inherit_env",  "network",       "allow_out",  "deny_out",
+					      "workdir",   "idle_timeout", "archive_after", "on_timeout", NULL };
 	const char *name = "", *image = "host", *cwd = "", *user = "", *workdir = "";
 	double cpus = 1, pids = 1024;
 	s->memory = 512ull << 20;
 	if (check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ||
 	    get_string(j, "image", &image, 63, err) < 0 || get_string(j, "cwd", &cwd, 1023, err) < 0 ||
-	    get_string(j, "workdir", &workdir, 1023, err) < 0 ||
-	    get_string(j, "user", &user, 63, err) < 0 || get_size(j, "memory", &s->memory, err) < 0 ||
-	    get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 || get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 ||
-	    check_env(json_object_get(j, "env"), err) < 0 || get_deadline(j, &s->expires_at, err) < 0 ||
-	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0 || parse_isolation(j, s, err) < 0 ||
-	    parse_network(j, s, err) < 0)
+	    get_string(j, "workdir", &workdir, 1023, err) < 0 || get_string(j, "user", &user, 63, err) < 0 ||
+	    get_size(j, "memory", &s->memory, err) < 0 || get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 ||
+	    get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 || check_env(json_object_get(j, "env"), err) < 0 ||
+	    get_deadline(j, &s->expires_at, err) < 0 || get_bool(j, "ephemeral", &s->ephemeral, err) < 0 ||
+	    parse_isolation(j, s, err) < 0 || parse_network(j, s, err) < 0 || parse_lifecycle(j, s, err) < 0)
 		return -1;
 	if (s->external)
 		image = "";
@@ -168,6 +192,11 @@ int h_create(struct http_req *req, const char *id, struct cove_err *err)
 	if (r == 0)
 		r = sandbox_create(engine_ctx, &spec, NULL, &sb, err);
 	sandbox_spec_free(&spec);
+	if (r < 0 && err->code == COVE_EFULL) {
+		char after[16];
+		snprintf(after, sizeof(after), "%d", LIFECYCLE_RETRY_AFTER);
+		evhttp_add_header(http_req_out_headers(req), "Retry-After", after);
+	}
 	if (r < 0)
 		return -1;
 	/* Tied to the connection before the answer: a client gone by now
