@@ -120,33 +120,41 @@ static int refuse(const struct sandbox *sb, const char *what, struct cove_err *e
 }
 
 /* End every process of sb and release its cgroups and network; its files
- * stay. A frozen sandbox dies too: cgroup_destroy thaws what it killed. */
+ * stay. A frozen sandbox dies too: cgroup_destroy thaws what it killed.
+ * The row forgets the init first: a restart from here on must not attach
+ * to an init that is dying. */
 static int halt(struct engine *d, struct sandbox *sb, const char *why, struct cove_err *err)
 {
+	pid_t pid = sb->init_pid;
+	uint64_t start_time = sb->init_start;
 	exec_abort_all(sb, why);
 	files_abort_all(sb, why);
 	procs_abort_all(sb);
 	watch_abort_all(sb, why);
+	sb->init_pid = 0;
+	sb->init_start = 0;
+	if (pid > 0)
+		(void)sandbox_save(d, sb, NULL);
 	if (sb->init_pidfd >= 0)
 		(void)syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
-	else if (sandbox_pid_is(sb->init_pid, sb->init_start))
-		(void)kill(sb->init_pid, SIGKILL);
+	else if (sandbox_pid_is(pid, start_time))
+		(void)kill(pid, SIGKILL);
 	sandbox_detach(sb);
 	int r = cgroup_destroy(&d->cgroups, sb->id, 5000, err);
 	network_release(d, sb);
-	sb->init_pid = 0;
-	sb->init_start = 0;
 	return r;
 }
 
-/* cove-init on sb's files again, with a network of its own (a new address
- * from the pool: an archived sandbox gave its back; the policy is the
- * spec's). On failure nothing of it runs. */
+/* cove-init on sb's files again, with a network: new addresses from the
+ * pool (an archived sandbox gave its own back, and another coved of the
+ * host may hold them now), recorded before init runs with them so that a
+ * restart attaches to what it has; the policy is the spec's. On failure
+ * nothing of it runs. */
 static int start(struct engine *d, struct sandbox *sb, struct cove_err *err)
 {
 	if (network_prepare(d, sb, false, NULL, err) < 0)
 		return -1;
-	if (sandbox_boot(d, sb, err) < 0) {
+	if (sandbox_save(d, sb, err) < 0 || sandbox_boot(d, sb, err) < 0) {
 		network_release(d, sb);
 		return -1;
 	}
@@ -158,8 +166,7 @@ static int start(struct engine *d, struct sandbox *sb, struct cove_err *err)
 }
 
 /* Pause (frozen) or resume: running and paused differ by the freezer only. */
-static int set_frozen(struct engine *d, struct sandbox *sb, bool frozen, enum sandbox_reason why,
-		      struct cove_err *err)
+static int set_frozen(struct engine *d, struct sandbox *sb, bool frozen, enum sandbox_reason why, struct cove_err *err)
 {
 	struct was was;
 	if (sb->state != (frozen ? SB_RUNNING : SB_PAUSED))
@@ -221,8 +228,12 @@ static void started(struct engine *d, struct sandbox *sb, enum sandbox_state fro
 static int boot_again(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err)
 {
 	struct was was;
+	bool stopped = sb->state == SB_STOPPED;
 	if (lifecycle_make_room(d, sb, err) < 0 || record(d, sb, SB_RUNNING, why, &was, err) < 0)
 		return -1;
+	/* A stopped sandbox's init died by itself: what it left goes first. */
+	if (stopped)
+		(void)halt(d, sb, "sandbox started again", NULL);
 	if (start(d, sb, err) < 0) {
 		unrecord(d, sb, &was);
 		return -1;
@@ -237,7 +248,7 @@ int engine_sandbox_wake(struct engine *d, struct sandbox *sb, enum sandbox_reaso
 		return 0;
 	if (sb->state == SB_PAUSED)
 		return engine_sandbox_resume(d, sb, why, err);
-	if (sb->state != SB_ARCHIVED)
+	if (sb->state != SB_ARCHIVED && sb->state != SB_STOPPED)
 		return refuse(sb, "wake", err);
 	return boot_again(d, sb, why, err);
 }
@@ -265,7 +276,7 @@ int engine_sandbox_reboot(struct engine *d, struct sandbox *sb, enum sandbox_rea
 int sandbox_ready(struct sandbox *sb, struct cove_err *err)
 {
 	sb->last_active = sb->last_used = lifecycle_mono_ms();
-	if ((sb->state == SB_PAUSED || sb->state == SB_ARCHIVED) &&
+	if ((sb->state == SB_PAUSED || sb->state == SB_ARCHIVED || sb->state == SB_STOPPED) &&
 	    engine_sandbox_wake(engine_ctx, sb, SB_REASON_REQUEST, err) < 0)
 		return -1;
 	if (sb->state != SB_RUNNING || sb->conn_fd < 0)

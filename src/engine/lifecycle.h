@@ -52,9 +52,9 @@ int sandbox_reason_parse(const char *name);
 
 /* The transitions. Each is refused with 409 (COVE_ESTATE) and changes
  * nothing from a state it does not start from: pause from running, resume
- * from paused, archive from running, paused or stopped, wake from paused or
- * archived (a running sandbox: nothing to do, 0), reboot from any state but
- * deleting. Waking an archived sandbox takes an active slot: at the limit
+ * from paused, archive from running, paused or stopped, wake from paused,
+ * archived or stopped (its init died; running: nothing to do, 0), reboot
+ * from any state but deleting. Waking an archived sandbox takes an active slot: at the limit
  * the least recently used paused sandbox is archived (reason "slots"), and
  * with none a 429 (COVE_EFULL) is the answer. */
 int engine_sandbox_pause(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err);
@@ -64,8 +64,8 @@ int engine_sandbox_wake(struct engine *d, struct sandbox *sb, enum sandbox_reaso
 int engine_sandbox_reboot(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err);
 
 /* The gate of every operation that needs sb's processes: wakes it (reason
- * "request") when paused or archived, and counts as activity. 0 when it
- * runs, else -1 with err (409 for a sandbox whose init is gone). */
+ * "request") when paused, archived or stopped, and counts as activity. 0
+ * when it runs, else -1 with err. */
 int sandbox_ready(struct sandbox *sb, struct cove_err *err);
 
 /* Activity that lasts (an open proxied connection, an attached terminal):

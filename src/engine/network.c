@@ -258,9 +258,14 @@ int network_prepare(struct engine *d, struct sandbox *sb, bool loaded, const cha
 	sn->claim_fd = -1;
 	int r = !loaded ? alloc_addrs(&d->net->pool, &sn->addrs, &sn->claim_fd)
 			: net_pool_take(&d->net->pool, (uint32_t)sb->spec.net_slot, &sn->addrs);
-	/* A sandbox kept over a restart: its addresses are its own already. */
-	if (r == 0 && loaded)
-		sn->claim_fd = claim(sn->addrs.gw4);
+	/* A sandbox kept over a restart: its addresses are its own already,
+	 * unless its init was gone and another coved of the host claimed them
+	 * meanwhile (a sandbox archived or rebooted when coved died): then it
+	 * gets new ones, as a new sandbox would. */
+	if (r == 0 && loaded && (sn->claim_fd = claim(sn->addrs.gw4)) < 0) {
+		net_pool_release(&d->net->pool, sn->addrs.slot);
+		r = alloc_addrs(&d->net->pool, &sn->addrs, &sn->claim_fd);
+	}
 	if (r < 0) {
 		free(sn);
 		return r == -ENOSPC
