@@ -45,12 +45,17 @@ class Sandbox:
     # -- lifecycle -----------------------------------------------------------
     @classmethod
     def create(cls, image=None, name=None, memory=None, cpus=None, pids=None, env=None, cwd=None, user=None,
-               timeout=None, isolation=None, transport=None):
+               timeout=None, isolation=None, transport=None, on_timeout=None, idle_timeout=None,
+               archive_after=None):
         """memory in bytes or as "512M"/"1G"; timeout: seconds until coved
-        deletes it."""
+        deletes it (on_timeout "pause" or "archive": pauses or archives it);
+        idle_timeout: seconds with nothing active before it is paused,
+        archive_after: seconds paused before it is archived (0: never;
+        default: coved's)."""
         t = transport or default_transport()
         spec = _spec(image=image, name=name, memory=memory, cpus=cpus, pids=pids, env=env, cwd=cwd, user=user,
-                     timeout=timeout, isolation=isolation)
+                     timeout=timeout, isolation=isolation, on_timeout=on_timeout, idle_timeout=idle_timeout,
+                     archive_after=archive_after)
         return cls(t.call("POST", "/v1/sandboxes", json_body=spec), t)
 
     @classmethod
@@ -86,6 +91,28 @@ class Sandbox:
 
     def set_timeout(self, seconds):
         self.info = self._transport.call("POST", self._path + "/timeout", json_body={"timeout": seconds})
+
+    def _transition(self, verb):
+        self.info = self._transport.call("POST", self._path + "/" + verb, json_body={})
+        return self.info["state"]
+
+    def pause(self):
+        """Freezes its processes, keeping their memory; any call that needs
+        the sandbox (run, files, ...) wakes it. Conflict unless running."""
+        return self._transition("pause")
+
+    def resume(self):
+        """Thaws a paused sandbox. Conflict unless paused."""
+        return self._transition("resume")
+
+    def archive(self):
+        """Ends its processes and releases its memory and active slot; its
+        files stay, and the next call that needs it brings it back."""
+        return self._transition("archive")
+
+    def reboot(self):
+        """Ends every process and starts cove-init again on the same files."""
+        return self._transition("reboot")
 
     def destroy(self):
         self._transport.call("DELETE", self._path)
