@@ -264,6 +264,12 @@ log "snapbench: $SNAP_N runs each, cp -a $CP_RUNS times"
 python3 "$ROOT/bench/snapbench.py" --socket "$SOCK" --pool "$DATA/pool" --scratch "$SNAPTREE" \
 	--runs "$SNAP_N" --cp-runs "$CP_RUNS" --out "$RES/snap.txt"
 
+# --- 2b'. the lifecycle: wake, pause, archive, density (a private coved of its own) ----
+LIFE_RUNS=${LIFE_RUNS:-100} LIFE_DENSITY=${LIFE_DENSITY:-200}
+log "lifebench: $LIFE_RUNS runs, $LIFE_DENSITY paused sandboxes"
+COVE_BUILD="$ROOT/build" python3 "$ROOT/bench/lifebench.py" --runs "$LIFE_RUNS" --density "$LIFE_DENSITY" \
+	--out "$RES/life.txt" | tee "$RES/life-report.txt" >&2
+
 # --- 2c. memory snapshots: sys/criu.c next to the plain criu CLI ----------------------
 # Static: the binary is also the dumped tree's pid 1, bound into its root.
 log "building criubench"
