@@ -1,9 +1,10 @@
 /* Idle sleep and archive_after (lifecycle.h): one timer per sandbox, for
  * its state. Running, it checks now and then whether anything keeps the
  * sandbox awake: a request (sandbox_ready) or a lasting activity
- * (sandbox_activity_begin: a proxied connection, a terminal), an exec or a
- * file operation under way, a client attached to a kept process, a kept
- * process started with keep_awake, a session's command; and its CPU time:
+ * (sandbox_activity_begin: a proxied connection), an exec or a file
+ * operation under way, a client attached to a kept process (a terminal, a
+ * stream), a file watch, a kept process started with keep_awake, a
+ * session's command; and its CPU time:
  * processes that used more than IDLE_CPU_PERMILLE of one CPU since the last
  * check (a build, a busy loop) are activity, a server waiting in accept()
  * is not. After idle_timeout seconds without any, it is paused (reason
@@ -13,6 +14,7 @@
 #include "common/log.h"
 #include "engine/engine.h"
 #include "engine/process.h"
+#include "engine/watch.h"
 
 /* Checks at most this far apart, so that CPU use is seen over windows no
  * longer than this, whatever idle_timeout is. */
@@ -24,7 +26,8 @@
 
 bool idle_busy(const struct sandbox *sb)
 {
-	return sb->activity > 0 || sb->execs || sb->file_ops || procs_keep_awake(sb) || sessions_busy(sb);
+	return sb->activity > 0 || sb->execs || sb->file_ops || procs_keep_awake(sb) || sessions_busy(sb) ||
+	       watch_active(sb);
 }
 
 /* Whether sb used more than its share of CPU since the last look (which

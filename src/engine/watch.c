@@ -640,6 +640,14 @@ bool watch_on_init_reply(struct sandbox *sb, uint32_t seq, bool opened, int errn
 	return true;
 }
 
+bool watch_active(const struct sandbox *sb)
+{
+	for (const struct watch *w = watches; w; w = w->next)
+		if (w->sb == sb)
+			return true;
+	return false;
+}
+
 void watch_abort_all(struct sandbox *sb, const char *why)
 {
 	for (struct watch *w = watches, *next; w; w = next) {
