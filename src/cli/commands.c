@@ -154,6 +154,10 @@ const struct cli_cmd cli_commands[] = {
 	{ "reboot", cmd_reboot, "ID...",
 	  "Reboot sandboxes: every process ended, cove-init started again; files, ID, limits and policy kept.", NULL,
 	  -1, "cove reboot $ID" },
+	{ "events", cmd_events, "[ID]",
+	  "The sandboxes' state changes (or one's) as they happen: created, paused, running, archived, deleted, "
+	  "and why (user, request, idle, timeout, slots); until interrupted.",
+	  NULL, -1, "(timeout 5 cove events $ID || true) & sleep 1; cove pause $ID; cove resume $ID; wait" },
 	{ "network", cmd_network, "[--allow-out X]... [--deny-out Y]... [--clear] ID",
 	  "Replace a sandbox's egress policy (both lists; one not given is emptied); with no option, show its "
 	  "network.",
