@@ -9,6 +9,7 @@
  * init is gone is booted. A deed that fails is recorded back. Files are
  * never touched by any of them: they stay in the sandbox's subvolume. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,10 +136,17 @@ static int halt(struct engine *d, struct sandbox *sb, const char *why, struct co
 	sb->init_start = 0;
 	if (pid > 0)
 		(void)sandbox_save(d, sb, NULL);
-	if (sb->init_pidfd >= 0)
-		(void)syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
-	else if (sandbox_pid_is(pid, start_time))
+	if (sb->init_pidfd >= 0 && syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0) == 0) {
+		/* A frozen init keeps its SIGKILL pending until thawed (v1). Its
+		 * pidfd turns readable once it has died, and a pid 1 dies after
+		 * every other process of its namespace: then the cgroups are
+		 * empty at once, rather than after rounds of polling them. */
+		(void)cgroup_freeze(&d->cgroups, sb->id, false, NULL);
+		struct pollfd p = { sb->init_pidfd, POLLIN, 0 };
+		(void)poll(&p, 1, 5000);
+	} else if (sandbox_pid_is(pid, start_time)) {
 		(void)kill(pid, SIGKILL);
+	}
 	sandbox_detach(sb);
 	int r = cgroup_destroy(&d->cgroups, sb->id, 5000, err);
 	network_release(d, sb);
