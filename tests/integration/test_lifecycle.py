@@ -141,6 +141,10 @@ def test_pause_freezes_keeps_files_and_wakes(coved):
         assert _post(coved, sid, "resume")[0] == 409
         assert _post(coved, sid, "pause")[0] == 200 and _post(coved, sid, "resume")[1]["state"] == "running"
         assert _freezer(sid) == "THAWED" and _digest(coved, sid) == tree
+        # A paused sandbox is deleted whole: its frozen processes die too.
+        assert _post(coved, sid, "pause")[0] == 200
+        assert coved.api("DELETE", "/v1/sandboxes/" + sid)[0] == 200
+        assert wait_until(lambda: not covetest.cgroup_dirs(sid), 20), covetest.cgroup_procs(sid)
     finally:
         coved.api("DELETE", "/v1/sandboxes/" + sid)
 
@@ -178,6 +182,7 @@ def test_idle_rules(coved):
     try:
         for k, sid in ids.items():
             assert coved.exec(sid, "echo %s > /root/which" % k)["exit_code"] == 0
+        tree = _tree(coved, ids["server"])
         st, j = _post(coved, ids["server"], "exec", {"cmd": "cd /tmp && exec python3 -m http.server 8000",
                                                      "background": True})
         assert st == 200, (st, j)
@@ -201,7 +206,7 @@ def test_idle_rules(coved):
         r = coved.exec(ids["server"], "python3 -c \"import urllib.request as u; "
                                       "print(u.urlopen('http://127.0.0.1:8000/').status)\"")
         assert r["stdout"].strip() == "200", r
-        assert _state(coved, ids["server"]) == "running"
+        assert _state(coved, ids["server"]) == "running" and _digest(coved, ids["server"]) == tree
         # keep_awake is for kept processes only.
         st, j = _post(coved, ids["keep"], "exec", {"cmd": "true", "keep_awake": True})
         assert st == 400, (st, j)
@@ -371,12 +376,14 @@ def test_restart_keeps_each_state(_cv):
 
 # Each transition: how to bring the sandbox to its start, the request, and
 # the states it may be in after a SIGKILL somewhere in it.
+# The kill comes up to `within` seconds after the request is sent: about
+# how long the transition takes here, so that most kills land inside it.
 TRANSITIONS = {
-    "pause": ("running", "pause", {"running", "paused"}),
-    "resume": ("paused", "resume", {"running", "paused"}),
-    "archive": ("running", "archive", {"running", "archived"}),
-    "wake": ("archived", "exec", {"running", "archived"}),
-    "reboot": ("running", "reboot", {"running"}),
+    "pause": ("running", "pause", {"running", "paused"}, 0.004),
+    "resume": ("paused", "resume", {"running", "paused"}, 0.004),
+    "archive": ("running", "archive", {"running", "archived"}, 0.03),
+    "wake": ("archived", "exec", {"running", "archived"}, 0.06),
+    "reboot": ("running", "reboot", {"running"}, 0.08),
 }
 
 
@@ -422,13 +429,13 @@ def test_sigkill_in_the_middle_of_each_transition(_cv):
     try:
         sid = cv.create()
         tree = _tree(cv, sid)
-        for name, (start, verb, allowed) in TRANSITIONS.items():
+        for name, (start, verb, allowed, within) in TRANSITIONS.items():
             for trial in range(10):
                 _bring(cv, sid, start)
                 body = {"cmd": ["true"]} if verb == "exec" else None
                 t = threading.Thread(target=lambda: _swallow(cv, sid, verb, body), daemon=True)
                 t.start()
-                time.sleep(rnd.uniform(0, 0.03))
+                time.sleep(rnd.uniform(0, within))
                 cv.kill()
                 t.join(30)
                 cv.start()
