@@ -745,8 +745,10 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 	procs_abort_all(sb);
 	watch_abort_all(sb, why);
 	sandbox_detach(sb);
+	int was = sb->state;
 	sb->state = SB_STOPPED;
 	(void)sandbox_save(engine_ctx, sb, NULL);
+	events_emit(engine_ctx, sb, was);
 }
 
 static void on_init_exit(evutil_socket_t fd, short what, void *arg)
