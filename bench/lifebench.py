@@ -7,7 +7,8 @@ coved:
   archive, wake  a sandbox holding 10,000 files (snapbench's tree, no big
         file): p50 of POST .../archive, and of an exec `true` that wakes it
         from archived (target: 50 ms each), next to a reboot (the same
-        processes' end and start, no state change)
+        processes' end and start, no state change) and a create (the same
+        boot, on a new root: the peer)
   density  N paused sandboxes: coved's RSS growth plus their inits' RSS,
         per sandbox (as apibench's idle figure), and exec latency on a
         running sandbox next to them against the same on an empty coved.
@@ -71,14 +72,19 @@ def bench_archive(api, runs):
     api.exec(sid, ["sh", "-c", TREE_SH, "sh", "/srv/bench", "0"])
     n = api.exec(sid, ["sh", "-c", "find /srv/bench -type f | wc -l"])["stdout"].strip()
     print(f"archive/wake: a sandbox with {n} files", flush=True)
-    archive, wake, reboot = [], [], []
+    archive, wake, reboot, create = [], [], [], []
     for _ in range(runs):
         archive.append(api.timed("POST", f"/v1/sandboxes/{sid}/archive", {})[0])
         wake.append(exec_true(api, sid))
         reboot.append(api.timed("POST", f"/v1/sandboxes/{sid}/reboot", {})[0])
+        # the peer: a new sandbox's create, which boots the same way
+        t, j = api.timed("POST", "/v1/sandboxes", {"idle_timeout": 0})
+        create.append(t)
+        api.call("DELETE", f"/v1/sandboxes/{j['id']}")
     report("archive (10,000 files)", archive)
     report("wake: exec true on archived", wake)
     report("reboot", reboot)
+    report("peer: create", create)
     api.call("DELETE", f"/v1/sandboxes/{sid}")
 
 
