@@ -192,13 +192,16 @@ class Sandbox:
         body = _spec(cwd=self._cwd(cwd), env=env, user=user)
         return Session(self, self._transport.call("POST", self._path + "/sessions", json_body=body))
 
-    def spawn(self, cmd, env=None, cwd=None, user=None, tag=None, stdin=False):
+    def spawn(self, cmd, env=None, cwd=None, user=None, tag=None, stdin=False, keep_awake=False):
         """Starts cmd as a kept process and returns at once: a Process.
-        stdin=True keeps its stdin open for send_stdin()."""
+        stdin=True keeps its stdin open for send_stdin(); keep_awake=True
+        keeps the sandbox from an idle pause while it runs."""
         req = _spec(cmd=cmd, env=env, cwd=self._cwd(cwd), user=user, tag=tag)
         req["background"] = True
         if stdin:
             req["stdin_open"] = True
+        if keep_awake:
+            req["keep_awake"] = True
         return Process(self, self._transport.call("POST", self._path + "/exec", json_body=req))
 
     def processes(self):

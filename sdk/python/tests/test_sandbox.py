@@ -169,3 +169,5 @@ def test_pause_resume_archive_reboot(coved):
         pid = sb.info["init_pid"]
         assert sb.reboot() == "running" and sb.info["init_pid"] != pid
         assert sb.files.read("/root/f") == b"kept\n"
+        p = sb.spawn("sleep 1000", keep_awake=True)
+        assert [x.get("keep_awake") for x in sb.processes() if x["pid"] == p.pid] == [True]
