@@ -9,6 +9,7 @@
  * init is gone is booted. A deed that fails is recorded back. Files are
  * never touched by any of them: they stay in the sandbox's subvolume. */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -121,13 +122,15 @@ static int refuse(const struct sandbox *sb, const char *what, struct cove_err *e
 }
 
 /* End every process of sb and release its cgroups and network; its files
- * stay. A frozen sandbox dies too: cgroup_destroy thaws what it killed.
- * The row forgets the init first: a restart from here on must not attach
- * to an init that is dying. */
+ * stay. The row forgets the init first: a restart from here on must not
+ * attach to an init that is dying. Every process gets its SIGKILL at once
+ * (a frozen sandbox too: the kill thaws it), so none runs again before the
+ * network's rules go; the kernel tears them down meanwhile, and the init's
+ * pidfd turns readable once all of them are gone (a pid 1 dies last). */
 static int halt(struct engine *d, struct sandbox *sb, const char *why, struct cove_err *err)
 {
 	pid_t pid = sb->init_pid;
-	uint64_t start_time = sb->init_start;
+	int64_t t0 = lifecycle_mono_ms();
 	exec_abort_all(sb, why);
 	files_abort_all(sb, why);
 	procs_abort_all(sb);
@@ -136,20 +139,19 @@ static int halt(struct engine *d, struct sandbox *sb, const char *why, struct co
 	sb->init_start = 0;
 	if (pid > 0)
 		(void)sandbox_save(d, sb, NULL);
-	if (sb->init_pidfd >= 0 && syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0) == 0) {
-		/* A frozen init keeps its SIGKILL pending until thawed (v1). Its
-		 * pidfd turns readable once it has died, and a pid 1 dies after
-		 * every other process of its namespace: then the cgroups are
-		 * empty at once, rather than after rounds of polling them. */
-		(void)cgroup_freeze(&d->cgroups, sb->id, false, NULL);
+	(void)cgroup_kill(&d->cgroups, sb->id);
+	network_release(d, sb);
+	int64_t t1 = lifecycle_mono_ms();
+	if (sb->init_pidfd >= 0) {
 		struct pollfd p = { sb->init_pidfd, POLLIN, 0 };
 		(void)poll(&p, 1, 5000);
-	} else if (sandbox_pid_is(pid, start_time)) {
-		(void)kill(pid, SIGKILL);
 	}
+	int64_t t2 = lifecycle_mono_ms();
 	sandbox_detach(sb);
 	int r = cgroup_destroy(&d->cgroups, sb->id, 5000, err);
-	network_release(d, sb);
+	log_debug("sandbox %s: halt: kill and network %" PRId64 " ms, the rest's end %" PRId64 " ms, cgroups %" PRId64
+		  " ms",
+		  sb->id, t1 - t0, t2 - t1, lifecycle_mono_ms() - t2);
 	return r;
 }
 

@@ -411,6 +411,14 @@ static int rmdir_wait(const struct cgroup_layout *l, int h, const char *name, in
 	}
 }
 
+int cgroup_kill(const struct cgroup_layout *l, const char *name)
+{
+	int r = check_name(name, NULL);
+	if (r == 0)
+		kill_all(l, name);
+	return r;
+}
+
 int cgroup_destroy(const struct cgroup_layout *l, const char *name, int timeout_ms, struct cove_err *err)
 {
 	int hs[HIER_COUNT], n = hier_list(l, hs), r;

@@ -69,6 +69,11 @@ int cgroup_enter(const struct cgroup_layout *l, const char *name, int pid, struc
  * them to empty. Missing cgroups are not an error. */
 int cgroup_destroy(const struct cgroup_layout *l, const char *name, int timeout_ms, struct cove_err *err);
 
+/* SIGKILL every process in the cgroup, as cgroup_destroy does first, and
+ * return without waiting: on return none of them runs another instruction
+ * of its own (each has the kill pending; none could fork meanwhile). */
+int cgroup_kill(const struct cgroup_layout *l, const char *name);
+
 /* Number of processes in the sandbox's cgroup, or -errno. */
 int cgroup_count_procs(const struct cgroup_layout *l, const char *name);
 
