@@ -3,6 +3,7 @@
  * one libevent loop. It can be killed at any moment: sandboxes live on in
  * their own processes, and the next coved picks them up. */
 #include <errno.h>
+#include <stddef.h>
 #include <event2/bufferevent.h>
 #include "daemon/http/httpd.h"
 #include <fcntl.h>
@@ -29,6 +30,7 @@
 #include "daemon/e2b/e2b.h"
 #include "daemon/http/access.h"
 #include "engine/engine.h"
+#include "engine/template.h"
 #include "store/snapshot_store.h"
 #include "store/store.h"
 #include "image/host_image.h"
@@ -82,6 +84,8 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 	/* Deletions under way get a few seconds to finish; what is left then
 	 * is finished by the next start. */
 	engine_ctx->stopping = true;
+	/* A warm pool's sandboxes served nobody: they go with this coved. */
+	warm_stop_all(engine_ctx);
 	/* No new requests: the socket goes at once (a new coved may take it). */
 	if (daemon_ctx->api_handle) {
 		http_listener_free(daemon_ctx->api_handle);
@@ -103,7 +107,9 @@ static void usage(FILE *f)
 		   "  --storage DRIVER  btrfs, overlay or auto (default): the data root's, or on a new one\n"
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
-		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n");
+		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
+		   "  --warm N       keep N sandboxes of the default spec (image host) started and\n"
+		   "                 ready, for creates without a template (default 0)\n");
 	fprintf(f, "sandboxes' lifecycle (a create's idle_timeout and archive_after win; 0 = never):\n"
 		   "  --default-idle-timeout S   pause a sandbox with nothing active for S seconds (default 900)\n"
 		   "  --default-archive-after S  archive a sandbox paused for S seconds (default 86400)\n"
@@ -121,24 +127,32 @@ static void usage(FILE *f)
 		   "                          after its first byte (default 60)\n");
 }
 
-/* --default-idle-timeout, --default-archive-after (seconds), --max-active:
- * whole numbers from 0. */
+/* The options that are a whole number from 0: --warm (sandboxes),
+ * --max-active (sandboxes), --default-idle-timeout and
+ * --default-archive-after (seconds). */
 static int parse_lifecycle_option(struct engine *d, const char *name, const char *value)
 {
+	static const struct {
+		const char *name;
+		long max;
+		size_t at;
+	} nums[] = {
+		{ "warm", TEMPLATE_MAX_WARM, offsetof(struct engine, warm) },
+		{ "max-active", MAX_SANDBOXES, offsetof(struct engine, max_active) },
+		{ "default-idle-timeout", LIFECYCLE_MAX_SECONDS, offsetof(struct engine, default_idle_timeout) },
+		{ "default-archive-after", LIFECYCLE_MAX_SECONDS, offsetof(struct engine, default_archive_after) },
+	};
+	size_t i = 0;
+	while (i + 1 < ARRAY_SIZE(nums) && strcmp(name, nums[i].name) != 0)
+		i++;
 	char *end;
 	errno = 0;
 	long v = strtol(value, &end, 10);
-	long max = strcmp(name, "max-active") == 0 ? MAX_SANDBOXES : LIFECYCLE_MAX_SECONDS;
-	if (!value[0] || *end || errno || v < 0 || v > max) {
-		fprintf(stderr, "coved: --%s: want a whole number from 0 to %ld, not '%s'\n", name, max, value);
+	if (!value[0] || *end || errno || v < 0 || v > nums[i].max) {
+		fprintf(stderr, "coved: --%s: want a whole number from 0 to %ld, not '%s'\n", name, nums[i].max, value);
 		return -1;
 	}
-	if (strcmp(name, "max-active") == 0)
-		d->max_active = (int)v;
-	else if (strcmp(name, "default-idle-timeout") == 0)
-		d->default_idle_timeout = (int)v;
-	else
-		d->default_archive_after = (int)v;
+	*(int *)((char *)d + nums[i].at) = (int)v;
 	return 0;
 }
 
@@ -163,6 +177,7 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "default-idle-timeout", required_argument, NULL, 'L' },
 		{ "default-archive-after", required_argument, NULL, 'L' },
 		{ "max-active", required_argument, NULL, 'L' },
+		{ "warm", required_argument, NULL, 'L' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -236,6 +251,20 @@ static int lock_data_root(const char *data_dir, struct cove_err *err)
 	return 0;
 }
 
+/* coved --warm N: a pool of sandboxes made as a create without fields
+ * makes them. */
+static int start_default_pool(struct engine *d, struct cove_err *err)
+{
+	struct sandbox_spec spec = { 0 };
+	json_t *none = json_object();
+	int r = d->warm > 0 ? api_parse_spec(none, &spec, err) : 0;
+	if (r == 0 && d->warm > 0)
+		r = warm_open(d, NULL, d->warm, &spec, &d->default_pool, err);
+	sandbox_spec_free(&spec);
+	json_decref(none);
+	return r;
+}
+
 static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 {
 	struct engine *d = fe->engine;
@@ -254,7 +283,9 @@ static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 	 * the backlog until the loop runs. */
 	if ((fe->api_fd = listen_api(fe->socket_path, err)) < 0)
 		return -1;
-	return sandboxes_load(d, err);
+	if (sandboxes_load(d, err) < 0)
+		return -1;
+	return start_default_pool(d, err);
 }
 
 static int serve(struct daemon *fe, struct cove_err *err)

@@ -24,6 +24,9 @@ struct durable_job;
 struct engine_net;
 struct engine_events;
 struct sandbox_net;
+struct launch;
+struct template;
+struct warm;
 
 struct sandbox_spec {
 	char name[64];
@@ -60,6 +63,16 @@ struct sandbox_spec {
 	int idle_timeout;
 	int archive_after;
 	int on_timeout; /* enum sandbox_on_timeout */
+	/* The start command, a kept process started at create (an argv array;
+	 * NULL: none), and the readiness check that create waits for
+	 * (launch.c; NULL: none): {"port": N | "url": U | "cmd": argv,
+	 * "timeout": seconds}. */
+	json_t *start, *ready;
+	char template[64]; /* the template it was made from ("": none) */
+	/* A sandbox of a warm pool (warm.c), not handed out yet: neither
+	 * listed nor found by ID, deleted at stop and at the next start. */
+	bool pooled;
+	bool from_pool; /* it was handed out from a warm pool */
 };
 
 /* STOPPED: its init died (it is booted again at coved's next start).
@@ -95,6 +108,7 @@ struct sandbox {
 	int64_t cpu_seen_at;
 	int activity;          /* sandbox_activity_begin minus _end: proxied connections, terminals */
 	struct event *life_ev; /* running: the idle check; paused: archive_after */
+	struct launch *launch;    /* its start command and readiness wait, while under way (launch.c) */
 };
 
 /* A snapshot: <pool>/snapshots/<id>/files, a read-only snapshot of a
@@ -135,6 +149,9 @@ struct engine {
 	enum storage_driver storage; /* --storage: what was asked for (STORAGE_AUTO by default) */
 	char subnet[64];             /* --subnet: the sandboxes' address pool ("": the default) */
 	struct engine_net *net;      /* network.c */
+	struct template *templates;  /* templates.c, by name */
+	int warm;                    /* --warm: the default pool's size (plain creates of "host") */
+	struct warm *default_pool;   /* its pool (warm.c), or NULL */
 	/* A front end's: a sandbox is being deleted (its ID is gone from the
 	 * engine on return). */
 	void (*on_sandbox_deleted)(const char *id);
@@ -158,6 +175,8 @@ void sandboxes_stop_if_idle(struct engine *d);
 struct sandbox *sandbox_find(struct engine *d, const char *id);
 /* sandbox_find, or NULL with a 404 "no sandbox 'ID'" in err. */
 struct sandbox *sandbox_lookup(struct engine *d, const char *id, struct cove_err *err);
+/* A sandbox a listing shows: not being deleted, not in a warm pool. */
+bool sandbox_listed(const struct sandbox *sb);
 /* Create and boot a sandbox from spec (its env is moved out). Its root is
  * a new, empty one, or, when from is not NULL, a writable snapshot of the
  * subvolume from (a snapshot's files), whose image spec->image_dir names. */
@@ -178,6 +197,8 @@ int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err);
 int sandbox_set_expiry(struct engine *d, struct sandbox *sb, int64_t expires_at, struct cove_err *err);
 int64_t sandbox_now_ms(void); /* unix ms */
 json_t *sandbox_to_json(const struct sandbox *sb);
+/* Copy a spec (its JSON values deep): 0, or -1 out of memory (to freed). */
+int sandbox_spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to);
 /* Record sb's row (its spec and state) in state.db. */
 int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err);
 /* For lifecycle.c: start cove-init on sb's files (its cgroups made, the
@@ -254,6 +275,8 @@ int history_delete(struct engine *d, const char *id, json_t **ret, struct cove_e
 /* 0 when no checkpoint names the snapshot, else -1 with a 409 that says
  * which history does. */
 int history_check_unused(struct engine *d, const char *snapshot, struct cove_err *err);
+
+/* templates.c, launch.c, warm.c: engine/template.h */
 
 /* worker.c: slow work off the loop. work(arg) runs on a thread of its own
  * and may touch only what arg holds; then done(arg) runs on the loop. */

@@ -98,7 +98,7 @@ int events_subscribe(struct engine *d, const char *id, int keepalive, struct out
 
 void events_emit(struct engine *d, const struct sandbox *sb, int from)
 {
-	if (!d->events)
+	if (!d->events || sb->spec.pooled)
 		return;
 	struct sandbox_event e = {
 		.id = sb->id,

@@ -108,6 +108,8 @@ void idle_arm(struct engine *d, struct sandbox *sb)
 	int64_t now = lifecycle_mono_ms();
 	if (sb->life_ev)
 		evtimer_del(sb->life_ev);
+	if (sb->spec.pooled) /* a warm pool's: nobody uses it yet */
+		return;
 	if (sb->state == SB_RUNNING && sb->spec.idle_timeout > 0) {
 		if (!sb->last_active)
 			sb->last_active = now;

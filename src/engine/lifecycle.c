@@ -25,6 +25,7 @@
 #include "engine/files.h"
 #include "engine/network.h"
 #include "engine/process.h"
+#include "engine/template.h"
 #include "engine/watch.h"
 
 static const char *const state_names[] = {
@@ -135,6 +136,7 @@ static int halt(struct engine *d, struct sandbox *sb, const char *why, struct co
 	files_abort_all(sb, why);
 	procs_abort_all(sb);
 	watch_abort_all(sb, why);
+	launch_abort(sb, why);
 	sb->init_pid = 0;
 	sb->init_start = 0;
 	if (pid > 0)
@@ -223,8 +225,30 @@ int engine_sandbox_archive(struct engine *d, struct sandbox *sb, enum sandbox_re
 	return 0;
 }
 
+/* A launch's output whose only reader is the log. */
+struct relaunch {
+	struct output out;
+	char id[16];
+};
+
+static void relaunch_write(struct output *o, const struct out_event *ev)
+{
+}
+
+static void relaunch_close(struct output *o, const struct cove_err *err)
+{
+	struct relaunch *r = (struct relaunch *)o;
+	if (err)
+		log_warn("sandbox %s: its start command, again: %s", r->id, err->msg);
+	free(r);
+}
+
+static const struct output_ops relaunch_ops = { .write = relaunch_write, .close = relaunch_close };
+
 /* A new init runs: its pid recorded (without it the next start would boot
- * another), the change announced. */
+ * another), the change announced, and its start command (template.h) run
+ * again as its create ran it; the request that woke it does not wait for
+ * its readiness. */
 static void started(struct engine *d, struct sandbox *sb, enum sandbox_state from)
 {
 	struct cove_err later = { 0 };
@@ -232,6 +256,16 @@ static void started(struct engine *d, struct sandbox *sb, enum sandbox_state fro
 		log_error("sandbox %s: %s", sb->id, later.msg);
 	sb->last_active = sb->last_used = lifecycle_mono_ms();
 	done(d, sb, from);
+	struct relaunch *r = launch_needed(sb) ? calloc(1, sizeof(*r)) : NULL;
+	if (!r)
+		return;
+	r->out.ops = &relaunch_ops;
+	snprintf(r->id, sizeof(r->id), "%s", sb->id);
+	memset(&later, 0, sizeof(later));
+	if (launch_start(d, sb, &r->out, &later) < 0) {
+		log_warn("sandbox %s: its start command, again: %s", sb->id, later.msg);
+		free(r);
+	}
 }
 
 /* Archived (or stopped) to running: a slot, the row, then cove-init. */
@@ -345,10 +379,37 @@ int lifecycle_make_room(struct engine *d, const struct sandbox *except, struct c
 	}
 }
 
+void lifecycle_spec_defaults(const struct engine *d, struct sandbox_spec *s)
+{
+	if (s->idle_timeout < 0)
+		s->idle_timeout = d->default_idle_timeout;
+	if (s->archive_after < 0)
+		s->archive_after = d->default_archive_after;
+}
+
+void lifecycle_spec_to_json(const struct sandbox_spec *s, json_t *j)
+{
+	json_object_set_new(j, "idle_timeout", json_integer(s->idle_timeout));
+	json_object_set_new(j, "archive_after", json_integer(s->archive_after));
+	json_object_set_new(j, "on_timeout", json_string(sandbox_on_timeout_name(s->on_timeout)));
+}
+
+void lifecycle_spec_from_json(json_t *j, struct sandbox_spec *s)
+{
+	const char *on_timeout = json_string_value(json_object_get(j, "on_timeout"));
+	s->idle_timeout = (int)json_integer_value(json_object_get(j, "idle_timeout"));
+	s->archive_after = (int)json_integer_value(json_object_get(j, "archive_after"));
+	s->on_timeout = on_timeout ? sandbox_on_timeout_parse(on_timeout) : SB_ON_TIMEOUT_DELETE;
+	if (s->on_timeout < 0)
+		s->on_timeout = SB_ON_TIMEOUT_DELETE;
+}
+
+/* A new sandbox, or one a warm pool hands out (a pool's own are not
+ * announced, nor put to sleep: nobody has them yet). */
 void lifecycle_on_created(struct engine *d, struct sandbox *sb)
 {
 	sb->last_active = sb->last_used = lifecycle_mono_ms();
-	done(d, sb, (enum sandbox_state) - 1);
+	done(d, sb, (enum sandbox_state)-1);
 }
 
 void lifecycle_on_deleted(struct engine *d, struct sandbox *sb, int was)

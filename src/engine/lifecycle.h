@@ -19,6 +19,7 @@
  * Metadata (sandbox_to_json, locks, the timeout, the network policy) does
  * not wake it. */
 #pragma once
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,6 +27,7 @@
 
 struct engine;
 struct sandbox;
+struct sandbox_spec;
 struct output;
 
 /* Why a sandbox's state changed. */
@@ -100,6 +102,15 @@ int events_subscribe(struct engine *d, const char *id, int keepalive, struct out
 void events_close_all(struct engine *d);
 
 /* ---- inside the engine ---- */
+
+/* A spec's idle_timeout and archive_after, when not given (< 0): coved's
+ * defaults. At create, and when a warm pool hands a sandbox out. */
+void lifecycle_spec_defaults(const struct engine *d, struct sandbox_spec *s);
+/* The spec's lifecycle fields into its JSON (state.db's row, the API's
+ * object), and back (a row from before them: never idle, deleted at its
+ * timeout). */
+void lifecycle_spec_to_json(const struct sandbox_spec *s, json_t *j);
+void lifecycle_spec_from_json(json_t *j, struct sandbox_spec *s);
 
 /* sandboxes.c calls these. */
 void lifecycle_on_created(struct engine *d, struct sandbox *sb);

@@ -303,6 +303,23 @@ def test_reboot_keeps_files_id_limits_and_policy(coved):
         coved.api("DELETE", "/v1/sandboxes/" + sid)
 
 
+def test_wake_and_reboot_run_the_start_command_again(coved):
+    sid = coved.create(start="echo up >> /root/starts; exec sleep 100000")
+    try:
+        def starts():
+            return coved.exec(sid, "cat /root/starts 2>/dev/null | wc -l")["stdout"].strip()
+        assert wait_until(lambda: starts() == "1", 30), starts()
+        assert _post(coved, sid, "archive")[0] == 200
+        assert wait_until(lambda: starts() == "2", 30), starts()  # the exec woke it; the start ran again
+        assert _post(coved, sid, "reboot")[0] == 200
+        assert wait_until(lambda: starts() == "3", 30), starts()
+        assert "sleep 100000" in coved.exec(sid, ["ps", "-eo", "args"])["stdout"]
+        # A pause keeps the processes: nothing starts again.
+        assert _post(coved, sid, "pause")[0] == 200 and starts() == "3"
+    finally:
+        coved.api("DELETE", "/v1/sandboxes/" + sid)
+
+
 def test_on_timeout_pause_and_archive(coved):
     p = coved.create(timeout=1, on_timeout="pause")
     a = coved.create(timeout=1, on_timeout="archive")

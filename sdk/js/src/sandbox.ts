@@ -27,7 +27,26 @@ export interface SandboxOptions {
   /** Seconds paused before it is archived (0: never; default coved's). */
   archiveAfter?: number;
   isolation?: 'isolated' | 'external';
+  /** A template (or its name) whose fields the sandbox inherits, those
+   * given here winning; from its warm pool when one fits (info.from_pool). */
+  template?: string | { name: string };
+  /** A start command, kept running (argv, or a shell string). */
+  start?: string | string[];
+  /** A readiness check that create waits for. */
+  ready?: ReadyCheck;
+  network?: 'egress' | 'none';
+  allow_out?: string[];
+  deny_out?: string[];
   transport?: Transport;
+}
+
+/** Exactly one of port, url (http://127.0.0.1:PORT/PATH inside the
+ * sandbox) or cmd; timeout in seconds (default 30). */
+export interface ReadyCheck {
+  port?: number;
+  url?: string;
+  cmd?: string | string[];
+  timeout?: number;
 }
 
 export interface ExecOptions {
@@ -68,7 +87,7 @@ export interface LockOptions {
   timeoutMs?: number;
 }
 
-function clean<T extends object>(o: T): Partial<T> {
+export function clean<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
@@ -289,10 +308,12 @@ export class Sandbox {
 
 /** Creates and starts a sandbox; the caller destroys it. */
 export async function createSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
-  const { transport, onTimeout, idleTimeout, archiveAfter, ...spec } = opts;
+  const { transport, template, onTimeout, idleTimeout, archiveAfter, ...spec } = opts;
   const t = transport ?? defaultTransport();
+  const name = typeof template === 'object' ? template.name : template;
   const body = clean({
-    ...spec, env: spec.env && clean(spec.env), on_timeout: onTimeout, idle_timeout: idleTimeout, archive_after: archiveAfter,
+    ...spec, template: name, env: spec.env && clean(spec.env),
+    on_timeout: onTimeout, idle_timeout: idleTimeout, archive_after: archiveAfter,
   });
   return Sandbox.of(await t.call('POST', '/v1/sandboxes', { json: body }), t);
 }
