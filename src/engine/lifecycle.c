@@ -409,7 +409,7 @@ void lifecycle_spec_from_json(json_t *j, struct sandbox_spec *s)
 void lifecycle_on_created(struct engine *d, struct sandbox *sb)
 {
 	sb->last_active = sb->last_used = lifecycle_mono_ms();
-	done(d, sb, (enum sandbox_state)-1);
+	done(d, sb, (enum sandbox_state) - 1);
 }
 
 void lifecycle_on_deleted(struct engine *d, struct sandbox *sb, int was)
