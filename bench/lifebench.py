@@ -28,10 +28,10 @@ from snapbench import Api, TREE_SH, pct  # noqa: E402
 out = []
 
 
-def report(name, xs, unit="ms"):
-    line = f"{name:34s} p50 {pct(xs, 50):8.2f} {unit}  p90 {pct(xs, 90):8.2f}  min {min(xs):8.2f}  ({len(xs)} runs)"
+def report(name, xs, key):
+    line = f"{name:34s} p50 {pct(xs, 50):8.2f} ms  p90 {pct(xs, 90):8.2f}  min {min(xs):8.2f}  ({len(xs)} runs)"
     print(line, flush=True)
-    out.append(f"life.{name.replace(' ', '_')}.p50_ms {pct(xs, 50):.3f}")
+    out.append(f"life.{key}.p50 {pct(xs, 50):.3f}")
 
 
 def kb(pid, field):
@@ -57,13 +57,13 @@ def bench_exec_pause(api, runs):
         paused.append(exec_true(api, sid))  # woken by the exec
         api.call("POST", f"/v1/sandboxes/{sid}/pause", {})
         resume.append(api.timed("POST", f"/v1/sandboxes/{sid}/resume", {})[0])
-    report("exec true running", running)
-    report("exec true paused (wakes it)", paused)
+    report("exec true running", running, "exec_running")
+    report("exec true paused (wakes it)", paused, "exec_paused")
     delta = pct(paused, 50) - pct(running, 50)
     print(f"{'  wake delta':34s} {delta:+.2f} ms p50 (target +2 ms)", flush=True)
-    out.append(f"life.wake_delta.p50_ms {delta:.3f}")
-    report("pause", pause)
-    report("resume", resume)
+    out.append(f"life.wake_delta.p50 {delta:.3f}")
+    report("pause", pause, "pause")
+    report("resume", resume, "resume")
     api.call("DELETE", f"/v1/sandboxes/{sid}")
 
 
@@ -81,10 +81,10 @@ def bench_archive(api, runs):
         t, j = api.timed("POST", "/v1/sandboxes", {"idle_timeout": 0})
         create.append(t)
         api.call("DELETE", f"/v1/sandboxes/{j['id']}")
-    report("archive (10,000 files)", archive)
-    report("wake: exec true on archived", wake)
-    report("reboot", reboot)
-    report("peer: create", create)
+    report("archive (10,000 files)", archive, "archive")
+    report("wake: exec true on archived", wake, "wake")
+    report("reboot", reboot, "reboot")
+    report("peer: create", create, "create")
     api.call("DELETE", f"/v1/sandboxes/{sid}")
 
 
@@ -110,8 +110,8 @@ def bench_density(cv, api, n, runs):
           f"inits' RSS {inits} kB: {per:.3f} MB per paused sandbox (health: {health})", flush=True)
     out.append(f"life.density.n {n}")
     out.append(f"life.density.mb_per_sandbox {per:.3f}")
-    report("exec true, empty coved", empty)
-    report(f"exec true, next to {n} paused", full)
+    report("exec true, empty coved", empty, "exec_empty")
+    report(f"exec true, next to {n} paused", full, "exec_dense")
     ratio = pct(full, 50) / pct(empty, 50)
     print(f"{'  ratio':34s} {ratio:.2f}x (target 1.5x)", flush=True)
     out.append(f"life.density.exec_ratio {ratio:.3f}")
