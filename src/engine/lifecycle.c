@@ -309,7 +309,7 @@ int engine_sandbox_reboot(struct engine *d, struct sandbox *sb, enum sandbox_rea
 	if (record(d, sb, SB_RUNNING, why, &was, err) < 0)
 		return -1;
 	if (halt(d, sb, "sandbox rebooted", err) < 0 || start(d, sb, err) < 0) {
-		sb->state = SB_STOPPED; /* nothing runs: a request gets a 409, the next start boots it */
+		sb->state = SB_STOPPED; /* nothing runs: the next request (or start) boots it */
 		(void)sandbox_save(d, sb, NULL);
 		return -1;
 	}
