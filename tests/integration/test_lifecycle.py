@@ -320,6 +320,22 @@ def test_wake_and_reboot_run_the_start_command_again(coved):
         coved.api("DELETE", "/v1/sandboxes/" + sid)
 
 
+def test_archive_after_a_pause(coved):
+    sid = coved.create(idle_timeout=0, archive_after=1)
+    try:
+        tree = _tree(coved, sid)
+        assert _post(coved, sid, "pause")[0] == 200
+        assert wait_until(lambda: _state(coved, sid) == "archived", 30), _info(coved, sid)
+        assert _info(coved, sid)["state_reason"] == "idle"
+        assert not covetest.cgroup_dirs(sid)
+        assert _digest(coved, sid) == tree
+        # Running, it is never archived by the timer: only a paused one is.
+        time.sleep(2)
+        assert _state(coved, sid) == "running"
+    finally:
+        coved.api("DELETE", "/v1/sandboxes/" + sid)
+
+
 def test_on_timeout_pause_and_archive(coved):
     p = coved.create(timeout=1, on_timeout="pause")
     a = coved.create(timeout=1, on_timeout="archive")

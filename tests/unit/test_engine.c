@@ -259,11 +259,20 @@ static void lifecycle_checks(struct sandbox *sb)
 	CHECK(rc == 0 && sb->state == SB_ARCHIVED && sb->init_pid == 0, "archive: no init left: %s", err.msg);
 	CHECK(run(sb, "cat /tmp/made", &r) == 0 && strcmp(r.collected, "engine\n") == 0 && sb->state == SB_RUNNING,
 	      "an exec wakes an archived sandbox, its files kept: '%s'", r.collected);
+	/* The port proxy's hook: an activity wakes the sandbox and keeps it busy. */
 	memset(&err, 0, sizeof(err));
+	rc = engine_sandbox_pause(&eng, sb, SB_REASON_USER, &err);
+	CHECK(rc == 0 && !idle_busy(sb), "paused, nothing active: %s", err.msg);
+	rc = sandbox_activity_begin(sb, &err);
+	CHECK(rc == 0 && sb->state == SB_RUNNING && idle_busy(sb), "an activity wakes it and keeps it busy: %s",
+	      err.msg);
+	sandbox_activity_end(sb);
+	CHECK(!idle_busy(sb) && sb->activity == 0, "its end leaves it idle");
 	pid_t before = sb->init_pid;
 	rc = engine_sandbox_reboot(&eng, sb, SB_REASON_USER, &err);
 	CHECK(rc == 0 && sb->state == SB_RUNNING && sb->init_pid != before, "reboot: a new init: %s", err.msg);
-	CHECK_STR(l.seen, "paused/user running/request archived/user running/request running/user ",
+	CHECK_STR(l.seen,
+		  "paused/user running/request archived/user running/request paused/user running/request running/user ",
 		  "the events, in order: '%s'", l.seen);
 	output_cancel(&l.out);
 	CHECK(l.closes == 0, "a cancelled stream is not closed by the engine");
