@@ -20,9 +20,9 @@
  * longer than this, whatever idle_timeout is. */
 #define IDLE_CHECK_MAX_MS 30000
 #define IDLE_CHECK_MIN_MS 250
-/* 2% of one CPU: a shell prompt, a waiting server or a sleeping job use
+/* 1% of one CPU: a shell prompt, a waiting server or a sleeping job use
  * far less; anything that computes, far more. */
-#define IDLE_CPU_PERMILLE 20
+#define IDLE_CPU_PERMILLE 10
 
 bool idle_busy(const struct sandbox *sb)
 {

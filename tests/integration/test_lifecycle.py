@@ -186,7 +186,8 @@ def test_idle_rules(coved):
         st, j = _post(coved, ids["server"], "exec", {"cmd": "cd /tmp && exec python3 -m http.server 8000",
                                                      "background": True})
         assert st == 200, (st, j)
-        assert _post(coved, ids["busy"], "exec", {"cmd": "while :; do :; done", "background": True})[0] == 200
+        for _ in range(2):  # two, for a fair share above 1% of a CPU on a host loaded with others' work
+            assert _post(coved, ids["busy"], "exec", {"cmd": "while :; do :; done", "background": True})[0] == 200
         assert _post(coved, ids["keep"], "exec", {"cmd": "sleep 100000", "background": True,
                                                   "keep_awake": True})[0] == 200
         st, j = _post(coved, ids["tty"], "exec", {"cmd": "sh", "tty": True})
