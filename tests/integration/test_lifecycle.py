@@ -296,6 +296,16 @@ def test_reboot_keeps_files_id_limits_and_policy(coved):
         ps = coved.exec(sid, ["ps", "-eo", "args"])["stdout"]
         assert "sleep 100000" not in ps and "cove-init" in ps, ps
         assert _digest(coved, sid) == tree
+        # An archived sandbox's policy can change: its wake puts it in force.
+        assert _post(coved, sid, "archive")[0] == 200
+        st, j = coved.api("PUT", "/v1/sandboxes/%s/network" % sid, {"deny_out": ["203.0.113.0/24"]})
+        assert st == 200 and j["state"] == "archived" and j["network"]["deny_out"] == ["203.0.113.0/24"], (st, j)
+        st, j = coved.api("PUT", "/v1/sandboxes/%s/network" % sid, {"deny_out": ["not an address"]})
+        assert st == 400 and _info(coved, sid)["network"]["deny_out"] == ["203.0.113.0/24"], (st, j)
+        assert _digest(coved, sid) == tree
+        j = _info(coved, sid)
+        assert j["state"] == "running" and j["network"]["deny_out"] == ["203.0.113.0/24"], j
+        assert j["network"]["allow_out"] == [] and j["network"].get("address"), j["network"]
         # A paused or archived sandbox reboots into running too.
         assert _post(coved, sid, "pause")[0] == 200 and _post(coved, sid, "reboot")[1]["state"] == "running"
         assert _post(coved, sid, "archive")[0] == 200 and _post(coved, sid, "reboot")[1]["state"] == "running"
