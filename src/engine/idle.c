@@ -1,7 +1,8 @@
 /* Idle sleep and archive_after (lifecycle.h): one timer per sandbox, for
  * its state. Running, it checks now and then whether anything keeps the
  * sandbox awake: a request (sandbox_ready) or a lasting activity
- * (sandbox_activity_begin: a proxied connection), an exec or a file
+ * (sandbox_activity_begin; the port proxy's connections, ports_active),
+ * an exec or a file
  * operation under way, a client attached to a kept process (a terminal, a
  * stream), a file watch, a kept process started with keep_awake, a
  * session's command; and its CPU time:
@@ -13,6 +14,7 @@
 
 #include "common/log.h"
 #include "engine/engine.h"
+#include "engine/ports.h"
 #include "engine/process.h"
 #include "engine/watch.h"
 
@@ -26,8 +28,8 @@
 
 bool idle_busy(const struct sandbox *sb)
 {
-	return sb->activity > 0 || sb->execs || sb->file_ops || procs_keep_awake(sb) || sessions_busy(sb) ||
-	       watch_active(sb);
+	return sb->activity > 0 || ports_active(sb) > 0 || sb->execs || sb->file_ops || procs_keep_awake(sb) ||
+	       sessions_busy(sb) || watch_active(sb);
 }
 
 /* Whether sb used more than its share of CPU since the last look (which

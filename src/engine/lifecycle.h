@@ -70,8 +70,9 @@ int engine_sandbox_reboot(struct engine *d, struct sandbox *sb, enum sandbox_rea
  * when it runs, else -1 with err. */
 int sandbox_ready(struct sandbox *sb, struct cove_err *err);
 
-/* Activity that lasts (an open proxied connection, an attached terminal):
- * while begun more than ended, the sandbox is not idle. Each begin wakes
+/* Activity that lasts, for a front end that has its own (the port proxy
+ * counts its connections with ports_activity, ports.h, which idle.c reads
+ * too): while begun more than ended, the sandbox is not idle. Each begin wakes
  * it as sandbox_ready does; 0, or -1 with err (and nothing begun). */
 int sandbox_activity_begin(struct sandbox *sb, struct cove_err *err);
 void sandbox_activity_end(struct sandbox *sb);

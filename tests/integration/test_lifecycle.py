@@ -347,6 +347,22 @@ def test_archive_after_a_pause(coved):
         coved.api("DELETE", "/v1/sandboxes/" + sid)
 
 
+def test_proxied_traffic_wakes_a_paused_sandbox(coved):
+    from test_ports import host_of, request, served
+    with served(coved) as (sid, p):
+        host, token = host_of(p["url"]), {"X-Cove-Token": p["token"]}
+        assert _post(coved, sid, "pause")[0] == 200
+        st, _, body = request(coved, host, headers=token)
+        assert st == 200, (st, body)
+        j = _info(coved, sid)
+        assert j["state"] == "running" and j["state_reason"] == "request", j
+        # Archived, the server is gone with the processes: the wake comes,
+        # nobody answers.
+        assert _post(coved, sid, "archive")[0] == 200
+        st, _, body = request(coved, host, headers=token)
+        assert st == 502 and _state(coved, sid) == "running", (st, body)
+
+
 def test_on_timeout_pause_and_archive(coved):
     p = coved.create(timeout=1, on_timeout="pause")
     a = coved.create(timeout=1, on_timeout="archive")
