@@ -110,6 +110,7 @@ struct sandbox {
 	struct event *life_ev; /* running: the idle check; paused: archive_after */
 	struct sandbox_port *ports; /* opened to the proxy, by port (ports.c) */
 	int port_conns;             /* front ends' open connections to its ports (ports_activity) */
+	bool listing;               /* kept processes asked for (procs_reattach), not all listed yet */
 	struct launch *launch;    /* its start command and readiness wait, while under way (launch.c) */
 };
 

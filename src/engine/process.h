@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "engine/output.h"
 
+struct engine;
 struct evbuffer;
 struct proc;
 struct proc_attach;
@@ -167,6 +168,11 @@ bool procs_on_exited(struct sandbox *sb, pid_t pid, int status);
 void procs_on_kept(struct sandbox *sb, const struct wire_hdr *h, int *fds, int nfds);
 /* Ask a re-attached init for the kept processes of the previous coved. */
 void procs_reattach(struct sandbox *sb);
+/* At start, once every row is loaded: run the loop until the re-attached
+ * running sandboxes' inits have listed their kept processes (at most 2 s),
+ * so that the first request served finds them (a paused one's init is
+ * frozen: it lists them once thawed). */
+void procs_wait_listed(struct engine *d);
 /* The sandbox stopped or is going away: end every stream, free all. */
 void procs_abort_all(struct sandbox *sb);
 /* Whether a running kept process keeps sb awake: a client attached to it

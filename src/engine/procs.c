@@ -36,6 +36,7 @@
 
 #define RING_MAGIC 0x31676e72u /* "rng1" */
 #define PROCS_MAX_RUNNING 128
+#define PROCS_LIST_WAIT_MS 2000 /* at start, for re-attached inits' lists of kept processes */
 #define PROCS_MAX_ENDED 32 /* ended ones kept listed and attachable, per sandbox */
 
 const char *proc_tag(const struct proc *p)
@@ -596,6 +597,10 @@ bool procs_on_exited(struct sandbox *sb, pid_t pid, int status)
 /* A kept process that a previous coved started, handed back by init. */
 void procs_on_kept(struct sandbox *sb, const struct wire_hdr *h, int *fds, int nfds)
 {
+	if (h->type == WIRE_LIST_END) {
+		sb->listing = false;
+		return;
+	}
 	uint32_t present = h->flags >> 16;
 	int at[WIRE_MAX_FDS], k = 0;
 	for (int i = 0; i < WIRE_MAX_FDS; i++)
@@ -651,7 +656,30 @@ bad:
 void procs_reattach(struct sandbox *sb)
 {
 	struct wire_hdr h = { .type = WIRE_LIST };
-	(void)sandbox_send(sb, &h, sizeof(h), NULL, 0);
+	sb->listing = sandbox_send(sb, &h, sizeof(h), NULL, 0) == 0;
+}
+
+static void on_list_wait(evutil_socket_t fd, short what, void *arg)
+{
+}
+
+void procs_wait_listed(struct engine *d)
+{
+	struct event *tick = evtimer_new(d->base, on_list_wait, NULL);
+	for (int round = 0; tick && round < PROCS_LIST_WAIT_MS / 10; round++) {
+		bool waiting = false;
+		for (int i = 0; i < MAX_SANDBOXES && !waiting; i++) {
+			const struct sandbox *sb = d->sandboxes[i];
+			waiting = sb && sb->listing && sb->state == SB_RUNNING && sb->conn_fd >= 0;
+		}
+		if (!waiting)
+			break;
+		struct timeval tv = { 0, 10000 };
+		evtimer_add(tick, &tv);
+		event_base_loop(d->base, EVLOOP_ONCE);
+	}
+	if (tick)
+		event_free(tick);
 }
 
 void procs_abort_all(struct sandbox *sb)

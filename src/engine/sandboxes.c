@@ -797,7 +797,7 @@ static ssize_t recv_packet(int conn, struct wire_hdr *h, int *fds, int *nfds)
 static void dispatch(struct sandbox *sb, const struct wire_hdr *h, int *fds, int nfds)
 {
 	int fd = nfds > 0 ? fds[0] : -1;
-	if (h->type == WIRE_KEPT) {
+	if (h->type == WIRE_KEPT || h->type == WIRE_LIST_END) {
 		procs_on_kept(sb, h, fds, nfds);
 		return;
 	}
@@ -987,6 +987,7 @@ int sandboxes_load(struct engine *d, struct cove_err *err)
 		return -1;
 	if (store_each_sandbox(d->store, load_one, &ctx, err) < 0)
 		return -1;
+	procs_wait_listed(d);
 	if (ctx.failed == 0) /* a row it could not read may own a root, or need an image */
 		remove_unrecorded_roots(d);
 	if (ctx.failed == 0 && bad_snapshots == 0)
