@@ -37,7 +37,7 @@
 #define RING_MAGIC 0x31676e72u /* "rng1" */
 #define PROCS_MAX_RUNNING 128
 #define PROCS_LIST_WAIT_MS 2000 /* at start, for re-attached inits' lists of kept processes */
-#define PROCS_MAX_ENDED 32 /* ended ones kept listed and attachable, per sandbox */
+#define PROCS_MAX_ENDED 32      /* ended ones kept listed and attachable, per sandbox */
 
 const char *proc_tag(const struct proc *p)
 {
