@@ -286,6 +286,12 @@ else
 	log "imagebench skipped: skopeo or docker-registry missing (sh scripts/deps.sh)"
 fi
 
+# --- 2b''. the lifecycle: wake, pause, archive, density (a private coved of its own) ----
+LIFE_RUNS=${LIFE_RUNS:-100} LIFE_DENSITY=${LIFE_DENSITY:-200}
+log "lifebench: $LIFE_RUNS runs, $LIFE_DENSITY paused sandboxes"
+COVE_BUILD="$ROOT/build" python3 "$ROOT/bench/lifebench.py" --runs "$LIFE_RUNS" --density "$LIFE_DENSITY" \
+	--out "$RES/life.txt" | tee "$RES/life-report.txt" >&2
+
 # --- 2c. memory snapshots: sys/criu.c next to the plain criu CLI ----------------------
 # Static: the binary is also the dumped tree's pid 1, bound into its root.
 log "building criubench"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The summary table of a bench/run.sh run, as markdown, from its results
 directory: api.txt (apibench's "key value" lines), snap.txt (snapbench's, in
-ms), criu.txt (criubench's, in ms), warm.txt (warmbench's, in ms), run.json,
+ms), criu.txt (criubench's, in ms), warm.txt (warmbench's, in ms), life.txt
+(lifebench's, in ms), run.json,
 exec.json and warm.json (hyperfine),
 machine.txt.
 Usage: summary.py RESULTS_DIR"""
@@ -47,6 +48,7 @@ snap = load_snap()
 ports = load_api("ports.txt") if os.path.exists(os.path.join(res, "ports.txt")) else None
 criu = load_api("criu.txt") if os.path.exists(os.path.join(res, "criu.txt")) else None
 warm = load_api("warm.txt") if os.path.exists(os.path.join(res, "warm.txt")) else None
+life = load_api("life.txt") if os.path.exists(os.path.join(res, "life.txt")) else None
 warm_hf = load_hf("warm") if os.path.exists(os.path.join(res, "warm.json")) else None
 run = load_hf("run")
 exe = load_hf("exec")
@@ -242,6 +244,20 @@ if warm:
 if warm_hf:
     target("`cove run -- true` from a warm pool faster than `bwrap --unshare-all` of /bin/true",
            f"{ms(med(warm_hf[WARMRUN]))} vs {ms(med(warm_hf[BWRAP]))} ms", med(warm_hf[WARMRUN]) < med(warm_hf[BWRAP]))
+if life:
+    target("exec `true` on a paused sandbox within +2 ms of a running one, p50", f"{life['life.wake_delta.p50']:+.2f} ms "
+           f"({life['life.exec_paused.p50']:.2f} vs {life['life.exec_running.p50']:.2f} ms)",
+           life["life.wake_delta.p50"] <= 2)
+    target("pause p50 ≤ 2 ms", f"{life['life.pause.p50']:.2f} ms", life["life.pause.p50"] <= 2)
+    for key, label in (("archive", "archive"), ("wake", "wake (exec `true` on an archived one)")):
+        target(f"{label} of a sandbox with 10,000 files, p50 ≤ 50 ms",
+               f"{life[f'life.{key}.p50']:.1f} ms (create: {life['life.create.p50']:.1f} ms)", life[f"life.{key}.p50"] <= 50)
+    if "life.density.n" in life:
+        n = life["life.density.n"]
+        target(f"≤ 1 MB host memory per paused sandbox ({n:.0f} paused)", f"{life['life.density.mb_per_sandbox']:.3f} MB",
+               life["life.density.mb_per_sandbox"] <= 1)
+        target(f"exec `true` next to {n:.0f} paused within 1.5× of an empty coved",
+               f"{life['life.density.exec_ratio']:.2f}×", life["life.density.exec_ratio"] <= 1.5)
 if criu:
     for op in ("dump", "restore"):
         m, c = criu[f"criu.{op}.module.p50"], criu[f"criu.{op}.cli.p50"]

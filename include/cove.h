@@ -312,6 +312,12 @@ typedef int (*cove_watch_fn)(void *arg, const struct cove_watch_event *ev);
 int cove_watch(struct cove *c, const char *id, const char *path, bool recursive, cove_watch_fn fn, void *arg,
 	       struct cove_error *err);
 
+/* The sandboxes' state changes (GET /v1/events), or only those of id (not
+ * NULL), as they happen: fn gets each with type "state" and json the whole
+ * event ({id, state, from, reason, at}); name is "". Blocks as cove_watch
+ * does, until fn returns non-zero (then 0) or the stream ends (-1). */
+int cove_events(struct cove *c, const char *id, cove_watch_fn fn, void *arg, struct cove_error *err);
+
 /* Take the work home: a folder, or (path NULL) everything the sandbox
  * changed over its image (a tar or zip ends with .cove-manifest.json, the
  * deletions; an external sandbox: its workspace folder), as format "tar",

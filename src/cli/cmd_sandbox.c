@@ -40,6 +40,18 @@ static int parse_seconds(const char *s, double *ret)
 	return 0;
 }
 
+/* Whole seconds from 0. */
+static int parse_whole_seconds(const char *s, long *ret)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < 0)
+		return -1;
+	*ret = v;
+	return 0;
+}
+
 /* spec["ready"][key] = v (taken). */
 static void set_ready(json_t *spec, const char *key, json_t *v)
 {
@@ -91,6 +103,7 @@ int cli_parse_spec(struct cli *cli, const char *verb, json_t *spec)
 	uint64_t size;
 	uint32_t millis;
 	double seconds;
+	long whole;
 	const char *optarg;
 	while ((c = cli_next_opt(cli, &optarg)) != -1) {
 		switch (c) {
@@ -127,6 +140,17 @@ int cli_parse_spec(struct cli *cli, const char *verb, json_t *spec)
 			if (parse_seconds(optarg, &seconds) < 0)
 				return cli_usage_error(verb, "bad --timeout '%s' (seconds)", optarg), -1;
 			json_object_set_new(spec, "timeout", json_real(seconds));
+			break;
+		case 'i':
+		case 'a':
+			if (parse_whole_seconds(optarg, &whole) < 0)
+				return cli_usage_error(verb, "bad --%s '%s' (whole seconds, 0 for never)",
+						       c == 'i' ? "idle-timeout" : "archive-after", optarg),
+				       -1;
+			json_object_set_new(spec, c == 'i' ? "idle_timeout" : "archive_after", json_integer(whole));
+			break;
+		case 'Z': /* coved checks the name */
+			json_object_set_new(spec, "on_timeout", json_string(optarg));
 			break;
 		case 'X': /* "external" or "isolated": coved says what else is wrong */
 			json_object_set_new(spec, "isolation", json_string(optarg));

@@ -20,7 +20,11 @@ static const struct cli_opt spec_opts[] = {
 	{ 'w', 'w', "workdir", "DIR", "where commands start" },
 	{ 'u', 'u', "user", "USER", "who commands run as" },
 	{ 'n', 0, "name", "NAME", "a name to list it by" },
-	{ 't', 0, "timeout", "SECONDS", "delete the sandbox that long from now" },
+	{ 't', 0, "timeout", "SECONDS", "delete the sandbox that long from now (see --on-timeout)" },
+	{ 'i', 0, "idle-timeout", "SECONDS",
+	  "pause it after that long with nothing active (0: never; default coved's)" },
+	{ 'a', 0, "archive-after", "SECONDS", "archive it after that long paused (0: never; default coved's)" },
+	{ 'Z', 0, "on-timeout", "WHAT", "what its timeout does: delete (the default), pause or archive" },
 	{ 'X', 0, "isolation", "external", "the host backend: a workspace folder, no OS boundary" },
 	{ 'E', 0, "inherit-env", NULL, "(external) start from coved's environment" },
 	{ 'N', 0, "network", "MODE", "egress (the default: out through NAT, DNS) or none (loopback only)" },
@@ -192,6 +196,22 @@ const struct cli_cmd cli_commands[] = {
 	{ "ls", cmd_ls, "", "List the sandboxes.", NULL, -1, "cove ls" },
 	{ "info", cmd_info, "ID", "A sandbox, as the API's JSON.", NULL, -1, "cove info $ID" },
 	{ "rm", cmd_rm, "ID...", "Delete sandboxes.", NULL, -1, "cove rm $ID" },
+	{ "pause", cmd_pause, "ID...",
+	  "Pause sandboxes: their processes frozen, their memory kept. Any request that needs one (exec, files, "
+	  "attach...) wakes it; so does cove resume.",
+	  NULL, -1, "cove pause $ID && cove info $ID | grep '\"state\": \"paused\"' && cove exec $ID -- true" },
+	{ "resume", cmd_resume, "ID...", "Resume paused sandboxes.", NULL, -1, "cove pause $ID && cove resume $ID" },
+	{ "archive", cmd_archive, "ID...",
+	  "Archive sandboxes: their processes end and their memory and active slot are released; their files stay. "
+	  "The next request brings one back, running.",
+	  NULL, -1, "cove archive $ID && cove exec $ID -- true" },
+	{ "reboot", cmd_reboot, "ID...",
+	  "Reboot sandboxes: every process ended, cove-init started again; files, ID, limits and policy kept.", NULL,
+	  -1, "cove reboot $ID" },
+	{ "events", cmd_events, "[ID]",
+	  "The sandboxes' state changes (or one's) as they happen: created, paused, running, archived, deleted, "
+	  "and why (user, request, idle, timeout, slots); until interrupted.",
+	  NULL, -1, "(timeout 5 cove events $ID || true) & sleep 1; cove pause $ID; cove resume $ID; wait" },
 	{ "network", cmd_network, "[--allow-out X]... [--deny-out Y]... [--clear] ID",
 	  "Replace a sandbox's egress policy (both lists; one not given is emptied); with no option, show its "
 	  "network.",
@@ -273,8 +293,7 @@ const struct cli_cmd cli_commands[] = {
 	{ "export", cmd_export, "[OPTIONS] ID",
 	  "What a sandbox changed over its image (with .cove-manifest.json of the deletions), or a folder, as a tar or "
 	  "zip archive.",
-	  export_opts, -1,
-	  "cove export $ID -o work.zip\ncove export --path /etc $ID > etc.tar" },
+	  export_opts, -1, "cove export $ID -o work.zip\ncove export --path /etc $ID > etc.tar" },
 	{ "template create", cmd_template_create, "[OPTIONS] NAME",
 	  "Make a template: an image (or a snapshot) with limits, env, user, network, a start command and a "
 	  "readiness check, and a warm pool of N sandboxes ready ahead of time. create --template NAME starts "

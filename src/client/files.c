@@ -345,16 +345,10 @@ int client_status_of_code(const char *code)
 	return 500;
 }
 
-int cove_watch(struct cove *c, const char *id, const char *path, bool recursive, cove_watch_fn fn, void *arg,
-	       struct cove_error *err)
+/* An NDJSON stream of events (a watch's, the lifecycle's) to fn until fn
+ * stops it or it ends (an error). */
+static int stream_events(struct cove *c, const char *target, cove_watch_fn fn, void *arg, struct cove_error *err)
 {
-	char target[3 * 4096 + 128], files[3 * 4096 + 128];
-	if (files_target(files, sizeof(files) - 32, id, path, err) < 0)
-		return -1;
-	/* ".../files?path=P" becomes ".../files/watch?path=P[&recursive=1]" */
-	const char *query = strchr(files, '?');
-	snprintf(target, sizeof(target), "%.*s/watch%s%s", (int)(query - files), files, query,
-		 recursive ? "&recursive=1" : "");
 	struct watch_stream s = { .fn = fn, .arg = arg };
 	s.lines = (struct client_lines){ .fn = watch_line, .arg = &s };
 	struct http_response res;
@@ -372,4 +366,26 @@ int cove_watch(struct cove *c, const char *id, const char *path, bool recursive,
 	}
 	free(s.lines.line);
 	return r;
+}
+
+int cove_watch(struct cove *c, const char *id, const char *path, bool recursive, cove_watch_fn fn, void *arg,
+	       struct cove_error *err)
+{
+	char target[3 * 4096 + 128], files[3 * 4096 + 128];
+	if (files_target(files, sizeof(files) - 32, id, path, err) < 0)
+		return -1;
+	/* ".../files?path=P" becomes ".../files/watch?path=P[&recursive=1]" */
+	const char *query = strchr(files, '?');
+	snprintf(target, sizeof(target), "%.*s/watch%s%s", (int)(query - files), files, query,
+		 recursive ? "&recursive=1" : "");
+	return stream_events(c, target, fn, arg, err);
+}
+
+int cove_events(struct cove *c, const char *id, cove_watch_fn fn, void *arg, struct cove_error *err)
+{
+	char target[128];
+	if (id && (strlen(id) > 63 || strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(id)))
+		return client_set_error(err, 400, "invalid_argument", "not a sandbox ID: '%s'", id);
+	snprintf(target, sizeof(target), "/v1/events%s%s", id ? "?sandbox=" : "", id ? id : "");
+	return stream_events(c, target, fn, arg, err);
 }

@@ -3,6 +3,7 @@
  * one libevent loop. It can be killed at any moment: sandboxes live on in
  * their own processes, and the next coved picks them up. */
 #include <errno.h>
+#include <stddef.h>
 #include <event2/bufferevent.h>
 #include "daemon/http/httpd.h"
 #include <fcntl.h>
@@ -112,7 +113,8 @@ static void usage(FILE *f)
 		   "  --resolv-conf PATH  the host's resolvers, for sandboxes' DNS and the egress proxy\n"
 		   "                      (default /etc/resolv.conf)\n"
 		   "  --proxy-listen ADDR:PORT  the port proxy: sandboxes' open ports as URLs\n"
-		   "                 (default " PROXY_DEFAULT_LISTEN ", else any free port; port 0: any free one; off: none)\n"
+		   "                 (default " PROXY_DEFAULT_LISTEN
+		   ", else any free port; port 0: any free one; off: none)\n"
 		   "  --proxy-domain D  host names PORT-ID.D of the URLs (default localhost)\n"
 		   "  --warm N       keep N sandboxes of the default spec (image host) started and\n"
 		   "                 ready, for creates without a template (default 0)\n"
@@ -120,6 +122,11 @@ static void usage(FILE *f)
 		   "  --registry-auth FILE     registry logins, as Docker's config.json \"auths\"\n"
 		   "  --insecure-registry HOST  plain HTTP to HOST[:PORT] (loopback registries always are)\n"
 		   "  --image-helper PATH      cove-image binary (default: next to coved)\n");
+	fprintf(f, "sandboxes' lifecycle (a create's idle_timeout and archive_after win; 0 = never):\n"
+		   "  --default-idle-timeout S   pause a sandbox with nothing active for S seconds (default 900)\n"
+		   "  --default-archive-after S  archive a sandbox paused for S seconds (default 86400)\n"
+		   "  --max-active N             at most N sandboxes running or paused (default 0: no limit);\n"
+		   "                             the least recently used paused one is archived for another\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
 		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"
 		   "  --token-file PATH       the token (mode 0600, 32+ bytes; default DIR/token, made if missing)\n"
@@ -132,16 +139,32 @@ static void usage(FILE *f)
 		   "                          after its first byte (default 60)\n");
 }
 
-/* --warm N */
-static int warm_option(struct engine *e, const char *arg)
+/* The options that are a whole number from 0: --warm (sandboxes),
+ * --max-active (sandboxes), --default-idle-timeout and
+ * --default-archive-after (seconds). */
+static int parse_lifecycle_option(struct engine *d, const char *name, const char *value)
 {
+	static const struct {
+		const char *name;
+		long max;
+		size_t at;
+	} nums[] = {
+		{ "warm", TEMPLATE_MAX_WARM, offsetof(struct engine, warm) },
+		{ "max-active", MAX_SANDBOXES, offsetof(struct engine, max_active) },
+		{ "default-idle-timeout", LIFECYCLE_MAX_SECONDS, offsetof(struct engine, default_idle_timeout) },
+		{ "default-archive-after", LIFECYCLE_MAX_SECONDS, offsetof(struct engine, default_archive_after) },
+	};
+	size_t i = 0;
+	while (i + 1 < ARRAY_SIZE(nums) && strcmp(name, nums[i].name) != 0)
+		i++;
 	char *end;
-	long n = strtol(arg, &end, 10);
-	if (*end || end == arg || n < 0 || n > TEMPLATE_MAX_WARM) {
-		fprintf(stderr, "coved: --warm: want a number from 0 to %d\n", TEMPLATE_MAX_WARM);
+	errno = 0;
+	long v = strtol(value, &end, 10);
+	if (!value[0] || *end || errno || v < 0 || v > nums[i].max) {
+		fprintf(stderr, "coved: --%s: want a whole number from 0 to %ld, not '%s'\n", name, nums[i].max, value);
 		return -1;
 	}
-	e->warm = (int)n;
+	*(int *)((char *)d + nums[i].at) = (int)v;
 	return 0;
 }
 
@@ -182,9 +205,12 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "storage", required_argument, NULL, 'S' },
 		{ "subnet", required_argument, NULL, 'G' },
 		{ "resolv-conf", required_argument, NULL, 'G' },
+		{ "default-idle-timeout", required_argument, NULL, 'L' },
+		{ "default-archive-after", required_argument, NULL, 'L' },
+		{ "max-active", required_argument, NULL, 'L' },
+		{ "warm", required_argument, NULL, 'L' },
 		{ "proxy-listen", required_argument, NULL, 'P' },
 		{ "proxy-domain", required_argument, NULL, 'P' },
-		{ "warm", required_argument, NULL, 'W' },
 		{ "registry-auth", required_argument, NULL, 'G' },
 		{ "insecure-registry", required_argument, NULL, 'G' },
 		{ "image-helper", required_argument, NULL, 'G' },
@@ -221,8 +247,8 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 				return -1;
 			}
 			break;
-		case 'W':
-			if (warm_option(fe->engine, optarg) < 0)
+		case 'L':
+			if (parse_lifecycle_option(fe->engine, opts[longindex].name, optarg) < 0)
 				return -1;
 			break;
 		case 'G':
@@ -324,7 +350,9 @@ static int serve(struct daemon *fe, struct cove_err *err)
 
 int main(int argc, char **argv)
 {
-	static struct engine d = { .data_dir = "/var/lib/cove" };
+	static struct engine d = { .data_dir = "/var/lib/cove",
+				   .default_idle_timeout = 900,
+				   .default_archive_after = 86400 };
 	static struct daemon fe = { .engine = &d, .socket_path = "/run/cove/cove.sock" };
 	char init_path[1024], self[1024];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);

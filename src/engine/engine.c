@@ -92,6 +92,7 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 
 void engine_close(struct engine *d)
 {
+	events_close_all(d);
 	templates_close(d);
 	images_close(d);
 	network_close(d);

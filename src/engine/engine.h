@@ -22,6 +22,7 @@ struct proc;
 struct lock;
 struct durable_job;
 struct engine_net;
+struct engine_events;
 struct sandbox_net;
 struct launch;
 struct template;
@@ -61,6 +62,13 @@ struct sandbox_spec {
 	/* A front end's labels (E2B's metadata): an object of strings, or NULL
 	 * (none). Kept with the spec, shown in it only when not empty. */
 	json_t *metadata;
+	/* Lifecycle (lifecycle.h), resolved at create from the request or
+	 * coved's defaults: seconds with nothing active before an idle pause
+	 * (0: never), seconds paused before an archive (0: never), and what
+	 * the timeout (expires_at) does. */
+	int idle_timeout;
+	int archive_after;
+	int on_timeout; /* enum sandbox_on_timeout */
 	/* The start command, a kept process started at create (an argv array;
 	 * NULL: none; an OCI image's Entrypoint + Cmd unless given), and the readiness check that create waits for
 	 * (launch.c; NULL: none): {"port": N | "url": U | "cmd": argv,
@@ -73,7 +81,10 @@ struct sandbox_spec {
 	bool from_pool; /* it was handed out from a warm pool */
 };
 
-enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING };
+/* STOPPED: its init died (it is booted again at coved's next start).
+ * PAUSED: its cgroup frozen, memory kept. ARCHIVED: files only, no
+ * process, cgroup, memory nor active slot (lifecycle.h). */
+enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING, SB_PAUSED, SB_ARCHIVED };
 
 struct sandbox {
 	char id[16];
@@ -94,8 +105,18 @@ struct sandbox {
 	struct event *expire_ev;  /* deletes it at spec.expires_at (or, at load, an ephemeral one) */
 	struct lock *locks;       /* named locks held or waited for (locks.c), in memory only */
 	struct sandbox_net *net;  /* an egress sandbox's addresses, policy, resolver (network.c) */
+	/* lifecycle.c, idle.c */
+	int64_t state_changed_at; /* unix ms */
+	int state_reason;         /* enum sandbox_reason */
+	int64_t last_active;      /* monotonic ms: the last request, or sign of activity */
+	int64_t last_used;        /* monotonic ms: the last request (least recently used goes first) */
+	uint64_t cpu_seen_ns;     /* its CPU time at the last idle check, and when */
+	int64_t cpu_seen_at;
+	int activity;          /* sandbox_activity_begin minus _end: proxied connections, terminals */
+	struct event *life_ev; /* running: the idle check; paused: archive_after */
 	struct sandbox_port *ports; /* opened to the proxy, by port (ports.c) */
 	int port_conns;             /* front ends' open connections to its ports (ports_activity) */
+	bool listing;               /* kept processes asked for (procs_reattach), not all listed yet */
 	struct launch *launch;    /* its start command and readiness wait, while under way (launch.c) */
 };
 
@@ -128,6 +149,10 @@ struct engine {
 	struct sock_fprog seccomp;
 	struct sandbox *sandboxes[MAX_SANDBOXES]; /* indexed by slot; deleting ones too, until cleaned up */
 	int count;                                /* not counting deleting ones */
+	int max_active;                           /* --max-active: 0 = no limit */
+	int default_idle_timeout;                 /* --default-idle-timeout, seconds (0: never) */
+	int default_archive_after;                /* --default-archive-after, seconds (0: never) */
+	struct engine_events *events;             /* lifecycle.c: subscribers of GET /v1/events */
 	struct snapshot *snapshots;               /* complete ones only, oldest first */
 	bool stopping; /* SIGTERM: exit once no deletion or worker job is under way */
 	enum storage_driver storage; /* --storage: what was asked for (STORAGE_AUTO by default) */
@@ -196,6 +221,13 @@ json_t *sandbox_to_json(const struct sandbox *sb);
 int sandbox_spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to);
 /* Record sb's row (its spec and state) in state.db. */
 int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err);
+/* For lifecycle.c: start cove-init on sb's files (its cgroups made, the
+ * runtime started, the connection attached); and the other way, forget
+ * the connection to it (nothing killed). */
+int sandbox_boot(struct engine *d, struct sandbox *sb, struct cove_err *err);
+void sandbox_detach(struct sandbox *sb);
+/* Whether pid is still the process that started at start (its pid not reused). */
+bool sandbox_pid_is(pid_t pid, uint64_t start);
 int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);
 void sandbox_spec_free(struct sandbox_spec *spec);
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s);
@@ -241,6 +273,7 @@ int sandbox_fork(struct engine *d, struct sandbox *sb, int count, struct sandbox
 /* files.c, files_tar.c, export.c: engine/files.h; watch.c: engine/watch.h */
 
 #include "engine/locks.h"
+#include "engine/lifecycle.h"
 
 /* history.c: a sandbox's ordered checkpoints, kept in state.db after the
  * sandbox is deleted (see there). id may name a deleted sandbox wherever

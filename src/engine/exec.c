@@ -442,8 +442,8 @@ static int setup_stdin(struct exec *e, const struct exec_request *er, int *child
 
 int exec_start(struct sandbox *sb, const struct exec_request *er, struct output *out, struct cove_err *err)
 {
-	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
-		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
+	if (sandbox_ready(sb, err) < 0)
+		return -1;
 	struct exec *e = calloc(1, sizeof(*e));
 	if (!e)
 		return err_set(err, COVE_EINTERNAL, "out of memory");

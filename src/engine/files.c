@@ -549,11 +549,9 @@ static int spool_open(struct file_op *op, const struct file_request *fr, struct 
 	return 0;
 }
 
-int files_sandbox_ready(const struct sandbox *sb, struct cove_err *err)
+int files_sandbox_ready(struct sandbox *sb, struct cove_err *err)
 {
-	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
-		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
-	return 0;
+	return sandbox_ready(sb, err);
 }
 
 /* The request's paths and user into op. */

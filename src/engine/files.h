@@ -35,10 +35,11 @@ struct sandbox;
 
 #define FILES_MAX_DEPTH 256 /* of a listing */
 
-/* 0, or -1 with a 409 when sb cannot take Files operations now (it is not
- * running). Every operation checks it; a front end may check it first to
+/* sandbox_ready (lifecycle.h): wakes a paused or archived sandbox; 0, or
+ * -1 with a 409 when sb cannot take Files operations (its init is gone).
+ * Every operation checks it; a front end may check it first to
  * answer that before its own validation. */
-int files_sandbox_ready(const struct sandbox *sb, struct cove_err *err);
+int files_sandbox_ready(struct sandbox *sb, struct cove_err *err);
 
 /* ---- requests. user NULL: the sandbox's user. Paths are absolute. ---- */
 

@@ -294,9 +294,14 @@ int network_prepare(struct engine *d, struct sandbox *sb, bool loaded, const cha
 	sn->pool = &d->net->pool;
 	int r = !loaded ? alloc_addrs(&d->net->pool, &sn->addrs, &sn->claim_fd)
 			: net_pool_take(&d->net->pool, (uint32_t)sb->spec.net_slot, &sn->addrs);
-	/* A sandbox kept over a restart: its addresses are its own already. */
-	if (r == 0 && loaded)
-		sn->claim_fd = claim(sn->addrs.gw4);
+	/* A sandbox kept over a restart: its addresses are its own already,
+	 * unless its init was gone and another coved of the host claimed them
+	 * meanwhile (a sandbox archived or rebooted when coved died): then it
+	 * gets new ones, as a new sandbox would. */
+	if (r == 0 && loaded && (sn->claim_fd = claim(sn->addrs.gw4)) < 0) {
+		net_pool_release(&d->net->pool, sn->addrs.slot);
+		r = alloc_addrs(&d->net->pool, &sn->addrs, &sn->claim_fd);
+	}
 	if (r < 0) {
 		free(sn);
 		return r == -ENOSPC
@@ -313,20 +318,6 @@ int network_prepare(struct engine *d, struct sandbox *sb, bool loaded, const cha
 	}
 	sb->net = sn;
 	return 0;
-}
-
-void network_readdress(struct engine *d, struct sandbox *sb)
-{
-	struct sandbox_net *sn = sb->net;
-	struct net_addrs a;
-	int fd = -1;
-	if (!sn || sn->claim_fd >= 0 || alloc_addrs(&d->net->pool, &a, &fd) < 0)
-		return;
-	log_info("sandbox %s: network slot %u is another coved's now: slot %u", sb->id, sn->addrs.slot, a.slot);
-	net_pool_release(&d->net->pool, sn->addrs.slot);
-	sn->addrs = a;
-	sn->claim_fd = fd;
-	sb->spec.net_slot = (int)a.slot;
 }
 
 static bool name_allowed(void *data, const char *name)
@@ -475,19 +466,41 @@ static json_t *array_of(const char *const *v, size_t n)
 	return a;
 }
 
+/* An archived sandbox's new lists: stored, put in force by its wake. */
+static int store_policy(struct engine *d, struct sandbox *sb, const struct network_policy_req *req,
+			struct cove_err *err)
+{
+	json_t *old_allow = sb->spec.allow_out, *old_deny = sb->spec.deny_out;
+	sb->spec.allow_out = array_of(req->allow_out, req->n_allow);
+	sb->spec.deny_out = array_of(req->deny_out, req->n_deny);
+	json_t *drop_allow = old_allow, *drop_deny = old_deny;
+	if (sandbox_save(d, sb, err) < 0) {
+		drop_allow = sb->spec.allow_out;
+		drop_deny = sb->spec.deny_out;
+		sb->spec.allow_out = old_allow;
+		sb->spec.deny_out = old_deny;
+	}
+	json_decref(drop_allow);
+	json_decref(drop_deny);
+	return drop_allow == old_allow ? 0 : -1;
+}
+
 int network_set_policy(struct engine *d, struct sandbox *sb, const struct network_policy_req *req, struct cove_err *err)
 {
 	struct sandbox_net *sn = sb->net;
+	bool archived = sb->state == SB_ARCHIVED;
 	if (!sb->spec.egress)
 		return err_set(err, COVE_ESTATE, "sandbox '%s' has network \"none\": it has no policy", sb->id);
-	if (!sn || !sn->attached)
+	if ((!sn || !sn->attached) && !archived)
 		return err_set(err, COVE_ESTATE, "sandbox '%s' is not running", sb->id);
 	struct policy_list allow = { 0 }, deny = { 0 };
 	if (policy_list_parse("allow_out", req->allow_out, req->n_allow, &allow, err) < 0)
 		return -1;
-	if (policy_list_parse("deny_out", req->deny_out, req->n_deny, &deny, err) < 0) {
+	bool bad = policy_list_parse("deny_out", req->deny_out, req->n_deny, &deny, err) < 0;
+	if (bad || archived) {
 		policy_list_free(&allow);
-		return -1;
+		policy_list_free(&deny);
+		return bad ? -1 : store_policy(d, sb, req, err);
 	}
 	json_t *old_allow = sb->spec.allow_out, *old_deny = sb->spec.deny_out;
 	sb->spec.allow_out = array_of(req->allow_out, req->n_allow);

@@ -202,7 +202,10 @@ int ports_connect(struct engine *d, struct sandbox *sb, int port, bool v6, int *
 	(void)d;
 	if (check_port(port, err) < 0)
 		return -1;
-	if (sb->state != SB_RUNNING || sb->init_pid <= 0)
+	/* Proxied traffic wakes a paused or archived sandbox (lifecycle.h). */
+	if (sandbox_ready(sb, err) < 0)
+		return -1;
+	if (sb->init_pid <= 0)
 		return err_set(err, COVE_ESTATE, "sandbox '%s' is not running", sb->id);
 	int family = v6 ? AF_INET6 : AF_INET;
 	_cleanup_close_ int fd = sb->spec.external ? socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
@@ -225,6 +228,8 @@ void ports_activity(struct engine *d, const char *id, int delta)
 	struct sandbox *sb = sandbox_find(d, id);
 	if (sb)
 		sb->port_conns += delta;
+	if (sb) /* an idle countdown starts again from the last one's close */
+		sb->last_active = lifecycle_mono_ms();
 	if (sb && sb->port_conns < 0)
 		sb->port_conns = 0;
 }

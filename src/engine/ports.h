@@ -55,8 +55,9 @@ void ports_drop_all(struct engine *d, struct sandbox *sb);
  * network mode ("none" has no other address; with "egress" the packets
  * still never leave the namespace). An external sandbox shares the host's
  * network: its port is the host's loopback's. The connect is under way on
- * return (EINPROGRESS): the caller learns its end from the socket. 409
- * when sb is not running, 400 for a bad port. Never blocks. */
+ * return (EINPROGRESS): the caller learns its end from the socket. A
+ * paused sandbox is thawed, an archived one booted first (sandbox_ready:
+ * the one wait there is); 409 when it cannot run, 400 for a bad port. */
 int ports_connect(struct engine *d, struct sandbox *sb, int port, bool v6, int *ret_fd, struct cove_err *err);
 
 /* Activity: a front end's connection to a port of sb opened or closed (the

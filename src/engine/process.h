@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "engine/output.h"
 
+struct engine;
 struct evbuffer;
 struct proc;
 struct proc_attach;
@@ -42,6 +43,7 @@ struct exec_request {
 	bool tty;        /* a pty as stdio */
 	int rows, cols;  /* its size */
 	bool stdin_open; /* a stdin pipe that stays open for later input */
+	bool keep_awake; /* a kept process that keeps the sandbox from an idle pause while it runs */
 };
 
 /* Run er in sb, answering into out (any struct output):
@@ -166,8 +168,18 @@ bool procs_on_exited(struct sandbox *sb, pid_t pid, int status);
 void procs_on_kept(struct sandbox *sb, const struct wire_hdr *h, int *fds, int nfds);
 /* Ask a re-attached init for the kept processes of the previous coved. */
 void procs_reattach(struct sandbox *sb);
+/* At start, once every row is loaded: run the loop until the re-attached
+ * running sandboxes' inits have listed their kept processes (at most 2 s),
+ * so that the first request served finds them (a paused one's init is
+ * frozen: it lists them once thawed). */
+void procs_wait_listed(struct engine *d);
 /* The sandbox stopped or is going away: end every stream, free all. */
 void procs_abort_all(struct sandbox *sb);
+/* Whether a running kept process keeps sb awake: a client attached to it
+ * (a terminal, a stream), or started with keep_awake (idle.c). */
+bool procs_keep_awake(const struct sandbox *sb);
+/* Whether a session runs or has queued a command. */
+bool sessions_busy(const struct sandbox *sb);
 
 /* For sessions.c: a kept process whose start is answered into out (may be
  * NULL); meta is merged into its description (which a restarted coved

@@ -36,7 +36,8 @@
 
 #define RING_MAGIC 0x31676e72u /* "rng1" */
 #define PROCS_MAX_RUNNING 128
-#define PROCS_MAX_ENDED 32 /* ended ones kept listed and attachable, per sandbox */
+#define PROCS_LIST_WAIT_MS 2000 /* at start, for re-attached inits' lists of kept processes */
+#define PROCS_MAX_ENDED 32      /* ended ones kept listed and attachable, per sandbox */
 
 const char *proc_tag(const struct proc *p)
 {
@@ -313,6 +314,8 @@ static int make_ring(struct proc *p, const struct exec_request *er, json_t *extr
 		json_pack("{s:O, s:s?, s:s?, s:s?, s:b, s:b, s:b, s:I}", "cmd", er->cmd ? er->cmd : er->argv, "tag",
 			  er->tag, "cwd", er->cwd, "user", er->user, "tty", er->tty, "stdin", er->stdin_open || er->tty,
 			  "background", er->background, "started_at", (json_int_t)sandbox_now_ms());
+	if (p->meta && er->keep_awake)
+		json_object_set_new(p->meta, "keep_awake", json_true());
 	if (extra)
 		json_object_update(p->meta, extra);
 	char *meta = json_dumps(p->meta, JSON_COMPACT);
@@ -365,8 +368,8 @@ static int make_pipes(struct proc *p, const struct exec_request *er, struct wire
 
 static int check_spawn(struct sandbox *sb, const struct exec_request *er, struct cove_err *err)
 {
-	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
-		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
+	if (sandbox_ready(sb, err) < 0)
+		return -1;
 	if (er->tag && !tag_valid(er->tag))
 		return err_set(err, COVE_EINVAL, "'tag' must be 1 to 63 of A-Z a-z 0-9 . _ - and not only digits");
 	struct proc *same = er->tag ? find_tag(sb, er->tag) : NULL;
@@ -594,6 +597,10 @@ bool procs_on_exited(struct sandbox *sb, pid_t pid, int status)
 /* A kept process that a previous coved started, handed back by init. */
 void procs_on_kept(struct sandbox *sb, const struct wire_hdr *h, int *fds, int nfds)
 {
+	if (h->type == WIRE_LIST_END) {
+		sb->listing = false;
+		return;
+	}
 	uint32_t present = h->flags >> 16;
 	int at[WIRE_MAX_FDS], k = 0;
 	for (int i = 0; i < WIRE_MAX_FDS; i++)
@@ -649,7 +656,30 @@ bad:
 void procs_reattach(struct sandbox *sb)
 {
 	struct wire_hdr h = { .type = WIRE_LIST };
-	(void)sandbox_send(sb, &h, sizeof(h), NULL, 0);
+	sb->listing = sandbox_send(sb, &h, sizeof(h), NULL, 0) == 0;
+}
+
+static void on_list_wait(evutil_socket_t fd, short what, void *arg)
+{
+}
+
+void procs_wait_listed(struct engine *d)
+{
+	struct event *tick = evtimer_new(d->base, on_list_wait, NULL);
+	for (int round = 0; tick && round < PROCS_LIST_WAIT_MS / 10; round++) {
+		bool waiting = false;
+		for (int i = 0; i < MAX_SANDBOXES && !waiting; i++) {
+			const struct sandbox *sb = d->sandboxes[i];
+			waiting = sb && sb->listing && sb->state == SB_RUNNING && sb->conn_fd >= 0;
+		}
+		if (!waiting)
+			break;
+		struct timeval tv = { 0, 10000 };
+		evtimer_add(tick, &tv);
+		event_base_loop(d->base, EVLOOP_ONCE);
+	}
+	if (tick)
+		event_free(tick);
 }
 
 void procs_abort_all(struct sandbox *sb)
@@ -662,6 +692,14 @@ void procs_abort_all(struct sandbox *sb)
 		p->exited = true;
 		proc_free(p);
 	}
+}
+
+bool procs_keep_awake(const struct sandbox *sb)
+{
+	for (const struct proc *p = sb->procs; p; p = p->next)
+		if (!p->ended && (p->attachers || json_is_true(json_object_get(p->meta, "keep_awake"))))
+			return true;
+	return false;
 }
 
 /* ---- control ---- */
@@ -695,6 +733,8 @@ int proc_send_signal(struct proc *p, const struct signal_request *r, struct cove
 {
 	if (p->exited)
 		return err_set(err, COVE_ESTATE, "process %d has ended", p->pid);
+	if (sandbox_ready(p->sb, err) < 0)
+		return -1;
 	signal_proc(p, r->sig, r->tree ? WIRE_FLAG_TREE : 0);
 	return 0;
 }
@@ -703,6 +743,8 @@ int proc_resize(struct proc *p, int rows, int cols, struct cove_err *err)
 {
 	if (!p->tty || p->ended || p->in_fd < 0)
 		return err_set(err, COVE_ESTATE, "process %d is not a running terminal", p->pid);
+	if (sandbox_ready(p->sb, err) < 0)
+		return -1;
 	struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
 	if (ioctl(p->in_fd, TIOCSWINSZ, &ws) < 0)
 		return err_sys(err, errno, "resize");

@@ -243,6 +243,8 @@ int procs_attach(struct proc *p, const struct attach_request *r, struct output *
 {
 	if (r->raw && !p->tty)
 		return err_set(err, COVE_ESTATE, "process %d is not a terminal", p->pid);
+	if (sandbox_ready(p->sb, err) < 0)
+		return -1;
 	struct proc_attach *a = attach_new(p, r, out, err);
 	if (!a)
 		return -1;
@@ -273,6 +275,9 @@ static int raw_write_some(struct proc_attach *a, struct evbuffer *in, int fd)
 void proc_attach_input(struct proc_attach *a, struct evbuffer *in)
 {
 	struct proc *p = a->p;
+	/* Typing into a paused sandbox's terminal wakes it. */
+	if (p->sb->state != SB_RUNNING)
+		(void)sandbox_ready(p->sb, NULL);
 	if (p->ended || p->in_fd < 0 || !p->in_ev) {
 		evbuffer_drain(in, evbuffer_get_length(in));
 		a->eof_pending = false;
@@ -406,6 +411,8 @@ static const struct output_producer waiter_producer = { .cancel = on_waiter_canc
 
 int procs_wait(struct proc *p, double wait, struct output *out, struct cove_err *err)
 {
+	if (!p->ended && sandbox_ready(p->sb, err) < 0)
+		return -1;
 	struct waiter *w = calloc(1, sizeof(*w));
 	if (!w)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
@@ -466,7 +473,7 @@ int proc_stdin_check(const struct proc *p, struct cove_err *err)
 
 int proc_write_stdin(struct proc *p, const struct stdin_request *r, struct output *out, struct cove_err *err)
 {
-	if (proc_stdin_check(p, err) < 0)
+	if (proc_stdin_check(p, err) < 0 || sandbox_ready(p->sb, err) < 0)
 		return -1;
 	return queue_stdin(p, out, r->data, r->len, r->eof, err);
 }

@@ -105,6 +105,7 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	json_object_set_new(j, "workdir", s->workdir[0] ? json_string(s->workdir) : json_null());
 	if (json_object_size(s->metadata))
 		json_object_set(j, "metadata", s->metadata);
+	lifecycle_spec_to_json(s, j);
 	json_object_set_new(j, "start", s->start ? json_incref(s->start) : json_null());
 	json_object_set_new(j, "ready", s->ready ? json_incref(s->ready) : json_null());
 	json_object_set_new(j, "template", s->template[0] ? json_string(s->template) : json_null());
@@ -161,6 +162,7 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	snprintf(s->workdir, sizeof(s->workdir), "%s", workdir ? workdir : "");
 	json_t *metadata = json_object_get(j, "metadata");
 	s->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
+	lifecycle_spec_from_json(j, s);
 	json_t *start = json_object_get(j, "start"), *ready = json_object_get(j, "ready");
 	s->start = json_is_array(start) ? json_incref(start) : NULL;
 	s->ready = json_is_object(ready) ? json_incref(ready) : NULL;
@@ -173,16 +175,13 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	return 0;
 }
 
-static const char *state_name(enum sandbox_state s)
-{
-	return s == SB_RUNNING ? "running" : s == SB_DELETING ? "deleting" : "stopped";
-}
-
 json_t *sandbox_to_json(const struct sandbox *sb)
 {
 	json_t *j = sandbox_spec_to_json(&sb->spec);
 	json_object_set_new(j, "id", json_string(sb->id));
-	json_object_set_new(j, "state", json_string(state_name(sb->state)));
+	json_object_set_new(j, "state", json_string(sandbox_state_name(sb->state)));
+	json_object_set_new(j, "state_changed_at", json_integer(sb->state_changed_at));
+	json_object_set_new(j, "state_reason", json_string(sandbox_reason_name(sb->state_reason)));
 	json_object_set_new(j, "init_pid", json_integer(sb->init_pid));
 	char workspace[600];
 	subvol_path(engine_ctx, sb->id, workspace, sizeof(workspace));
@@ -205,7 +204,9 @@ int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	_cleanup_free_ char *spec = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	struct store_sandbox row = { .id = sb->id,
-				     .state = state_name(sb->state),
+				     .state = sandbox_state_name(sb->state),
+				     .state_changed_at = sb->state_changed_at,
+				     .state_reason = sandbox_reason_name(sb->state_reason),
 				     .slot = sb->slot,
 				     .init_pid = sb->init_pid,
 				     .init_start = sb->init_start,
@@ -231,6 +232,11 @@ static uint64_t proc_start_time(pid_t pid)
 	return start;
 }
 
+bool sandbox_pid_is(pid_t pid, uint64_t start)
+{
+	return pid > 0 && start && proc_start_time(pid) == start;
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -241,7 +247,7 @@ static double now_ms(void)
 static void on_init_exit(evutil_socket_t fd, short what, void *arg);
 static void on_init_message(evutil_socket_t fd, short what, void *arg);
 
-static void detach(struct sandbox *sb)
+void sandbox_detach(struct sandbox *sb)
 {
 	if (sb->conn_ev)
 		event_free(sb->conn_ev);
@@ -268,7 +274,7 @@ static int attach(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	sb->conn_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (sb->conn_fd < 0 || connect(sb->conn_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		err_sys(err, errno, "connect to cove-init at '%s'", path);
-		detach(sb);
+		sandbox_detach(sb);
 		return -1;
 	}
 	evutil_make_socket_nonblocking(sb->conn_fd);
@@ -323,7 +329,7 @@ static int boot_finish(struct engine *d, struct sandbox *sb, struct runtime_pend
 	return 0;
 }
 
-static int boot(struct engine *d, struct sandbox *sb, struct cove_err *err)
+int sandbox_boot(struct engine *d, struct sandbox *sb, struct cove_err *err)
 {
 	struct runtime_pending p;
 	double t0 = now_ms();
@@ -355,9 +361,10 @@ static void sandbox_free(struct sandbox *sb)
 {
 	if (!sb)
 		return;
-	detach(sb);
+	sandbox_detach(sb);
 	if (sb->expire_ev)
 		event_free(sb->expire_ev);
+	lifecycle_forget(sb);
 	for (struct sandbox_port *p = sb->ports, *next; p; p = next) {
 		next = p->next;
 		free(p);
@@ -383,7 +390,7 @@ static void expire(struct sandbox *sb, const char *why)
 
 static void on_expired(evutil_socket_t fd, short what, void *arg)
 {
-	expire(arg, "its timeout ran out");
+	lifecycle_on_timeout(engine_ctx, arg);
 }
 
 static void on_orphaned(evutil_socket_t fd, short what, void *arg)
@@ -494,8 +501,9 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	sb->spec = *spec;
 	spec->env = spec->allow_out = spec->deny_out = spec->metadata = spec->start = spec->ready = NULL; /* moved */
 	spec->image_meta = NULL;
-	sb->spec.created_at = sandbox_now_ms();
+	sb->spec.created_at = sb->state_changed_at = sandbox_now_ms();
 	sb->spec.from_pool = false; /* a pool hands out what it made; a copy of one was not */
+	lifecycle_spec_defaults(d, &sb->spec);
 	/* A restore or a fork copies a spec: what ties its source to a deadline
 	 * or to a client's connection is not copied with it. */
 	if (from) {
@@ -504,7 +512,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	}
 
 	char image[600];
-	if (network_check(&sb->spec, err) < 0)
+	if (network_check(&sb->spec, err) < 0 || lifecycle_make_room(d, NULL, err) < 0)
 		goto fail;
 	/* A restored root keeps the image it was made on, whatever "host" is
 	 * today: its changes are only meaningful over that one. A new one
@@ -570,7 +578,7 @@ static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pe
 	if (!ok) {
 		char subvol[600];
 		subvol_path(d, sb->id, subvol, sizeof(subvol));
-		detach(sb);
+		sandbox_detach(sb);
 		if (sb->init_pid > 0)
 			kill(sb->init_pid, SIGKILL);
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
@@ -583,6 +591,7 @@ static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pe
 	}
 	d->count += !sb->spec.pooled;
 	arm_expiry(d, sb, sb->spec.expires_at, on_expired);
+	lifecycle_on_created(d, sb);
 	return 0;
 }
 
@@ -660,7 +669,7 @@ static void finish_delete(struct engine *d, struct sandbox *sb)
 	char subvol[600], sock[700];
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	socket_path(d, sb->id, sock, sizeof(sock));
-	detach(sb);
+	sandbox_detach(sb);
 	double t0 = now_ms();
 	if (cgroup_destroy(&d->cgroups, sb->id, 5000, &err) < 0) {
 		log_error("sandbox %s: delete: %s", sb->id, err.msg);
@@ -742,6 +751,7 @@ int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	ports_drop_all(d, sb);
 	launch_abort(sb, "sandbox deleted");
 	d->count -= !sb->spec.pooled;
+	lifecycle_on_deleted(d, sb, was);
 	begin_delete(d, sb);
 	return 0;
 }
@@ -775,9 +785,11 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 	procs_abort_all(sb);
 	watch_abort_all(sb, why);
 	launch_abort(sb, why);
-	detach(sb);
+	sandbox_detach(sb);
+	int was = sb->state;
 	sb->state = SB_STOPPED;
 	(void)sandbox_save(engine_ctx, sb, NULL);
+	events_emit(engine_ctx, sb, was);
 }
 
 static void on_init_exit(evutil_socket_t fd, short what, void *arg)
@@ -800,7 +812,7 @@ static ssize_t recv_packet(int conn, struct wire_hdr *h, int *fds, int *nfds)
 static void dispatch(struct sandbox *sb, const struct wire_hdr *h, int *fds, int nfds)
 {
 	int fd = nfds > 0 ? fds[0] : -1;
-	if (h->type == WIRE_KEPT) {
+	if (h->type == WIRE_KEPT || h->type == WIRE_LIST_END) {
 		procs_on_kept(sb, h, fds, nfds);
 		return;
 	}
@@ -874,6 +886,8 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	snprintf(sb->id, sizeof(sb->id), "%s", row->id);
 	sb->init_pid = row->init_pid;
 	sb->init_start = row->init_start;
+	sb->state_changed_at = row->state_changed_at;
+	sb->state_reason = sandbox_reason_parse(row->state_reason);
 	d->sandboxes[sb->slot] = sb;
 	/* A warm pool's sandbox served nobody: the pools start afresh. */
 	if (strcmp(row->state, "deleting") == 0 || sb->spec.pooled) {
@@ -883,6 +897,13 @@ static void load_one(void *arg, const struct store_sandbox *row)
 		return;
 	}
 	d->count++;
+	bool paused = strcmp(row->state, "paused") == 0;
+	if (strcmp(row->state, "archived") == 0) {
+		sb->state = SB_ARCHIVED;
+		arm_expiry(d, sb, sb->spec.expires_at, on_expired);
+		lifecycle_on_loaded(d, sb);
+		return;
+	}
 	if (network_prepare(d, sb, true, NULL, &err) < 0) {
 		log_error("sandbox %s: network: %s", sb->id, err.msg);
 		memset(&err, 0, sizeof(err));
@@ -899,21 +920,24 @@ static void load_one(void *arg, const struct store_sandbox *row)
 		if (network_attach(d, sb, true, &err) < 0)
 			log_error("sandbox %s: network: %s", sb->id, err.msg);
 		/* A coved killed inside a snapshot's or fork's frozen instant
-		 * left it frozen, and nothing else keeps a sandbox frozen. */
-		if (cgroup_freeze(&d->cgroups, sb->id, false, &err) < 0)
+		 * left it frozen, and nothing but a pause keeps a sandbox frozen. */
+		if (!paused && cgroup_freeze(&d->cgroups, sb->id, false, &err) < 0)
 			log_error("sandbox %s: thaw: %s", sb->id, err.msg);
 		procs_reattach(sb);
+		sb->state = paused ? SB_PAUSED : SB_RUNNING;
+		lifecycle_on_loaded(d, sb);
 		return;
 	}
 	memset(&err, 0, sizeof(err));
 	(void)cgroup_destroy(&d->cgroups, sb->id, 2000, NULL);
-	network_readdress(d, sb);
-	if (boot(d, sb, &err) < 0 || network_attach(d, sb, false, &err) < 0 || sandbox_save(d, sb, &err) < 0) {
+	if (sandbox_boot(d, sb, &err) < 0 || network_attach(d, sb, false, &err) < 0 || sandbox_save(d, sb, &err) < 0) {
 		log_error("sandbox %s: restart failed: %s", sb->id, err.msg);
 		sb->state = SB_STOPPED;
 		return;
 	}
 	log_info("sandbox %s: started again (its previous init was gone)", sb->id);
+	sb->state = paused ? SB_PAUSED : SB_RUNNING;
+	lifecycle_on_loaded(d, sb);
 }
 
 /* A crash between taking a root and recording it, or before a fork's rows
@@ -978,6 +1002,7 @@ int sandboxes_load(struct engine *d, struct cove_err *err)
 		return -1;
 	if (store_each_sandbox(d->store, load_one, &ctx, err) < 0)
 		return -1;
+	procs_wait_listed(d);
 	if (ctx.failed == 0) /* a row it could not read may own a root, or need an image */
 		remove_unrecorded_roots(d);
 	if (ctx.failed == 0 && bad_snapshots == 0)

@@ -488,6 +488,14 @@ void sessions_on_kept(struct sandbox *sb, struct proc *p)
 		log_warn("sandbox %s: session %s: %s", sb->id, s->id, err.msg);
 }
 
+bool sessions_busy(const struct sandbox *sb)
+{
+	for (const struct session *s = sb->sessions; s; s = s->next)
+		if (s->queue)
+			return true;
+	return false;
+}
+
 json_t *session_to_json(const struct session *s)
 {
 	int n = 0;
@@ -520,6 +528,8 @@ static int write_prologue(struct session *s, struct cove_err *err)
 
 int sessions_create(struct sandbox *sb, const struct session_request *req, struct output *out, struct cove_err *err)
 {
+	if (sandbox_ready(sb, err) < 0)
+		return -1;
 	if (count_sessions(sb) >= SESSIONS_MAX)
 		return err_set(err, COVE_EFULL, "sandbox %s has %d sessions already", sb->id, SESSIONS_MAX);
 	char hex[13], token[33];
@@ -597,6 +607,8 @@ int sessions_exec(struct sandbox *sb, const struct exec_request *er, const char 
 	struct session *s = find_session(sb, session);
 	if (!s)
 		return err_set(err, COVE_ENOTFOUND, "no session '%s' in sandbox %s", session, sb->id);
+	if (sandbox_ready(sb, err) < 0)
+		return -1;
 	if (er->env || er->cwd || er->user || er->background || er->tty || er->tag || er->stdin_open)
 		return err_set(err, COVE_EINVAL,
 			       "a session command takes only cmd, stdin, timeout, stream and max_output "

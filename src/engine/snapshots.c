@@ -182,9 +182,10 @@ static int put_row(struct engine *d, const struct snapshot *sn, struct cove_err 
 /* A snapshot of sb as it is now, not taken yet (not listed), and its
  * entry in the snapshot store, made here: NULL with err on failure, with
  * nothing made. */
-static struct snapshot *snapshot_begin(struct engine *d, const struct sandbox *sb, const char *name,
-				       struct cove_err *err)
+static struct snapshot *snapshot_begin(struct engine *d, struct sandbox *sb, const char *name, struct cove_err *err)
 {
+	if (sandbox_ready(sb, err) < 0)
+		return NULL;
 	struct snapshot *sn = calloc(1, sizeof(*sn));
 	if (!sn || snapshot_id_new(sn->id) < 0) {
 		free(sn);
@@ -516,6 +517,10 @@ int sandbox_fork(struct engine *d, struct sandbox *sb, int count, struct sandbox
 	char(*ids)[16] = calloc((size_t)count, sizeof(*ids));
 	if (!ids)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
+	if (sandbox_ready(sb, err) < 0) {
+		free(ids);
+		return -1;
+	}
 	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
 	if (take_roots(d, sb, ids, count, err) < 0) {
 		free(ids);

@@ -281,9 +281,11 @@ static int hand_out(struct engine *d, struct sandbox *sb, struct sandbox_spec *s
 	sb->spec.workdir[0] = '\0';
 	sandbox_workdir_resolve(&sb->spec, image, subvol);
 	sandbox_spec_free(&old);
+	lifecycle_spec_defaults(d, &sb->spec);
 	d->count++;
 	if ((expires_at ? sandbox_set_expiry(d, sb, expires_at, err) : sandbox_save(d, sb, err)) < 0)
 		return -2;
+	lifecycle_on_created(d, sb); /* announced, its idle timer armed */
 	return 0;
 }
 

@@ -640,6 +640,14 @@ bool watch_on_init_reply(struct sandbox *sb, uint32_t seq, bool opened, int errn
 	return true;
 }
 
+bool watch_active(const struct sandbox *sb)
+{
+	for (const struct watch *w = watches; w; w = w->next)
+		if (w->sb == sb)
+			return true;
+	return false;
+}
+
 void watch_abort_all(struct sandbox *sb, const char *why)
 {
 	for (struct watch *w = watches, *next; w; w = next) {
@@ -667,8 +675,8 @@ static int send_open(struct watch *w, const char *user, struct cove_err *err)
 int watch_start(struct sandbox *sb, const struct watch_request *rq, struct output *o, struct cove_err *err)
 {
 	const char *user = rq->user ? rq->user : sb->spec.user;
-	if (sb->state != SB_RUNNING || sb->conn_fd < 0)
-		return err_set(err, COVE_ESTATE, "sandbox %s is not running", sb->id);
+	if (sandbox_ready(sb, err) < 0)
+		return -1;
 	if (!rq->path || rq->path[0] != '/' || strlen(rq->path) >= PATH_MAX)
 		return err_set(err, COVE_EINVAL, "'path' must be an absolute path");
 	if (strlen(user) > WATCH_MAX_USER)

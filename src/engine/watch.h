@@ -54,3 +54,5 @@ int watch_start(struct sandbox *sb, const struct watch_request *rq, struct outpu
 bool watch_on_init_reply(struct sandbox *sb, uint32_t seq, bool opened, int errnum, int fd);
 /* The sandbox is going away: end all its watches with an error. */
 void watch_abort_all(struct sandbox *sb, const char *why);
+/* Whether a client watches a folder of sb (an attached stream: idle.c). */
+bool watch_active(const struct sandbox *sb);

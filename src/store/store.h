@@ -43,7 +43,8 @@ struct store_ops {
 			     struct cove_err *err);
 	int (*put_port)(struct store *s, const struct store_port *p, struct cove_err *err);
 	int (*delete_port)(struct store *s, const char *sandbox, int port, struct cove_err *err);
-	int (*each_port)(struct store *s, void (*cb)(void *arg, const struct store_port *p), void *arg, struct cove_err *err);
+	int (*each_port)(struct store *s, void (*cb)(void *arg, const struct store_port *p), void *arg,
+			 struct cove_err *err);
 	int (*begin)(struct store *s, struct cove_err *err);
 	int (*begin_durable)(struct store *s, struct cove_err *err);
 	int (*commit)(struct store *s, struct cove_err *err);
@@ -61,6 +62,8 @@ struct store_sandbox {
 	pid_t init_pid;
 	uint64_t init_start; /* /proc/<pid>/stat starttime: tells a reused pid apart */
 	const char *spec;    /* JSON: image, limits, env, cwd, user, name, created_at */
+	int64_t state_changed_at; /* unix ms (0 in rows from before the lifecycle) */
+	const char *state_reason; /* why: user, request, idle, timeout, slots */
 };
 
 struct store_snapshot {

@@ -76,6 +76,10 @@ static const char *const migrations[] = {
 	" public INTEGER NOT NULL,"
 	" created_at INTEGER NOT NULL,"
 	" PRIMARY KEY (sandbox, port));",
+	/* 5: the lifecycle (engine/lifecycle.h): when a sandbox's state last
+	 * changed and why. Its state column now also says paused, archived. */
+	"ALTER TABLE sandboxes ADD COLUMN state_changed_at INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sandboxes ADD COLUMN state_reason TEXT NOT NULL DEFAULT 'user';",
 };
 
 static int migrate(sqlite3 *db, const char *path, struct cove_err *err)
@@ -139,14 +143,18 @@ int store_sqlite_open(struct store **ret, const char *path, struct cove_err *err
 		sqlite_close(&s->base);
 		return -1;
 	}
-	if (sqlite3_prepare_v2(
-		    s->db,
-		    "INSERT INTO sandboxes (id, state, slot, init_pid, init_start, spec) VALUES (?,?,?,?,?,?)"
-		    " ON CONFLICT(id) DO UPDATE SET state=excluded.state, slot=excluded.slot,"
-		    " init_pid=excluded.init_pid, init_start=excluded.init_start, spec=excluded.spec",
-		    -1, &s->put, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT INTO sandboxes (id, state, slot, init_pid, init_start, spec, state_changed_at, "
+			       "state_reason)"
+			       " VALUES (?,?,?,?,?,?,?,?)"
+			       " ON CONFLICT(id) DO UPDATE SET state=excluded.state, slot=excluded.slot,"
+			       " init_pid=excluded.init_pid, init_start=excluded.init_start, spec=excluded.spec,"
+			       " state_changed_at=excluded.state_changed_at, state_reason=excluded.state_reason",
+			       -1, &s->put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(s->db, "SELECT id, state, slot, init_pid, init_start, spec FROM sandboxes ORDER BY seq",
+	    sqlite3_prepare_v2(s->db,
+			       "SELECT id, state, slot, init_pid, init_start, spec, state_changed_at, state_reason"
+			       " FROM sandboxes ORDER BY seq",
 			       -1, &s->each, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 			       "INSERT INTO snapshots (id, sandbox, name, image_dir, created_at, spec, durable)"
@@ -194,6 +202,8 @@ static int sqlite_put_sandbox(struct store *store, const struct store_sandbox *s
 	sqlite3_bind_int(s->put, 4, sb->init_pid);
 	sqlite3_bind_int64(s->put, 5, (sqlite3_int64)sb->init_start);
 	sqlite3_bind_text(s->put, 6, sb->spec, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s->put, 7, (sqlite3_int64)sb->state_changed_at);
+	sqlite3_bind_text(s->put, 8, sb->state_reason ? sb->state_reason : "user", -1, SQLITE_STATIC);
 	int r = sqlite3_step(s->put) == SQLITE_DONE ? 0 : db_err(s, err, "save sandbox");
 	sqlite3_reset(s->put);
 	return r;
@@ -227,6 +237,8 @@ static int sqlite_each_sandbox(struct store *store, void (*cb)(void *arg, const 
 			.init_pid = sqlite3_column_int(s->each, 3),
 			.init_start = (uint64_t)sqlite3_column_int64(s->each, 4),
 			.spec = (const char *)sqlite3_column_text(s->each, 5),
+			.state_changed_at = sqlite3_column_int64(s->each, 6),
+			.state_reason = (const char *)sqlite3_column_text(s->each, 7),
 		};
 		cb(arg, &sb);
 	}

@@ -30,7 +30,7 @@
 
 /* Hierarchy indexes; the first three match the CGROUP_CTRL_* bits. On v2
  * every index names the one directory. */
-enum hier { HIER_MEMORY, HIER_CPU, HIER_PIDS, HIER_FREEZER, HIER_COUNT };
+enum hier { HIER_MEMORY, HIER_CPU, HIER_PIDS, HIER_FREEZER, HIER_CPUACCT, HIER_COUNT };
 
 static const char *const ctrl_names[] = { "memory", "cpu", "pids" };
 
@@ -81,6 +81,8 @@ static int hier_list(const struct cgroup_layout *l, int out[HIER_COUNT])
 		for (int h = HIER_MEMORY; h <= HIER_PIDS; h++)
 			if (l->controllers & (1u << h))
 				out[n++] = h;
+	if (l->mode == CGROUP_V1 && l->cpuacct)
+		out[n++] = HIER_CPUACCT;
 	out[n++] = HIER_FREEZER;
 	return n;
 }
@@ -97,7 +99,7 @@ static int fail(struct cove_err *err, int r, const char *what, const char *path)
 static int cg_path(char buf[PATH_MAX], const struct cgroup_layout *l, int h, const char *name, const char *file,
 		   struct cove_err *err)
 {
-	static const char *const hiers[] = { "memory", NULL, "pids", "freezer" };
+	static const char *const hiers[] = { "memory", NULL, "pids", "freezer", "cpuacct" };
 	const char *hier = l->mode == CGROUP_V2 ? NULL : h == HIER_CPU ? l->cpu_hier : hiers[h];
 	int n = snprintf(buf, PATH_MAX, "%s%s%s/" CGROUP_PARENT "%s%s%s%s", l->root, hier ? "/" : "", hier ? hier : "",
 			 name ? "/" : "", name ? name : "", file ? "/" : "", file ? file : "");
@@ -232,6 +234,9 @@ static int v1_check(struct cgroup_layout *l, struct cove_err *err)
 		return -ENOTSUP;
 	}
 	l->controllers = CGROUP_CTRL_ALL;
+	/* CPU time (cgroup_cpu_usage): in cpu's hierarchy when they share one,
+	 * else in cpuacct's, joined too when mounted. */
+	l->cpuacct = strcmp(l->cpu_hier, "cpu,cpuacct") != 0 && is_v1_mount(l->root, "cpuacct");
 	return 0;
 }
 
@@ -406,6 +411,14 @@ static int rmdir_wait(const struct cgroup_layout *l, int h, const char *name, in
 	}
 }
 
+int cgroup_kill(const struct cgroup_layout *l, const char *name)
+{
+	int r = check_name(name, NULL);
+	if (r == 0)
+		kill_all(l, name);
+	return r;
+}
+
 int cgroup_destroy(const struct cgroup_layout *l, const char *name, int timeout_ms, struct cove_err *err)
 {
 	int hs[HIER_COUNT], n = hier_list(l, hs), r;
@@ -424,6 +437,28 @@ int cgroup_count_procs(const struct cgroup_layout *l, const char *name)
 	if (r < 0 || (r = cg_path(path, l, HIER_FREEZER, name, "cgroup.procs", NULL)) < 0)
 		return r;
 	return procs_scan(path, false);
+}
+
+int cgroup_cpu_usage(const struct cgroup_layout *l, const char *name, uint64_t *ret)
+{
+	char path[PATH_MAX], buf[1024];
+	bool v1 = l->mode == CGROUP_V1;
+	int r = check_name(name, NULL);
+	if (r < 0)
+		return r;
+	if (v1 && !l->cpuacct && strcmp(l->cpu_hier, "cpu,cpuacct") != 0)
+		return -ENOTSUP;
+	if ((r = cg_path(path, l, v1 && l->cpuacct ? HIER_CPUACCT : HIER_CPU, name, v1 ? "cpuacct.usage" : "cpu.stat",
+			 NULL)) < 0 ||
+	    (r = read_str(path, buf, sizeof(buf))) < 0)
+		return r;
+	if (v1)
+		return sscanf(buf, "%" SCNu64, ret) == 1 ? 0 : -EINVAL;
+	uint64_t usec;
+	if ((r = keyed_get(buf, "usage_usec", &usec)) < 0)
+		return r;
+	*ret = usec * 1000;
+	return 0;
 }
 
 int cgroup_oom_kills(const struct cgroup_layout *l, const char *name, uint64_t *ret)

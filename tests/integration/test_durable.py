@@ -131,8 +131,10 @@ def test_a_start_completes_or_drops_what_was_not_durable(_cv):
         assert st == 201 and _out(cv, new["id"], "cat /root/f") == "kept\n", (st, new)
         # A state.db from before the durable column: its rows were durable.
         cv.kill(signal.SIGKILL)
-        # (schema version 1: the migration to 2 adds the column)
+        # (schema version 1: the migration to 2 adds the column; 3 the lifecycle's)
         _db(cv, "ALTER TABLE snapshots DROP COLUMN durable")
+        _db(cv, "ALTER TABLE sandboxes DROP COLUMN state_changed_at")
+        _db(cv, "ALTER TABLE sandboxes DROP COLUMN state_reason")
         _db(cv, "PRAGMA user_version = 1")
         cv.start()
         st, j = cv.api("GET", "/v1/snapshots/" + done["id"])

@@ -316,7 +316,8 @@ def test_a_state_db_from_before_histories_is_migrated(shared):
         version = db.execute("PRAGMA user_version").fetchone()[0]  # this coved's: 2 or more
         assert version >= 2, version
         db.executescript("DROP TABLE checkpoints; DROP TABLE histories; ALTER TABLE snapshots DROP COLUMN durable;"
-                         " DROP TABLE IF EXISTS templates; PRAGMA user_version = 0;")
+                         " DROP TABLE IF EXISTS templates; ALTER TABLE sandboxes DROP COLUMN state_changed_at;"
+                         " ALTER TABLE sandboxes DROP COLUMN state_reason; PRAGMA user_version = 0;")
         db.close()
         cv.start()
         db = sqlite3.connect(path)

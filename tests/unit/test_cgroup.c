@@ -190,6 +190,10 @@ static void test_v2_fake(void)
 	CHECK_STR(slurp(at(root, "cove/sb1/cgroup.procs")), "4242", "pid written to cgroup.procs");
 	CHECK_ONCE(cgroup_count_procs(&l, "sb1") == 1, "count_procs");
 	CHECK_ONCE(cgroup_oom_kills(&l, "sb1", &oom) == 0 && oom == 2, "oom_kill from memory.events");
+	uint64_t cpu = 0;
+	put(at(root, "cove/sb1/cpu.stat"), "usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n");
+	CHECK_ONCE(cgroup_cpu_usage(&l, "sb1", &cpu) == 0 && cpu == 1234000, "CPU time from cpu.stat: %llu ns",
+		   (unsigned long long)cpu);
 	CHECK_ONCE(cgroup_freeze(&l, "sb1", true, &err) == 0, "v2 freeze: %s", err.msg);
 	CHECK_STR(slurp(at(root, "cove/sb1/cgroup.freeze")), "1", "cgroup.freeze = 1");
 	put(at(root, "cove/sb1/cgroup.events"), "populated 1\nfrozen 0\n");
@@ -259,6 +263,15 @@ static void test_v1_fake(void)
 		CHECK_STR(slurp(at3(root, v1_hiers[i], "cove/sb1/cgroup.procs")), "4242", "pid in %s", v1_hiers[i]);
 	CHECK_ONCE(cgroup_count_procs(&l, "sb1") == 1, "count_procs");
 	CHECK_ONCE(cgroup_oom_kills(&l, "sb1", &oom) == 0 && oom == 5, "oom_kill, not oom_kill_disable");
+	uint64_t cpu = 0;
+	CHECK_ONCE(cgroup_cpu_usage(&l, "sb1", &cpu) == -ENOTSUP, "no CPU time without a cpuacct hierarchy");
+	put(at(root, "cpuacct/cove/sb1/cpuacct.usage"), "987654321\n");
+	put(at(root, "cpuacct/cove/sb1/cgroup.procs"), "");
+	l.cpuacct = true;
+	CHECK_ONCE(cgroup_cpu_usage(&l, "sb1", &cpu) == 0 && cpu == 987654321, "CPU time from cpuacct.usage");
+	CHECK_ONCE(cgroup_enter(&l, "sb1", 4343, &err) == 0, "v1 enter with cpuacct: %s", err.msg);
+	CHECK_STR(slurp(at(root, "cpuacct/cove/sb1/cgroup.procs")), "4343", "pid in cpuacct too");
+	l.cpuacct = false;
 	CHECK_ONCE(cgroup_freeze(&l, "sb1", true, &err) == 0, "v1 freeze: %s", err.msg);
 	CHECK_STR(slurp(at(root, "freezer/cove/sb1/freezer.state")), "FROZEN", "freezer.state FROZEN");
 	CHECK_ONCE(cgroup_freeze(&l, "sb1", false, &err) == 0, "v1 thaw: %s", err.msg);

@@ -208,6 +208,79 @@ static void test_launch_and_pool(void)
 	warm_close(&eng, w);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+/* ---- the lifecycle, and its event stream through a recording output ---- */
+
+struct event_log {
+	struct output out;
+	int started, keepalives, closes;
+	char seen[1024]; /* "state/reason " for each event */
+};
+
+static void log_write(struct output *o, const struct out_event *ev)
+{
+	struct event_log *l = (struct event_log *)o;
+	if (ev->type == OUT_START)
+		l->started++;
+	else if (ev->type == OUT_KEEPALIVE)
+		l->keepalives++;
+	if (ev->type != OUT_EVENT)
+		return;
+	const struct sandbox_event *e = ev->event;
+	size_t n = strlen(l->seen);
+	snprintf(l->seen + n, sizeof(l->seen) - n, "%s/%s ", e->state, e->reason);
+}
+
+static void log_close(struct output *o, const struct cove_err *err)
+{
+	((struct event_log *)o)->closes++;
+}
+
+static const struct output_ops event_log_ops = { .write = log_write, .close = log_close };
+
+static void lifecycle_checks(struct sandbox *sb)
+{
+	struct event_log l = { .out.ops = &event_log_ops };
+	struct cove_err err = { 0 };
+	struct recorder r;
+	int rc = events_subscribe(&eng, sb->id, 60, &l.out, &err);
+	CHECK(rc == 0 && l.started == 1, "events_subscribe takes the output and starts it: %s", err.msg);
+	rc = engine_sandbox_pause(&eng, sb, SB_REASON_USER, &err);
+	CHECK(rc == 0 && sb->state == SB_PAUSED, "pause: %s", err.msg);
+	struct cove_err again = { 0 };
+	rc = engine_sandbox_pause(&eng, sb, SB_REASON_USER, &again);
+	CHECK(rc < 0 && again.code == COVE_ESTATE && sb->state == SB_PAUSED, "a second pause is a 409: %s", again.msg);
+	CHECK(run(sb, "echo awake", &r) == 0 && r.exits == 1 && sb->state == SB_RUNNING &&
+		      sb->state_reason == SB_REASON_REQUEST,
+	      "an exec wakes a paused sandbox (reason request): '%s'", r.collected);
+	memset(&err, 0, sizeof(err));
+	rc = engine_sandbox_archive(&eng, sb, SB_REASON_USER, &err);
+	CHECK(rc == 0 && sb->state == SB_ARCHIVED && sb->init_pid == 0, "archive: no init left: %s", err.msg);
+	CHECK(run(sb, "cat /tmp/made", &r) == 0 && strcmp(r.collected, "engine\n") == 0 && sb->state == SB_RUNNING,
+	      "an exec wakes an archived sandbox, its files kept: '%s'", r.collected);
+	/* The port proxy's hook: an activity wakes the sandbox and keeps it busy. */
+	memset(&err, 0, sizeof(err));
+	rc = engine_sandbox_pause(&eng, sb, SB_REASON_USER, &err);
+	CHECK(rc == 0 && !idle_busy(sb), "paused, nothing active: %s", err.msg);
+	rc = sandbox_activity_begin(sb, &err);
+	CHECK(rc == 0 && sb->state == SB_RUNNING && idle_busy(sb), "an activity wakes it and keeps it busy: %s",
+	      err.msg);
+	sandbox_activity_end(sb);
+	CHECK(!idle_busy(sb) && sb->activity == 0, "its end leaves it idle");
+	pid_t before = sb->init_pid;
+	rc = engine_sandbox_reboot(&eng, sb, SB_REASON_USER, &err);
+	CHECK(rc == 0 && sb->state == SB_RUNNING && sb->init_pid != before, "reboot: a new init: %s", err.msg);
+	CHECK_STR(l.seen,
+		  "paused/user running/request archived/user running/request paused/user running/request running/user ",
+		  "the events, in order: '%s'", l.seen);
+	output_cancel(&l.out);
+	CHECK(l.closes == 0, "a cancelled stream is not closed by the engine");
+}
+
 int main(int argc, char **argv)
 {
 	if (getuid() != 0) {
@@ -273,6 +346,8 @@ int main(int argc, char **argv)
 	CHECK(missing.done && missing.fd < 0 && strstr(missing.err, "No such file"),
 	      "a missing file is an error, not a file: '%s'", missing.err);
 
+	if (sb)
+		lifecycle_checks(sb);
 	rc = sb ? sandbox_delete(&eng, sb, &err) : -1;
 	CHECK(rc == 0 && eng.count == 0, "delete through the engine: %s", err.msg);
 	test_launch_and_pool();

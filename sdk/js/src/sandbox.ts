@@ -19,8 +19,13 @@ export interface SandboxOptions {
   /** The working folder of commands and of relative paths. */
   cwd?: string;
   user?: string;
-  /** Seconds until coved deletes the sandbox. */
+  /** Seconds until coved deletes the sandbox (or pauses, archives it: onTimeout). */
   timeout?: number;
+  onTimeout?: 'delete' | 'pause' | 'archive';
+  /** Seconds with nothing active before it is paused (0: never; default coved's). */
+  idleTimeout?: number;
+  /** Seconds paused before it is archived (0: never; default coved's). */
+  archiveAfter?: number;
   isolation?: 'isolated' | 'external';
   /** A template (or its name) whose fields the sandbox inherits, those
    * given here winning; from its warm pool when one fits (info.from_pool). */
@@ -174,6 +179,25 @@ export class Sandbox {
     await this.t.call('DELETE', this.base);
   }
 
+  private async transition(verb: string): Promise<string> {
+    this.info = await this.t.call('POST', `${this.base}/${verb}`, { json: {} });
+    return this.info.state;
+  }
+
+  /** Freezes its processes, keeping their memory; any call that needs the
+   * sandbox (exec, files, ...) wakes it. Rejects with Conflict unless running. */
+  pause(): Promise<string> { return this.transition('pause'); }
+
+  /** Thaws a paused sandbox. Rejects with Conflict unless paused. */
+  resume(): Promise<string> { return this.transition('resume'); }
+
+  /** Ends its processes, releases its memory and active slot; its files stay
+   * and the next call that needs it brings it back. */
+  archive(): Promise<string> { return this.transition('archive'); }
+
+  /** Ends every process and starts cove-init again on the same files. */
+  reboot(): Promise<string> { return this.transition('reboot'); }
+
   /** Runs cmd (a shell string or an argv array) to its end. With onStdout
    * or onStderr, each chunk of output is passed to them as it comes. */
   async exec(cmd: string | string[], opts: ExecOptions = {}): Promise<ExecResult> {
@@ -317,10 +341,13 @@ export class Sandbox {
 
 /** Creates and starts a sandbox; the caller destroys it. */
 export async function createSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
-  const { transport, template, ...spec } = opts;
+  const { transport, template, onTimeout, idleTimeout, archiveAfter, ...spec } = opts;
   const t = transport ?? defaultTransport();
   const name = typeof template === 'object' ? template.name : template;
-  const body = clean({ ...spec, template: name, env: spec.env && clean(spec.env) });
+  const body = clean({
+    ...spec, template: name, env: spec.env && clean(spec.env),
+    on_timeout: onTimeout, idle_timeout: idleTimeout, archive_after: archiveAfter,
+  });
   return Sandbox.of(await t.call('POST', '/v1/sandboxes', { json: body }), t);
 }
 

@@ -42,6 +42,23 @@ test('create, connect, list, destroy', async () => {
   assert.ok(!(await listSandboxes()).some((s) => s.id === sb.id));
 });
 
+test('pause, resume, archive, reboot', () => sandbox(async (sb) => {
+  assert.equal(sb.info.idle_timeout, 0);
+  assert.equal(sb.info.on_timeout, 'pause');
+  await sb.exec('echo kept > /root/f');
+  assert.equal(await sb.pause(), 'paused');
+  await assert.rejects(sb.pause(), Conflict);
+  assert.equal((await sb.refresh()).state, 'paused');
+  assert.equal(await sb.resume(), 'running');
+  assert.equal(await sb.archive(), 'archived');
+  assert.equal((await sb.exec('cat /root/f')).stdout, 'kept\n');
+  assert.equal((await sb.refresh()).state, 'running');
+  const pid = sb.info.init_pid;
+  assert.equal(await sb.reboot(), 'running');
+  assert.notEqual(sb.info.init_pid, pid);
+  assert.equal((await sb.exec('cat /root/f')).stdout, 'kept\n');
+}, { idleTimeout: 0, onTimeout: 'pause', timeout: 3600 }));
+
 test('an unknown sandbox is a typed error, a bad request too', async () => {
   await assert.rejects(connectSandbox('sb_aaaaaaaaaaaa'), NotFound);
   const gone = await createSandbox();

@@ -224,6 +224,18 @@ class Sandbox:
     async def set_timeout(self, seconds):
         await _call(self._sb.set_timeout, seconds)
 
+    async def pause(self):
+        return await _call(self._sb.pause)
+
+    async def resume(self):
+        return await _call(self._sb.resume)
+
+    async def archive(self):
+        return await _call(self._sb.archive)
+
+    async def reboot(self):
+        return await _call(self._sb.reboot)
+
     async def processes(self):
         return await _call(self._sb.processes)
 

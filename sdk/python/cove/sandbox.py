@@ -64,9 +64,13 @@ class Sandbox:
     # -- lifecycle -----------------------------------------------------------
     @classmethod
     def create(cls, image=None, name=None, memory=None, cpus=None, pids=None, env=None, cwd=None, user=None,
-               timeout=None, isolation=None, template=None, start=None, ready=None, transport=None, **fields):
+               timeout=None, isolation=None, template=None, start=None, ready=None, transport=None,
+               on_timeout=None, idle_timeout=None, archive_after=None, **fields):
         """memory in bytes or as "512M"/"1G"; timeout: seconds until coved
-        deletes it. template: a Template (or its name) whose fields this
+        deletes it (on_timeout "pause" or "archive": pauses or archives it);
+        idle_timeout: seconds with nothing active before it is paused,
+        archive_after: seconds paused before it is archived (0: never;
+        default: coved's). template: a Template (or its name) whose fields this
         inherits, those given here winning (from its warm pool when one
         fits: info["from_pool"]). start: a start command; ready: a
         readiness check ({"port": N} | {"url": U} | {"cmd": C}, "timeout")
@@ -76,7 +80,8 @@ class Sandbox:
         if isinstance(template, Template):
             template = template.name
         spec = _spec(image=image, name=name, memory=memory, cpus=cpus, pids=pids, env=env, cwd=cwd, user=user,
-                     timeout=timeout, isolation=isolation, template=template, start=start, ready=ready, **fields)
+                     timeout=timeout, isolation=isolation, template=template, start=start, ready=ready,
+                     on_timeout=on_timeout, idle_timeout=idle_timeout, archive_after=archive_after, **fields)
         return cls(t.call("POST", "/v1/sandboxes", json_body=spec), t)
 
     @classmethod
@@ -112,6 +117,28 @@ class Sandbox:
 
     def set_timeout(self, seconds):
         self.info = self._transport.call("POST", self._path + "/timeout", json_body={"timeout": seconds})
+
+    def _transition(self, verb):
+        self.info = self._transport.call("POST", self._path + "/" + verb, json_body={})
+        return self.info["state"]
+
+    def pause(self):
+        """Freezes its processes, keeping their memory; any call that needs
+        the sandbox (run, files, ...) wakes it. Conflict unless running."""
+        return self._transition("pause")
+
+    def resume(self):
+        """Thaws a paused sandbox. Conflict unless paused."""
+        return self._transition("resume")
+
+    def archive(self):
+        """Ends its processes and releases its memory and active slot; its
+        files stay, and the next call that needs it brings it back."""
+        return self._transition("archive")
+
+    def reboot(self):
+        """Ends every process and starts cove-init again on the same files."""
+        return self._transition("reboot")
 
     def destroy(self):
         self._transport.call("DELETE", self._path)
@@ -191,13 +218,16 @@ class Sandbox:
         body = _spec(cwd=self._cwd(cwd), env=env, user=user)
         return Session(self, self._transport.call("POST", self._path + "/sessions", json_body=body))
 
-    def spawn(self, cmd, env=None, cwd=None, user=None, tag=None, stdin=False):
+    def spawn(self, cmd, env=None, cwd=None, user=None, tag=None, stdin=False, keep_awake=False):
         """Starts cmd as a kept process and returns at once: a Process.
-        stdin=True keeps its stdin open for send_stdin()."""
+        stdin=True keeps its stdin open for send_stdin(); keep_awake=True
+        keeps the sandbox from an idle pause while it runs."""
         req = _spec(cmd=cmd, env=env, cwd=self._cwd(cwd), user=user, tag=tag)
         req["background"] = True
         if stdin:
             req["stdin_open"] = True
+        if keep_awake:
+            req["keep_awake"] = True
         return Process(self, self._transport.call("POST", self._path + "/exec", json_body=req))
 
     def processes(self):

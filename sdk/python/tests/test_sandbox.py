@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from cove import BadRequest, Capabilities, CoveError, NotFound, Sandbox
+from cove import BadRequest, Capabilities, Conflict, CoveError, NotFound, Sandbox
 
 
 def test_create_connect_list_destroy(coved):
@@ -154,3 +154,20 @@ def test_a_callback_that_raises_ends_the_run_at_once(sb):
         sb.run("echo x; sleep 30", on_stdout=boom)
     assert time.monotonic() - t0 < 15  # not drained to the command's end
     assert sb.run("echo next").stdout == "next\n"  # a fresh connection, no leftovers
+
+
+def test_pause_resume_archive_reboot(coved):
+    with Sandbox.create(idle_timeout=0, on_timeout="archive", timeout=3600) as sb:
+        assert sb.info["idle_timeout"] == 0 and sb.info["on_timeout"] == "archive"
+        assert sb.run("echo kept > /root/f").exit_code == 0
+        assert sb.pause() == "paused" and sb.state == "paused"
+        with pytest.raises(Conflict):
+            sb.pause()
+        assert sb.resume() == "running"
+        assert sb.archive() == "archived" and sb.state == "archived"
+        assert sb.run("cat /root/f").stdout == "kept\n" and sb.state == "running"
+        pid = sb.info["init_pid"]
+        assert sb.reboot() == "running" and sb.info["init_pid"] != pid
+        assert sb.files.read("/root/f") == b"kept\n"
+        p = sb.spawn("sleep 1000", keep_awake=True)
+        assert [x.get("keep_awake") for x in sb.processes() if x["pid"] == p.pid] == [True]

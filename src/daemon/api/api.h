@@ -51,6 +51,13 @@ int api_parse_launch(json_t *j, struct sandbox_spec *s, struct cove_err *err);
  * fails, or a client gone meanwhile, deletes it. */
 int api_created(struct http_req *req, struct sandbox *sb, bool pooled, struct cove_err *err);
 
+/* lifecycle.c */
+int h_pause(struct http_req *req, const char *id, struct cove_err *err);
+int h_resume(struct http_req *req, const char *id, struct cove_err *err);
+int h_archive(struct http_req *req, const char *id, struct cove_err *err);
+int h_reboot(struct http_req *req, const char *id, struct cove_err *err);
+int h_events(struct http_req *req, const char *id, struct cove_err *err);
+
 /* snapshots.c */
 int h_snapshot(struct http_req *req, const char *id, struct cove_err *err);
 int h_fork(struct http_req *req, const char *id, struct cove_err *err);

@@ -261,7 +261,8 @@ static int parse_kept(json_t *j, struct exec_request *er, struct cove_err *err)
 	double rows = 24, cols = 80;
 	if (get_bool(j, "background", &er->background, err) < 0 || get_bool(j, "tty", &er->tty, err) < 0 ||
 	    get_bool(j, "stdin_open", &er->stdin_open, err) < 0 || get_string(j, "tag", &er->tag, 63, err) < 0 ||
-	    get_number(j, "rows", 1, 9999, &rows, err) < 0 || get_number(j, "cols", 1, 9999, &cols, err) < 0)
+	    get_bool(j, "keep_awake", &er->keep_awake, err) < 0 || get_number(j, "rows", 1, 9999, &rows, err) < 0 ||
+	    get_number(j, "cols", 1, 9999, &cols, err) < 0)
 		return -1;
 	er->rows = (int)rows;
 	er->cols = (int)cols;
@@ -272,9 +273,10 @@ static int parse_kept(json_t *j, struct exec_request *er, struct cove_err *err)
 static int parse_exec(struct http_req *req, json_t *j, struct exec_request *er, const char **session,
 		      unsigned char **stdin_store, struct cove_err *err)
 {
-	static const char *const fields[] = { "cmd",     "env",    "cwd",        "user",       "stdin", "stdin_b64",
-					      "timeout", "stream", "max_output", "background", "tag",   "tty",
-					      "rows",    "cols",   "stdin_open", "session",    NULL };
+	static const char *const fields[] = { "cmd",       "env",        "cwd",    "user",       "stdin",
+					      "stdin_b64", "timeout",    "stream", "max_output", "background",
+					      "tag",       "tty",        "rows",   "cols",       "stdin_open",
+					      "session",   "keep_awake", NULL };
 	double max_output = API_DEFAULT_MAX_OUTPUT;
 	json_t *stream = json_object_get(j, "stream");
 	int r = get_flag(query_of(req), "stream", &er->stream, err);
@@ -302,6 +304,8 @@ static int parse_exec(struct http_req *req, json_t *j, struct exec_request *er, 
 		er->env = NULL;
 	er->stream = er->stream || json_is_true(stream);
 	er->max_output = (size_t)max_output;
+	if (r == 0 && er->keep_awake && !er->background && !er->tty)
+		r = err_set(err, COVE_EINVAL, "'keep_awake' is for background or terminal processes");
 	if (r == 0 && er->tag && !er->background && !er->tty)
 		r = err_set(err, COVE_EINVAL, "'tag' is for background or terminal processes");
 	if (r == 0 && er->max_output != API_DEFAULT_MAX_OUTPUT && (er->background || er->tty))

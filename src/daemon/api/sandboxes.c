@@ -90,10 +90,37 @@ static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err
 	return network_check(s, err);
 }
 
+/* "idle_timeout", "archive_after": whole seconds, 0 = never, absent = coved's
+ * default (-1 here); "on_timeout": delete (the default), pause or archive. */
+static int parse_lifecycle(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+{
+	static const char *const keys[] = { "idle_timeout", "archive_after" };
+	int *fields[] = { &s->idle_timeout, &s->archive_after };
+	const char *on_timeout = "delete";
+	for (size_t i = 0; i < 2; i++) {
+		json_t *v = json_object_get(j, keys[i]);
+		*fields[i] = -1;
+		if (!v || json_is_null(v))
+			continue;
+		double n = json_number_value(v); /* 300 or 300.0 (a template's) */
+		if (!json_is_number(v) || !(n >= 0) || n > LIFECYCLE_MAX_SECONDS || n != (double)(int)n)
+			return err_set(err, COVE_EINVAL, "'%s' must be whole seconds from 0 (never) to %d", keys[i],
+				       LIFECYCLE_MAX_SECONDS);
+		*fields[i] = (int)n;
+	}
+	if (get_string(j, "on_timeout", &on_timeout, 15, err) < 0)
+		return -1;
+	if ((s->on_timeout = sandbox_on_timeout_parse(on_timeout)) < 0)
+		return err_set(err, COVE_EINVAL,
+			       "'on_timeout' must be \"delete\", \"pause\" or \"archive\", not \"%s\"", on_timeout);
+	return 0;
+}
+
 static const char *const create_fields[] = { "name",      "image",       "memory",  "cpus",      "pids",
 					     "env",       "cwd",         "user",    "timeout",   "ephemeral",
 					     "isolation", "inherit_env", "network", "allow_out", "deny_out",
-					     "workdir",   "start",       "ready",   "template",  NULL };
+					     "workdir",   "start",       "ready",   "template",  "idle_timeout",
+					     "archive_after", "on_timeout", NULL };
 
 bool api_spec_field_known(const char *key)
 {
@@ -116,7 +143,8 @@ int api_parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	    get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 || get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 ||
 	    check_env(json_object_get(j, "env"), err) < 0 || get_deadline(j, &s->expires_at, err) < 0 ||
 	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0 || parse_isolation(j, s, err) < 0 ||
-	    parse_network(j, s, err) < 0 || api_parse_launch(j, s, err) < 0)
+	    parse_network(j, s, err) < 0 || api_parse_launch(j, s, err) < 0 ||
+	    parse_lifecycle(j, s, err) < 0)
 		return -1;
 	if (s->external)
 		image = "";
@@ -190,6 +218,11 @@ int h_create(struct http_req *req, const char *id, struct cove_err *err)
 	if (r == 0)
 		r = template_create_sandbox(engine_ctx, t, &spec, &sb, &pooled, err);
 	sandbox_spec_free(&spec);
+	if (r < 0 && err->code == COVE_EFULL) {
+		char after[16];
+		snprintf(after, sizeof(after), "%d", LIFECYCLE_RETRY_AFTER);
+		evhttp_add_header(http_req_out_headers(req), "Retry-After", after);
+	}
 	if (r < 0)
 		return -1;
 	return api_created(req, sb, pooled, err);

@@ -159,7 +159,9 @@ static void envd(struct http_req *req, const struct envd_target *t)
 	struct envd_req er = { .req = req, .path = http_req_path(req) };
 	const char *id = t->id;
 	er.sb = sandbox_find(engine_ctx, id);
-	if (!er.sb || er.sb->state != SB_RUNNING || strcmp(t->port, E2B_ENVD_PORT) != 0) {
+	/* A paused or archived sandbox is there: the engine wakes it for the
+	 * operation that needs it. */
+	if (!er.sb || er.sb->state == SB_STOPPED || strcmp(t->port, E2B_ENVD_PORT) != 0) {
 		/* E2B's proxy's answer for a sandbox that is not there (ports
 		 * other than envd's are not proxied yet). */
 		e2b_json(req, 502,
