@@ -116,6 +116,8 @@ int cmd_image_ls(struct cli *cli, int argc, char **argv);
 int cmd_image_inspect(struct cli *cli, int argc, char **argv);
 int cmd_image_rm(struct cli *cli, int argc, char **argv);
 int cmd_image_prune(struct cli *cli, int argc, char **argv);
+/* cmd_build.c */
+int cmd_build(struct cli *cli, int argc, char **argv);
 /* cmd_export.c: export, and snapshot/restore --portable */
 int cmd_export(struct cli *cli, int argc, char **argv);
 int cmd_snapshot_portable(struct cli *cli, int argc, char **argv);

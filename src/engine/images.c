@@ -19,6 +19,7 @@
 #include "image/image.h"
 #include "image/ref.h"
 #include "sys/storage.h"
+#include "sys/tree.h"
 
 #define ID_PREFIX_MIN 12
 
@@ -56,6 +57,9 @@ int images_open(struct engine *d, struct cove_err *err)
 		return -1;
 	}
 	snprintf(im->index_path, sizeof(im->index_path), "%s/index.json", im->store.images);
+	char builds[PATH_MAX + 16];
+	snprintf(builds, sizeof(builds), "%s/builds", im->store.images);
+	(void)tree_remove(builds); /* the scratch files of builds a crash or restart cut short (build.h) */
 	json_error_t je;
 	im->index = json_load_file(im->index_path, 0, &je);
 	if (!im->index && access(im->index_path, F_OK) == 0)
@@ -200,6 +204,11 @@ static json_t *start_command(json_t *config)
 int image_spec_apply(struct engine *d, struct sandbox_spec *s, struct cove_err *err)
 {
 	struct image_resolved r;
+	/* A build's step (build.c) names its tree itself: a layer of an image
+	 * being built, not an image of the index (no API request can leave
+	 * image empty). */
+	if (!s->image[0] && strncmp(s->image_dir, "layers/", 7) == 0)
+		return 0;
 	if (image_resolve(d, s->image, &r, err) < 0)
 		return err->code == COVE_ENOTFOUND ? err_set(err, COVE_EINVAL, "%s", err->msg) : -1;
 	snprintf(s->image_dir, sizeof(s->image_dir), "%s", r.image_dir);

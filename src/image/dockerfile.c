@@ -517,7 +517,10 @@ static int logical_line(const char *buf, size_t len, size_t *pos, int *lineno, i
 				return -1;
 		}
 		bool more = l[n - 1] == '\\';
-		fwrite(l + lead, 1, n - lead - more, f);
+		size_t end = n - more;
+		while (more && end > lead && isspace((unsigned char)l[end - 1]))
+			end--;
+		fwrite(l + lead, 1, end - lead, f);
 		if (!more)
 			break;
 		fputc(' ', f);
