@@ -29,6 +29,7 @@
 #include "daemon/e2b/e2b.h"
 #include "daemon/http/access.h"
 #include "engine/engine.h"
+#include "engine/template.h"
 #include "store/snapshot_store.h"
 #include "store/store.h"
 #include "image/host_image.h"
@@ -82,6 +83,8 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 	/* Deletions under way get a few seconds to finish; what is left then
 	 * is finished by the next start. */
 	engine_ctx->stopping = true;
+	/* A warm pool's sandboxes served nobody: they go with this coved. */
+	warm_stop_all(engine_ctx);
 	/* No new requests: the socket goes at once (a new coved may take it). */
 	if (daemon_ctx->api_handle) {
 		http_listener_free(daemon_ctx->api_handle);
@@ -104,6 +107,8 @@ static void usage(FILE *f)
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
 		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
+		   "  --warm N       keep N sandboxes of the default spec (image host) started and\n"
+		   "                 ready, for creates without a template (default 0)\n"
 		   "images:\n"
 		   "  --registry-auth FILE     registry logins, as Docker's config.json \"auths\"\n"
 		   "  --insecure-registry HOST  plain HTTP to HOST[:PORT] (loopback registries always are)\n"
@@ -118,6 +123,33 @@ static void usage(FILE *f)
 		   "  --idle-timeout S        close a connection idle between requests (default 60)\n"
 		   "  --request-timeout S     close a connection whose request is not whole S seconds\n"
 		   "                          after its first byte (default 60)\n");
+}
+
+/* --warm N */
+static int warm_option(struct engine *e, const char *arg)
+{
+	char *end;
+	long n = strtol(arg, &end, 10);
+	if (*end || end == arg || n < 0 || n > TEMPLATE_MAX_WARM) {
+		fprintf(stderr, "coved: --warm: want a number from 0 to %d\n", TEMPLATE_MAX_WARM);
+		return -1;
+	}
+	e->warm = (int)n;
+	return 0;
+}
+
+/* 'G': an image option, by its name. */
+static void image_option(struct engine *e, const char *name, const char *arg)
+{
+	if (strcmp(name, "registry-auth") == 0) {
+		snprintf(e->registry_auth, sizeof(e->registry_auth), "%s", arg);
+	} else if (strcmp(name, "image-helper") == 0) {
+		snprintf(e->image_helper, sizeof(e->image_helper), "%s", arg);
+	} else {
+		if (!e->insecure_registries)
+			e->insecure_registries = json_array();
+		json_array_append_new(e->insecure_registries, json_string(arg));
+	}
 }
 
 static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path, size_t cap)
@@ -138,9 +170,10 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "request-timeout", required_argument, NULL, 'A' },
 		{ "storage", required_argument, NULL, 'S' },
 		{ "subnet", required_argument, NULL, 'N' },
-		{ "registry-auth", required_argument, NULL, 'R' },
-		{ "insecure-registry", required_argument, NULL, 'I' },
-		{ "image-helper", required_argument, NULL, 'H' },
+		{ "warm", required_argument, NULL, 'W' },
+		{ "registry-auth", required_argument, NULL, 'G' },
+		{ "insecure-registry", required_argument, NULL, 'G' },
+		{ "image-helper", required_argument, NULL, 'G' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -175,16 +208,12 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		case 'N':
 			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
 			break;
-		case 'R':
-			snprintf(fe->engine->registry_auth, sizeof(fe->engine->registry_auth), "%s", optarg);
+		case 'W':
+			if (warm_option(fe->engine, optarg) < 0)
+				return -1;
 			break;
-		case 'I':
-			if (!fe->engine->insecure_registries)
-				fe->engine->insecure_registries = json_array();
-			json_array_append_new(fe->engine->insecure_registries, json_string(optarg));
-			break;
-		case 'H':
-			snprintf(fe->engine->image_helper, sizeof(fe->engine->image_helper), "%s", optarg);
+		case 'G':
+			image_option(fe->engine, opts[longindex].name, optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -221,6 +250,20 @@ static int lock_data_root(const char *data_dir, struct cove_err *err)
 	return 0;
 }
 
+/* coved --warm N: a pool of sandboxes made as a create without fields
+ * makes them. */
+static int start_default_pool(struct engine *d, struct cove_err *err)
+{
+	struct sandbox_spec spec = { 0 };
+	json_t *none = json_object();
+	int r = d->warm > 0 ? api_parse_spec(none, &spec, err) : 0;
+	if (r == 0 && d->warm > 0)
+		r = warm_open(d, NULL, d->warm, &spec, &d->default_pool, err);
+	sandbox_spec_free(&spec);
+	json_decref(none);
+	return r;
+}
+
 static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 {
 	struct engine *d = fe->engine;
@@ -239,7 +282,9 @@ static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 	 * the backlog until the loop runs. */
 	if ((fe->api_fd = listen_api(fe->socket_path, err)) < 0)
 		return -1;
-	return sandboxes_load(d, err);
+	if (sandboxes_load(d, err) < 0)
+		return -1;
+	return start_default_pool(d, err);
 }
 
 static int serve(struct daemon *fe, struct cove_err *err)

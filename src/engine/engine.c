@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "engine/engine.h"
 #include "engine/images.h"
+#include "engine/template.h"
 #include "engine/network.h"
 #include "image/host_image.h"
 #include "store/snapshot_store.h"
@@ -91,6 +92,7 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 
 void engine_close(struct engine *d)
 {
+	templates_close(d);
 	images_close(d);
 	network_close(d);
 	store_close(d->store);

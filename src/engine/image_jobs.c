@@ -54,8 +54,10 @@ static void job_free(struct image_job *j)
 	if (j->in)
 		evbuffer_free(j->in);
 	json_decref(j->done);
-	j->d->images->jobs--;
+	struct engine *d = j->d;
+	d->images->jobs--;
 	free(j);
+	images_collect_pending(d);
 }
 
 /* The helper's end: its image recorded and told, or its error. */

@@ -15,7 +15,6 @@
 #include "common/io.h"
 #include "common/log.h"
 #include "engine/images_private.h"
-#include "engine/process.h"
 #include "image/image.h"
 #include "image/ref.h"
 #include "sys/storage.h"
@@ -223,9 +222,15 @@ int image_spec_apply(struct engine *d, struct sandbox_spec *s, struct cove_err *
 		snprintf(s->cwd, sizeof(s->cwd), "%s", wd);
 	if (!s->user[0] && user && *user)
 		snprintf(s->user, sizeof(s->user), "%.*s", (int)strcspn(user, ":"), user);
+	/* Entrypoint + Cmd: the start command, unless one was given (a
+	 * template's, a request's); launch.c runs it at create. */
+	json_t *start = start_command(c);
+	if (!s->start && json_array_size(start))
+		s->start = json_incref(start);
+	json_decref(start);
 	json_decref(s->image_meta);
-	s->image_meta = json_pack("{s:o, s:O, s:O}", "start", start_command(c), "exposed_ports",
-				  json_object_get(c, "exposed_ports"), "labels", json_object_get(c, "labels"));
+	s->image_meta = json_pack("{s:O, s:O}", "exposed_ports", json_object_get(c, "exposed_ports"), "labels",
+				  json_object_get(c, "labels"));
 	image_resolved_free(&r);
 	return s->image_meta ? 0 : err_set(err, COVE_EINTERNAL, "out of memory");
 }
@@ -268,39 +273,8 @@ void image_spec_from_json(json_t *j, struct sandbox_spec *s)
 {
 	const char *id = json_string_value(json_object_get(j, "image_id"));
 	snprintf(s->image_id, sizeof(s->image_id), "%s", id ? id : "");
-	json_t *start = json_object_get(j, "start");
+	json_t *ports = json_object_get(j, "exposed_ports"), *labels = json_object_get(j, "labels");
 	s->image_meta = NULL;
-	if (json_is_array(start))
-		s->image_meta = json_pack("{s:O, s:O, s:O}", "start", start, "exposed_ports",
-					  json_object_get(j, "exposed_ports"), "labels", json_object_get(j, "labels"));
-}
-
-/* The start process's output: nothing to tell anyone; freed at close. */
-static void start_write(struct output *o, const struct out_event *ev)
-{
-}
-
-static void start_close(struct output *o, const struct cove_err *err)
-{
-	if (err)
-		log_warn("a sandbox's start command did not start: %s", err->msg);
-	free(o);
-}
-
-void image_start_command(struct engine *d, struct sandbox *sb)
-{
-	static const struct output_ops ops = { .write = start_write, .close = start_close };
-	json_t *start = json_object_get(sb->spec.image_meta, "start");
-	if (json_array_size(start) == 0)
-		return;
-	struct output *o = calloc(1, sizeof(*o));
-	struct exec_request er = { .argv = start, .cmd = start, .background = true, .tag = "start" };
-	struct cove_err err = { 0 };
-	if (!o)
-		return;
-	o->ops = &ops;
-	if (procs_start(sb, &er, o, &err) < 0) {
-		log_warn("sandbox %s: start command: %s", sb->id, err.msg);
-		free(o);
-	}
+	if (json_is_array(ports) && json_is_object(labels))
+		s->image_meta = json_pack("{s:O, s:O}", "exposed_ports", ports, "labels", labels);
 }

@@ -11,7 +11,7 @@
  * crash between) is garbage the next prune or delete collects.
  *
  * An image's users: sandboxes and snapshots whose spec names its ID, and
- * whatever d->image_users_hook counts (templates). An image with users is
+ * templates whose image resolves to it. An image with users is
  * not deleted (409). Blobs and layer trees no image, sandbox or snapshot
  * needs are removed after a delete or prune, under the store's import lock
  * (taken without waiting: an import under way defers the collection). */
@@ -49,7 +49,8 @@ void image_resolved_free(struct image_resolved *r);
 /* Fill a new sandbox's spec from its image (s->image): image_dir, image_id
  * and, for an OCI image, what the spec leaves unset: env (the image's Env
  * under the request's), cwd (WorkingDir), user (User, its part before
- * ':'), and image_meta (start, exposed_ports, labels). */
+ * ':'), start (Entrypoint + Cmd: launch.c runs it at create as the kept
+ * process tagged "start"), and image_meta (exposed_ports, labels). */
 int image_spec_apply(struct engine *d, struct sandbox_spec *s, struct cove_err *err);
 /* A new root over an OCI image: the mount points the runtime needs (/dev,
  * /proc, /sys, /tmp) made in its upper layer where the image has none. */
@@ -58,11 +59,6 @@ int image_root_prepare(const struct sandbox_spec *s, const char *image, const ch
  * tree, <pool>/images/<image_dir>.) */
 void image_spec_to_json(const struct sandbox_spec *s, json_t *j);
 void image_spec_from_json(json_t *j, struct sandbox_spec *s);
-/* Run a new sandbox's start command, if its image has one, as a kept
- * process tagged "start" (its output in the process's rings, as any
- * background process). A failure is logged: the sandbox stays. */
-void image_start_command(struct engine *d, struct sandbox *sb);
-
 /* [image JSON, newest first]. */
 json_t *images_to_json(struct engine *d);
 /* One image as JSON, with its users. */
@@ -72,10 +68,14 @@ int image_delete(struct engine *d, const char *ref, json_t **ret, struct cove_er
 /* Delete every image without users (all: named ones too, else only those
  * without a name), then collect; *ret: {"deleted": [IDs]}. */
 int images_prune(struct engine *d, bool all, json_t **ret, struct cove_err *err);
+/* The collection a delete or prune could not finish (an import under way,
+ * a sandbox being deleted on a tree), when it can run now: after a job
+ * and a sandbox's deletion. */
+void images_collect_pending(struct engine *d);
 /* A finished import or pull (the helper's "done" line): recorded with its
  * names (moved from any image that had them), *ret its JSON. */
 int images_add(struct engine *d, const char *id, json_t *names, const char *source, json_t **ret, struct cove_err *err);
-/* Number of users of image id (sandboxes, snapshots, the hook's). */
+/* Number of users of image id (sandboxes, snapshots, templates). */
 int image_users(struct engine *d, const char *id, json_t **ret_detail);
 
 /* ---- image_jobs.c: imports and pulls through the cove-image helper ---- */

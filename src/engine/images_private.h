@@ -2,6 +2,7 @@
 #pragma once
 #include <jansson.h>
 #include <limits.h>
+#include <stdbool.h>
 
 #include "engine/engine.h"
 #include "image/image.h"
@@ -10,7 +11,8 @@ struct engine_images {
 	struct image_store store;
 	json_t *index; /* [entry], as index.json holds it (images.h) */
 	char index_path[PATH_MAX];
-	int jobs; /* imports and pulls under way: no collection meanwhile */
+	int jobs;     /* imports and pulls under way: no collection meanwhile */
+	bool pending; /* a collection is owed (it could not run, or a deleting sandbox held a tree) */
 };
 
 /* The index entry ref names, or NULL with a 404 (or 400 when ambiguous). */

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "engine/images.h"
 #include "engine/images_private.h"
+#include "engine/template.h"
 #include "image/oci.h"
 #include "image/ref.h"
 #include "sys/storage.h"
@@ -40,6 +41,20 @@ static json_t *config_json(const struct image_config *c)
 			 "cmd", strv_json(c->cmd, c->n_cmd), "exposed_ports", ports, "labels", labels);
 }
 
+/* Templates standing on image id (their image, resolved now). */
+static int templates_using_image(struct engine *d, const char *id)
+{
+	int n = 0;
+	for (const struct template *t = d->templates; t; t = t->next) {
+		struct image_resolved r;
+		if (t->snapshot[0] || t->spec->external || image_resolve(d, t->spec->image, &r, NULL) < 0)
+			continue;
+		n += strcmp(r.id, id) == 0;
+		image_resolved_free(&r);
+	}
+	return n;
+}
+
 static bool spec_names(json_t *spec, const char *id)
 {
 	const char *v = json_string_value(json_object_get(spec, "image_id"));
@@ -59,7 +74,7 @@ int image_users(struct engine *d, const char *id, json_t **ret_detail)
 	for (const struct snapshot *sn = d->snapshots; sn; sn = sn->next)
 		if (spec_names(sn->spec, id))
 			json_array_append_new(snapshots, json_string(sn->id));
-	int templates = d->image_users_hook ? d->image_users_hook(d, id) : 0;
+	int templates = templates_using_image(d, id);
 	int n = (int)(json_array_size(sandboxes) + json_array_size(snapshots)) + templates;
 	if (ret_detail)
 		*ret_detail = json_pack("{s:o, s:o, s:i}", "sandboxes", sandboxes, "snapshots", snapshots, "templates",
@@ -237,13 +252,16 @@ static int image_needs(struct engine_images *im, const char *id, struct needed *
 	return 0;
 }
 
-/* The layer trees sandboxes and snapshots stand on ("layers/HEX"). */
+/* The layer trees sandboxes and snapshots stand on ("layers/HEX"). One
+ * that a sandbox being deleted holds is collected once it is gone
+ * (pending). */
 static void spec_trees(struct engine *d, struct needed *trees)
 {
 	char digest[DIGEST_STR_MAX];
 	for (int i = 0; i < MAX_SANDBOXES; i++) {
 		const struct sandbox *sb = d->sandboxes[i];
 		if (sb && strncmp(sb->spec.image_dir, "layers/", 7) == 0) {
+			d->images->pending |= sb->state == SB_DELETING;
 			snprintf(digest, sizeof(digest), "sha256:%s", sb->spec.image_dir + 7);
 			need(trees, digest);
 		}
@@ -282,8 +300,10 @@ static void collect(struct engine *d)
 	struct needed blobs = { 0 }, trees = { 0 };
 	snprintf(lock, sizeof(lock), "%s/import.lock", im->store.images);
 	_cleanup_close_ int fd = im->jobs ? -1 : open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	im->pending = true; /* until it is done */
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
-		return; /* the next delete or prune collects */
+		return; /* the next delete, prune, finished job or deletion collects */
+	im->pending = false;
 	size_t i;
 	json_t *e;
 	bool ok = true;
@@ -300,6 +320,12 @@ static void collect(struct engine *d)
 	}
 	free(blobs.v);
 	free(trees.v);
+}
+
+void images_collect_pending(struct engine *d)
+{
+	if (d->images && d->images->pending && !d->images->jobs)
+		collect(d);
 }
 
 static int remove_entry(struct engine *d, json_t *e, struct cove_err *err)

@@ -6,8 +6,10 @@ once, a connection cut halfway by a loopback proxy and the pull resumed), sandbo
 their Env, WorkingDir, User and Cmd seen inside, hostile archives and
 mismatched digests refused with nothing left, and reference counts. No
 traffic leaves loopback."""
+import atexit
 import json
 import os
+import shutil
 import tempfile
 
 import covetest
@@ -16,6 +18,13 @@ import imagekit
 CONFIG = {"Env": ["GREETING=hello from the image", "PATH=/bin"], "WorkingDir": "/work", "User": "app",
           "Cmd": ["sh", "-c", "echo started as $(id -u) in $PWD > /tmp/started; exec sleep 1000"],
           "ExposedPorts": {"8080/tcp": {}, "53/udp": {}}, "Labels": {"org.example.team": "sandbox"}}
+
+
+def scratch(prefix):
+    """A folder of the test's, removed when the run ends."""
+    d = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def app_image(compression=None, config=CONFIG, extra=b"hi\n"):
@@ -34,7 +43,6 @@ def layout_tar(img, ref_name=None):
     try:
         return imagekit.tar_of_dir(imagekit.oci_layout(img, d, ref_name))
     finally:
-        import shutil
         shutil.rmtree(d)
 
 
@@ -102,7 +110,7 @@ def test_import_oci_layout_and_run(coved):
 
 def test_import_docker_archive_and_cli(coved):
     img = app_image(config=dict(CONFIG, Cmd=["sleep", "1000"]))
-    path = os.path.join(tempfile.mkdtemp(prefix="cove-docker-"), "app.tar")
+    path = os.path.join(scratch("cove-docker-"), "app.tar")
     with open(path, "wb") as f:
         f.write(imagekit.docker_archive(img, ["registry.example/team/app:2"]))
     r = coved.cli("image", "import", path)
@@ -119,7 +127,7 @@ def test_import_docker_archive_and_cli(coved):
     st, j = coved.api("GET", "/v1/images/stdin-app:1")
     assert st == 200 and sorted(j["names"]) == ["docker.io/library/stdin-app:1", "registry.example/team/app:2"], j
     # an OCI layout folder, as it is on disk
-    d = imagekit.oci_layout(app_image(extra=b"folder\n"), tempfile.mkdtemp(prefix="cove-oci-"))
+    d = imagekit.oci_layout(app_image(extra=b"folder\n"), scratch("cove-oci-"))
     r = coved.cli("image", "import", "--name", "folder-app:1", d)
     assert r.returncode == 0, r
     r = coved.cli("run", "--image", "folder-app:1", "--", "cat", "/work/hello")
@@ -173,7 +181,7 @@ def test_hostile_archives_and_bad_digests_refused(coved):
     bad.blobs[bad.id] = bad.manifest
     _refused(coved, layout_tar(bad), ["digest", "diff"])
     # a blob that is not what its name says
-    d = imagekit.oci_layout(imagekit.Image([base], {"Cmd": ["true"]}), tempfile.mkdtemp(prefix="cove-oci-"))
+    d = imagekit.oci_layout(imagekit.Image([base], {"Cmd": ["true"]}), scratch("cove-oci-"))
     layer_hex = imagekit.sha(base)[7:]
     with open(os.path.join(d, "blobs", "sha256", layer_hex), "r+b") as f:
         f.seek(100)
@@ -329,7 +337,7 @@ def test_pull_anonymous_index_gzip_zstd(coved):
 
 
 def test_pull_token_auth(coved):
-    d = tempfile.mkdtemp(prefix="cove-token-")
+    d = scratch("cove-token-")
     ts = imagekit.TokenServer(d)
     reg = imagekit.Registry(ts.auth_yaml)
     auth = os.path.join(d, "auth.json")
@@ -437,3 +445,54 @@ def test_plain_http_only_for_loopback_or_insecure_registries(coved):
             reg.stop()
         subprocess.run(["ip", "link", "del", veth], capture_output=True)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_images_on_the_overlay_driver(coved):
+    """The same image on a coved whose pool is plain folders (--storage
+    overlay): layer trees are copies, a sandbox still stands on one."""
+    cv = covetest.Coved(args=["--storage", "overlay"]).start()
+    try:
+        img = app_image()
+        st, j = cv.api("POST", "/v1/images?name=overlay-app:1", raw=layout_tar(img))
+        assert st == 201 and j["id"] == img.id, j
+        sid = cv.create(image="overlay-app:1")
+        check_runs_as_configured(cv, sid)
+        cv.api("DELETE", "/v1/sandboxes/" + sid)
+        assert cv.api("DELETE", "/v1/images/overlay-app:1")[0] == 200
+        # what the sandbox still being deleted stood on goes once it is gone
+        assert covetest.wait_until(lambda: pool_state(cv) == ([], [], []), 30), pool_state(cv)
+    finally:
+        cv.teardown()
+
+
+def test_a_template_on_an_image_with_a_warm_pool(coved):
+    """A template stands on an image: its sandboxes (cold and from its warm
+    pool) have the image's config, and the image is kept while the template
+    is."""
+    img = app_image(extra=b"template\n")
+    st, j = coved.api("POST", "/v1/images?name=tpl-app:1", raw=layout_tar(img))
+    assert st == 201, j
+    name = "img-tpl-%d" % os.getpid()
+    st, t = coved.api("POST", "/v1/templates", {"name": name, "image": "tpl-app:1", "memory": "200M", "warm": 1,
+                                                 "env": {"FROM": "template"}})
+    assert st == 201, t
+    st, j = coved.api("POST", "/v1/templates", {"name": name + "-x", "image": "no-such-image:1"})
+    assert st == 404 and "no-such-image" in j["error"]["message"], j
+    try:
+        st, j = coved.api("DELETE", "/v1/images/tpl-app:1")
+        assert st == 409 and "templates" in j["error"]["message"], j
+        assert coved.api("GET", "/v1/images/tpl-app:1")[1]["users"]["templates"] == 1
+        assert covetest.wait_until(lambda: coved.api("GET", "/v1/templates/" + name)[1]["pool"]["ready"] >= 1, 60)
+        for _ in range(2):  # the first from the pool, the second cold (or a refill)
+            st, sb = coved.api("POST", "/v1/sandboxes", {"template": name})
+            assert st == 201, sb
+            try:
+                assert sb["start"] == CONFIG["Cmd"] and sb["image_id"] == img.id, sb
+                r = coved.exec(sb["id"], ["sh", "-c", "echo $GREETING $FROM; pwd; id -u; cat hello"])
+                assert r["stdout"] == "hello from the image template\n/work\n1000\ntemplate\n", r
+                assert wait_started(coved, sb["id"]) == "started as 1000 in /work\n"
+            finally:
+                coved.api("DELETE", "/v1/sandboxes/" + sb["id"])
+    finally:
+        assert coved.api("DELETE", "/v1/templates/" + name)[0] == 200
+    assert covetest.wait_until(lambda: coved.api("DELETE", "/v1/images/tpl-app:1")[0] == 200, 30)

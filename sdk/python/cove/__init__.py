@@ -12,7 +12,7 @@ from ._http import Transport
 from .image import Image
 from .errors import BadRequest, Conflict, CoveError, NotFound, Unauthorized, Unavailable
 from .process import Lock, Process, Session
-from .sandbox import Capabilities, Checkpoint, Sandbox, Snapshot
+from .sandbox import Capabilities, Checkpoint, Sandbox, Snapshot, Template
 
-__all__ = ["Sandbox", "Snapshot", "Image", "Session", "Process", "Lock", "ExecResult", "Capabilities", "Checkpoint",
-           "Transport", "CoveError", "BadRequest", "Unauthorized", "NotFound", "Conflict", "Unavailable"]
+__all__ = ["Sandbox", "Snapshot", "Template", "Image", "Session", "Process", "Lock", "ExecResult", "Capabilities",
+           "Checkpoint", "Transport", "CoveError", "BadRequest", "Unauthorized", "NotFound", "Conflict", "Unavailable"]
