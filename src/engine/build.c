@@ -22,6 +22,7 @@
 #include "engine/images.h"
 #include "engine/images_private.h"
 #include "engine/process.h"
+#include "engine/template.h"
 #include "image/ref.h"
 #include "sys/storage.h"
 
@@ -405,6 +406,33 @@ static int arg_step(struct build *b, const struct df_instr *in, struct cove_err 
 	return 0;
 }
 
+static int from_image(struct build *b, const char *ref, struct cove_err *err);
+
+/* A template's image, with the template's env, cwd and user over its
+ * config's. */
+static int from_template(struct build *b, const struct template *t, struct cove_err *err)
+{
+	const struct sandbox_spec *s = t->spec;
+	if (t->snapshot[0] || !s || !s->image[0] || strcmp(s->image, "host") == 0)
+		return err_set(err, COVE_EINVAL, "line %d: FROM %s: a template of an image (not of host or a snapshot)",
+			       b->df.v[b->step].line, t->name);
+	if (from_image(b, s->image, err) < 0)
+		return -1;
+	const char *k;
+	json_t *v;
+	json_object_foreach(s->env, k, v)
+	{
+		char kv[4096];
+		snprintf(kv, sizeof(kv), "%s=%s", k, json_string_value(v) ?: "");
+		env_set(b->env, kv);
+	}
+	if (s->cwd[0])
+		snprintf(b->workdir, sizeof(b->workdir), "%s", s->cwd);
+	if (s->user[0])
+		snprintf(b->user, sizeof(b->user), "%s", s->user);
+	return 0;
+}
+
 /* The base image's config and layers. */
 static int from_image(struct build *b, const char *ref, struct cove_err *err)
 {
@@ -419,8 +447,14 @@ static int from_image(struct build *b, const char *ref, struct cove_err *err)
 		return err_set(err, COVE_EINVAL,
 			       "line %d: FROM host: builds start from an imported or pulled image (or scratch)",
 			       b->df.v[b->step].line);
-	if (image_resolve(b->d, ref, &r, err) < 0)
+	if (image_resolve(b->d, ref, &r, err) < 0) {
+		struct template *t = err->code == COVE_ENOTFOUND ? template_find(b->d, ref) : NULL;
+		if (t) {
+			memset(err, 0, sizeof(*err));
+			return from_template(b, t, err);
+		}
 		return err_prefix(err, "FROM", b->df.v[b->step].line);
+	}
 	int rc = image_open(&im->store, r.id, &info, err);
 	json_t *m = NULL, *c = r.config;
 	if (rc == 0 && blob_read_all(&im->store.blobs, r.id, OCI_DOC_MAX, &buf, &len, err) == 0)

@@ -186,8 +186,9 @@ static int class_match(const char **pp, char c)
 		char hi = lo;
 		p++;
 		if (p[0] == '-' && p[1] && p[1] != ']') {
-			hi = p[1] == '\\' && p[2] ? p[2] : p[1];
-			p += p[1] == '\\' ? 3 : 2;
+			bool esc = p[1] == '\\' && p[2];
+			hi = esc ? p[2] : p[1];
+			p += esc ? 3 : 2;
 		}
 		hit |= c >= lo && c <= hi;
 	}

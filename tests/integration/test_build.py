@@ -286,3 +286,28 @@ def test_build_bad_dockerfiles(coved):
         assert r.returncode != 0 and "line 2: unknown instruction 'BOGUS'" in r.stderr.decode(), r
     finally:
         shutil.rmtree(ctx)
+
+
+def test_build_from_a_template(coved):
+    """FROM a template: its image, with the template's env, cwd and user."""
+    base_image(coved)
+    name = "bb-tpl-%d" % os.getpid()
+    st, t = coved.api("POST", "/v1/templates", {"name": name, "image": "bb:1", "env": {"FROM_TEMPLATE": "yes"},
+                                                 "cwd": "/home/app", "user": "app"})
+    assert st == 201, t
+    ctx = context("FROM %s\nRUN echo $FROM_TEMPLATE $(id -u) > got; pwd >> got\n" % name)
+    try:
+        st, events = build_api(coved, context_tar(ctx), "?tag=from-tpl:1")
+        assert st == 200 and events[-1]["type"] == "image", events
+        cfg = events[-1]["image"]["config"]
+        assert "FROM_TEMPLATE=yes" in cfg["env"] and cfg["working_dir"] == "/home/app" and cfg["user"] == "app", cfg
+        sid = coved.create(image="from-tpl:1")
+        try:
+            r = coved.exec(sid, ["cat", "/home/app/got"])
+            assert r["stdout"] == "yes 1000\n/home/app\n", r
+        finally:
+            coved.api("DELETE", "/v1/sandboxes/" + sid)
+        coved.api("DELETE", "/v1/images/from-tpl:1")
+    finally:
+        coved.api("DELETE", "/v1/templates/" + name)
+        shutil.rmtree(ctx)
