@@ -198,57 +198,100 @@ static int class_match(const char **pp, char c)
 	return hit != neg;
 }
 
-static bool glob_stars(const char *p, const char *s)
+/* One character of pattern p (at *pp, no '*') against c; *pp past it. */
+static bool one_match(const char **pp, char c)
 {
-	/* "**": nothing, or whole components */
-	p += 2;
-	if (*p == '/')
-		p++;
-	else if (*p)
-		return false;
-	if (!*p)
+	const char *p = *pp;
+	if (*p == '?') {
+		*pp = p + 1;
 		return true;
-	for (const char *t = s;; t++) {
-		if ((t == s || t[-1] == '/') && dockerfile_glob(p, t))
-			return true;
-		if (!*t)
+	}
+	if (*p == '[') {
+		*pp = p + 1;
+		return class_match(pp, c) == 1;
+	}
+	if (*p == '\\' && p[1])
+		p++;
+	*pp = p + 1;
+	return *p == c;
+}
+
+/* One path component against one of the pattern: the wildcard algorithm
+ * that goes back only to the last '*', so O(len(p) * len(s)). */
+static bool component_match(const char *p, const char *s)
+{
+	const char *star_p = NULL, *star_s = NULL;
+	while (*s) {
+		const char *next = p;
+		if (*p == '*') {
+			star_p = ++p;
+			star_s = s;
+		} else if (*p && one_match(&next, *s)) {
+			p = next;
+			s++;
+		} else if (star_p) {
+			p = star_p;
+			s = ++star_s;
+		} else {
 			return false;
+		}
+	}
+	while (*p == '*')
+		p++;
+	return !*p;
+}
+
+#define GLOB_PARTS_MAX 256
+
+struct glob_parts {
+	char *v[GLOB_PARTS_MAX];
+	size_t n;
+};
+
+/* s split at '/' in place. */
+static bool split(char *s, struct glob_parts *g)
+{
+	g->n = 0;
+	for (char *t = s;; t++) {
+		if (g->n == GLOB_PARTS_MAX)
+			return false;
+		g->v[g->n++] = t;
+		if (!(t = strchr(t, '/')))
+			return true;
+		*t = '\0';
 	}
 }
 
-bool dockerfile_glob(const char *p, const char *s)
+/* Components pi.. of the pattern against si.. of the path; failed
+ * remembers the pairs that do not match, so each is tried once. */
+static bool parts_match(const struct glob_parts *p, const struct glob_parts *s, size_t pi, size_t si,
+			unsigned char *failed)
 {
-	for (; *p; p++) {
-		if (p[0] == '*' && p[1] == '*' && (p[2] == '/' || !p[2]))
-			return glob_stars(p, s);
-		if (*p == '*') {
-			for (const char *t = s;; t++) {
-				if (dockerfile_glob(p + 1, t))
-					return true;
-				if (!*t || *t == '/')
-					return false;
-			}
-		}
-		if (!*s)
-			return false;
-		if (*p == '?') {
-			if (*s == '/')
-				return false;
-		} else if (*p == '[') {
-			p++;
-			int m = class_match(&p, *s);
-			if (m != 1 || *s == '/')
-				return false;
-			p--;
-		} else {
-			if (*p == '\\' && p[1])
-				p++;
-			if (*p != *s)
-				return false;
-		}
-		s++;
-	}
-	return !*s;
+	unsigned char *f = &failed[pi * (s->n + 1) + si];
+	bool r;
+	if (pi == p->n)
+		return si == s->n;
+	if (*f)
+		return false;
+	if (strcmp(p->v[pi], "**") == 0)
+		r = parts_match(p, s, pi + 1, si, failed) || (si < s->n && parts_match(p, s, pi, si + 1, failed));
+	else
+		r = si < s->n && component_match(p->v[pi], s->v[si]) && parts_match(p, s, pi + 1, si + 1, failed);
+	*f = !r;
+	return r;
+}
+
+bool dockerfile_glob(const char *pattern, const char *path)
+{
+	struct glob_parts p, s;
+	char *pc = strdup(pattern), *sc = strdup(path);
+	unsigned char *failed = NULL;
+	bool r = pc && sc && split(pc, &p) && split(sc, &s) && (failed = calloc((p.n + 1) * (s.n + 1), 1)) &&
+		 parts_match(&p, &s, 0, 0, failed);
+	free(failed);
+	free(pc);
+	free(sc);
+	return r;
 }
 
 /* ---- .dockerignore ---- */

@@ -79,9 +79,10 @@ char *dockerfile_expand(const char *s, dockerfile_lookup_fn lookup, void *arg);
  * leading '/' counts as the context's root. */
 int dockerfile_clean_path(const char *path, char *out, size_t n);
 
-/* A glob of Docker's (filepath.Match and "**"): '*' any run of characters
- * but '/', '?' one, "[...]" a class ('^' or '!' negates, ranges), "**" any
- * run of path components, '\' escapes. */
+/* A glob of Docker's (filepath.Match and "**"), component by component:
+ * '*' any run of characters but '/', '?' one, "[...]" a class ('^' or '!'
+ * negates, ranges), '\\' escapes; a component "**" is any number of
+ * components. In O(pattern length * path length): no backtracking blowup. */
 bool dockerfile_glob(const char *pattern, const char *path);
 
 /* .dockerignore: one pattern a line ('#' comments), "!" an exception;

@@ -150,6 +150,14 @@ static void test_paths(void)
 	CHECK(dockerfile_glob("[a-c]?.log", "b1.log") && !dockerfile_glob("[!a-c]?.log", "b1.log"), "classes");
 	CHECK(dockerfile_glob("a\\*", "a*") && !dockerfile_glob("a\\*", "ab"), "an escaped '*'");
 	CHECK(!dockerfile_glob("[a", "a"), "an unclosed class matches nothing");
+	/* each pair of components is tried once: these end (fuzz_dockerfile
+	 * found the first one taking minutes with backtracking) */
+	CHECK(!dockerfile_glob("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b",
+			       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+	      "many stars, no match");
+	CHECK(!dockerfile_glob("**/**/**/**/**/**/**/**/x", "a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/y"),
+	      "many '**', no match");
+	CHECK(dockerfile_glob("**/**/x", "a/b/c/x") && dockerfile_glob("a*b*c", "aXbYc"), "and these match");
 }
 
 static void test_ignore(void)
