@@ -156,7 +156,24 @@ static void build_cancel(void *arg)
 		teardown(b, true);
 }
 
-static const struct output_producer build_producer = { .cancel = build_cancel };
+/* A client that lags holds the RUN's pipes (its output waits in them). */
+static void build_pause(void *arg)
+{
+	struct build *b = arg;
+	if (b->running)
+		output_pause(&b->run_out);
+}
+
+static void build_resume(void *arg)
+{
+	struct build *b = arg;
+	if (b->running)
+		output_resume(&b->run_out);
+}
+
+static const struct output_producer build_producer = { .pause = build_pause,
+						       .resume = build_resume,
+						       .cancel = build_cancel };
 
 int build_start(struct engine *d, const struct build_request *rq, struct output *out, struct build **ret,
 		struct cove_err *err)

@@ -311,3 +311,30 @@ def test_build_from_a_template(coved):
     finally:
         coved.api("DELETE", "/v1/templates/" + name)
         shutil.rmtree(ctx)
+
+
+def test_build_cut_by_a_crash_leaves_nothing(coved):
+    """coved killed in the middle of a RUN: the next start deletes the
+    build's sandbox and scratch files, and a prune its layers."""
+    cv = covetest.Coved().start()
+    ctx = context("FROM bb:1\nCOPY a.txt /x/\nRUN echo long run; sleep 1000\n")
+    try:
+        base_image(cv)
+        before = leftovers(cv)
+        tar = context_tar(ctx)
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(cv.socket)
+        s.sendall(b"POST /v1/images/build HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(tar) + tar)
+        got = b""
+        deadline = time.time() + 120
+        while b"long run" not in got and time.time() < deadline:
+            got += s.recv(65536)
+        assert b"long run" in got, got
+        cv.kill()
+        s.close()
+        cv.start()
+        cv.api("POST", "/v1/images/prune", {"all": False})
+        assert settled(cv, before) == before
+    finally:
+        shutil.rmtree(ctx)
+        cv.teardown()
