@@ -338,3 +338,26 @@ def test_build_cut_by_a_crash_leaves_nothing(coved):
     finally:
         shutil.rmtree(ctx)
         cv.teardown()
+
+
+def test_build_on_the_overlay_driver(coved):
+    """The same build on a pool of plain folders (--storage overlay): each
+    layer a copy of the one below, the cache found again."""
+    cv = covetest.Coved(args=["--storage", "overlay"]).start()
+    ctx = context()
+    try:
+        base_image(cv)
+        q = "?tag=ov:1&build_args=%7B%22FLAVOR%22%3A%22mint%22%7D"
+        st, events = build_api(cv, context_tar(ctx), q)
+        assert st == 200 and events[-1]["type"] == "image", events
+        sid = cv.create(image="ov:1")
+        try:
+            check_built_image(cv, sid)
+        finally:
+            cv.api("DELETE", "/v1/sandboxes/" + sid)
+        st, events = build_api(cv, context_tar(ctx), q)
+        steps = layer_steps(events)
+        assert st == 200 and len(steps) == 9 and all(steps.values()), steps
+    finally:
+        shutil.rmtree(ctx)
+        cv.teardown()
