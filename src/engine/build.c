@@ -57,6 +57,8 @@ struct build {
 	size_t step;
 	json_t *build_args; /* given */
 	json_t *args;       /* declared ARGs: name -> value (or null) */
+	json_t *outer;      /* the ARGs declared before FROM (FROM's own) */
+	size_t from_step;   /* FROM's index */
 	json_t *env;        /* ["K=V"] */
 	char workdir[PATH_MAX], user[256];
 	json_t *cmd, *entrypoint, *ports, *labels;
@@ -121,6 +123,7 @@ static void teardown(struct build *b, bool failed)
 	dockerfile_free(&b->df);
 	json_decref(b->build_args);
 	json_decref(b->args);
+	json_decref(b->outer);
 	json_decref(b->env);
 	json_decref(b->cmd);
 	json_decref(b->entrypoint);
@@ -410,9 +413,9 @@ static int arg_step(struct build *b, const struct df_instr *in, struct cove_err 
 	const char *a = in->args[0], *eq = strchr(a, '=');
 	char name[256];
 	snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
-	json_t *given = json_object_get(b->build_args, name);
-	if (given) {
-		json_object_set(b->args, name, given);
+	json_t *given = json_object_get(b->build_args, name), *outer = json_object_get(b->outer, name);
+	if (given || (!eq && json_is_string(outer))) { /* ARG NAME after FROM: the value from before it */
+		json_object_set(b->args, name, given ? given : outer);
 		return 0;
 	}
 	char *v = eq ? expand(b, eq + 1, err) : NULL;
@@ -523,6 +526,10 @@ static void after_unpack(struct build *b)
 		fail(b, &err);
 		return;
 	}
+	/* ARGs before FROM are FROM's: after it, an ARG NAME takes their value */
+	b->from_step = b->step;
+	b->outer = b->args;
+	b->args = json_object();
 	b->step = 0;
 	advance(b);
 }
@@ -553,8 +560,8 @@ static int expose(struct build *b, const char *w, struct cove_err *err)
 	return 0;
 }
 
-/* ENV, LABEL, EXPOSE: each argument expanded, then applied. */
-static int each_arg(struct build *b, const struct df_instr *in, struct cove_err *err)
+/* ENV (into env), LABEL, EXPOSE: each argument expanded, then applied. */
+static int each_value(struct build *b, const struct df_instr *in, json_t *env, struct cove_err *err)
 {
 	for (size_t i = 0; i < in->n_args; i++) {
 		_cleanup_free_ char *v = expand(b, in->args[i], err);
@@ -565,7 +572,7 @@ static int each_arg(struct build *b, const struct df_instr *in, struct cove_err 
 			if (expose(b, v, err) < 0)
 				return -1;
 		} else if (in->cmd == DF_ENV) {
-			env_set(b->env, v);
+			env_set(env, v);
 		} else if (eq) {
 			*eq = '\0';
 			json_object_set_new(b->labels, v, json_string(eq + 1));
@@ -574,12 +581,27 @@ static int each_arg(struct build *b, const struct df_instr *in, struct cove_err 
 	return 0;
 }
 
+/* ENV's values see the env before it, as Docker's: they are expanded
+ * against b->env and set in a copy that replaces it. */
+static int each_arg(struct build *b, const struct df_instr *in, struct cove_err *err)
+{
+	json_t *next = in->cmd == DF_ENV ? json_copy(b->env) : NULL;
+	int r = each_value(b, in, next, err);
+	if (next && r == 0) {
+		json_decref(b->env);
+		b->env = next;
+	} else {
+		json_decref(next);
+	}
+	return r;
+}
+
 static int meta_step(struct build *b, const struct df_instr *in, struct cove_err *err)
 {
 	_cleanup_free_ char *v = NULL;
 	switch (in->cmd) {
 	case DF_ARG:
-		return arg_step(b, in, err);
+		return b->step < b->from_step ? 0 : arg_step(b, in, err); /* before FROM: done */
 	case DF_USER:
 		if (!(v = expand(b, in->rest, err)))
 			return -1;

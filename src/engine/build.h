@@ -32,12 +32,11 @@
  * the layers it made are deleted, in every case (the client gone too).
  *
  * Where it is not Docker's: one stage (no COPY --from, a second FROM is
- * refused); ADD takes no URL; an ARG declared before FROM stays visible
- * after it; an ENV's pairs see the ones before them on its line; copied
- * folders get mtime 0 (the context's were changed by its unpacking), so a
- * file's cache key includes its mtime but not a folder's; RUN keeps no
- * xattrs (file capabilities a RUN sets are lost); a RUN runs as USER's
- * user part (its group is the user's own). */
+ * refused); ADD takes no URL; copied folders get mtime 0 (the context's
+ * were changed by its unpacking), so a file's cache key includes its mtime
+ * but not a folder's; RUN keeps no xattrs (file capabilities a RUN sets
+ * are lost); a RUN runs as USER's user part (its group is the user's
+ * own). */
 #pragma once
 #include <jansson.h>
 

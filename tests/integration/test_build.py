@@ -361,3 +361,19 @@ def test_build_on_the_overlay_driver(coved):
     finally:
         shutil.rmtree(ctx)
         cv.teardown()
+
+
+def test_build_arg_and_env_scopes(coved):
+    """As Docker: an ARG before FROM is FROM's alone until declared again
+    after it (then with its value); an ENV's values see the env before it."""
+    base_image(coved)
+    ctx = context("ARG V=outer\nARG W=w\nFROM bb:1\nRUN echo \"1[$V]\"\nARG V\nENV A=1 B=$A\n"
+                  "ENV C=$A\nRUN echo \"2[$V] [$B] [$C] [$W]\"\n")
+    try:
+        st, events = build_api(coved, context_tar(ctx))
+        assert st == 200, events
+        assert [e["data"] for e in events if e["type"] == "output"] == ["1[]\n", "2[outer] [] [1] []\n"], events
+        assert events[-1]["image"]["config"]["env"] == ["A=1", "B=", "C=1"], events[-1]
+        coved.api("DELETE", "/v1/images/" + events[-1]["image"]["id"])
+    finally:
+        shutil.rmtree(ctx)
