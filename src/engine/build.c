@@ -538,9 +538,9 @@ static void after_unpack(struct build *b)
 
 static json_t *command_of(const struct df_instr *in)
 {
-	json_t *a = json_array();
 	if (!in->json)
 		return json_pack("[s, s, s]", "/bin/sh", "-c", in->n_args ? in->args[0] : "");
+	json_t *a = json_array();
 	for (size_t i = 0; i < in->n_args; i++)
 		json_array_append_new(a, json_string(in->args[i]));
 	return a;
