@@ -165,7 +165,7 @@ void progress_end(struct progress *p);
  * tree as a tar into fd, names relative to src, under prefix when not NULL
  * (0, or -1 after a message). */
 int cli_temp_file(void);
-int cli_tar_tree(const char *src, const char *prefix, int fd);
+int cli_tar_tree(const char *src, const char *prefix, int fd, bool anonymous);
 
 /* Run a command in sandbox id, streaming output to our stdout/stderr.
  * Returns the exit status to exit with (the command's, 128+signal, or

@@ -101,7 +101,7 @@ int cmd_build(struct cli *cli, int argc, char **argv)
 	int fd = cli_temp_file(), r = 1;
 	if (fd < 0)
 		fprintf(stderr, "cove build: a temporary file: %s\n", strerror(errno));
-	else if (cli_tar_tree(argv[1], NULL, fd) == 0)
+	else if (cli_tar_tree(argv[1], NULL, fd, true) == 0)
 		r = send_build(cli, fd, &o);
 	if (fd >= 0)
 		close(fd);

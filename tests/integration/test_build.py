@@ -82,6 +82,7 @@ def context(dockerfile=DOCKERFILE):
     write(os.path.join(d, "x.log"), "x\n")
     write(os.path.join(d, "keep.log"), "keep\n")
     write(os.path.join(d, "data.tar"), inner_tar())
+    os.chown(os.path.join(d, "b.txt"), 200000, 200000)  # no sandbox maps it: the CLI sends owners as 0:0
     return d
 
 
