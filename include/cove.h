@@ -361,6 +361,21 @@ typedef int (*cove_image_fn)(void *arg, const struct cove_image_event *ev);
 int cove_image_pull(struct cove *c, const char *ref, cove_image_fn fn, void *arg, char **ret_json,
 		    struct cove_error *err);
 
+/* A Dockerfile build: the context, a tar, from src; tag (may be NULL) names
+ * the image, dockerfile (NULL: "Dockerfile") is its path in the context,
+ * build_args_json (may be NULL) an object of strings. fn (may be NULL)
+ * hears each event of the build as its JSON text ({"type":"step", ...},
+ * {"type":"output", "stream", "data"}, {"type":"step_done", "cached"});
+ * *ret_json (if not NULL): the image. A failed step is the call's error. */
+struct cove_build_options {
+	const char *tag;
+	const char *dockerfile;
+	const char *build_args_json;
+};
+typedef int (*cove_build_fn)(void *arg, const char *event_json);
+int cove_image_build_from(struct cove *c, const struct cove_source *src, const struct cove_build_options *o,
+			  cove_build_fn fn, void *arg, char **ret_json, struct cove_error *err);
+
 #ifdef __cplusplus
 }
 #endif

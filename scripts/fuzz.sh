@@ -34,6 +34,7 @@ sources()
 	sniff) echo "src/net/sniff.c" ;;
 	oci) echo "src/image/oci.c src/image/ref.c src/image/challenge.c src/image/digest.c src/common/error.c" ;;
 	layer) echo "src/image/layer.c src/image/digest.c src/common/wire.c src/common/io.c src/common/error.c" ;;
+	dockerfile) echo "src/image/dockerfile.c src/common/error.c" ;;
 	connect) echo "src/daemon/e2b/connect.c src/daemon/e2b/multipart.c src/common/error.c -ljansson" ;;
 	portable) echo "src/engine/portable.c src/common/encoding.c src/common/wire.c src/common/error.c" ;;
 	proxy_head) echo "src/daemon/proxy/head.c src/common/parse.c" ;;
@@ -47,6 +48,7 @@ libs()
 {
 	case "$1" in
 	oci) echo "-ljansson -lnettle" ;;
+	dockerfile) echo "-ljansson" ;;
 	layer) echo "-larchive -lnettle" ;;
 	portable) echo "-ljansson -levent_core" ;;
 	httpd) echo "-levent_core -levent_extra" ;;

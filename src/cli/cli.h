@@ -134,6 +134,8 @@ int cmd_image_ls(struct cli *cli, int argc, char **argv);
 int cmd_image_inspect(struct cli *cli, int argc, char **argv);
 int cmd_image_rm(struct cli *cli, int argc, char **argv);
 int cmd_image_prune(struct cli *cli, int argc, char **argv);
+/* cmd_build.c */
+int cmd_build(struct cli *cli, int argc, char **argv);
 /* cmd_export.c: export, and snapshot/restore --portable */
 int cmd_export(struct cli *cli, int argc, char **argv);
 int cmd_snapshot_portable(struct cli *cli, int argc, char **argv);
@@ -173,7 +175,7 @@ void progress_end(struct progress *p);
  * tree as a tar into fd, names relative to src, under prefix when not NULL
  * (0, or -1 after a message). */
 int cli_temp_file(void);
-int cli_tar_tree(const char *src, const char *prefix, int fd);
+int cli_tar_tree(const char *src, const char *prefix, int fd, bool anonymous);
 
 /* Run a command in sandbox id, streaming output to our stdout/stderr.
  * Returns the exit status to exit with (the command's, 128+signal, or

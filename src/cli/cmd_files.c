@@ -146,8 +146,10 @@ static int copy_data(struct archive *in, struct archive *out)
 }
 
 /* src's tree as a tar into fd, names relative to src, under prefix when
- * not NULL (src itself is then the entry prefix). Symlinks stay symlinks. */
-int cli_tar_tree(const char *src, const char *prefix, int fd)
+ * not NULL (src itself is then the entry prefix). Symlinks stay symlinks.
+ * anonymous: every entry owned by 0:0 (a build's context, whose owners
+ * no step uses). */
+int cli_tar_tree(const char *src, const char *prefix, int fd, bool anonymous)
 {
 	struct archive *disk = archive_read_disk_new(), *out = archive_write_new();
 	struct archive_entry *e = archive_entry_new();
@@ -174,6 +176,12 @@ int cli_tar_tree(const char *src, const char *prefix, int fd)
 			continue; /* the folder itself: its contents are what goes */
 		snprintf(name, sizeof(name), "%s%s%s", prefix ? prefix : "", prefix && *rel ? "/" : "", rel);
 		archive_entry_copy_pathname(e, name);
+		if (anonymous) {
+			archive_entry_set_uid(e, 0);
+			archive_entry_set_gid(e, 0);
+			archive_entry_set_uname(e, NULL);
+			archive_entry_set_gname(e, NULL);
+		}
 		if (archive_write_header(out, e) < ARCHIVE_WARN ||
 		    (archive_entry_filetype(e) == AE_IFREG && archive_entry_size(e) > 0 && copy_data(disk, out) < 0))
 			r = -1;
@@ -214,7 +222,7 @@ static int upload_dir(struct cli *cli, const char *src, const char *id, const ch
 	_cleanup_close_ int fd = cli_temp_file();
 	if (fd < 0)
 		return fail_errno("temporary file");
-	if (cli_tar_tree(root, prefix, fd) < 0)
+	if (cli_tar_tree(root, prefix, fd, false) < 0)
 		return 1;
 	off_t size = lseek(fd, 0, SEEK_END);
 	if (size < 0 || lseek(fd, 0, SEEK_SET) < 0)

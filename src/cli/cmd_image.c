@@ -68,7 +68,7 @@ int cmd_image_import(struct cli *cli, int argc, char **argv)
 		fprintf(stderr, "cove image import: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	if (strcmp(path, "-") != 0 && S_ISDIR(st.st_mode) && cli_tar_tree(path, NULL, fd) < 0) {
+	if (strcmp(path, "-") != 0 && S_ISDIR(st.st_mode) && cli_tar_tree(path, NULL, fd, false) < 0) {
 		close(fd);
 		return 1;
 	}

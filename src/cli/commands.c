@@ -162,6 +162,13 @@ static const struct cli_opt image_import_opts[] = {
 	{ 0 },
 };
 
+static const struct cli_opt build_opts[] = {
+	{ 'f', 'f', "file", "FILE", "the Dockerfile, inside DIR (default DIR/Dockerfile)" },
+	{ 't', 't', "tag", "NAME", "name the image (like app:1; a name another image had moves here)" },
+	{ 'b', 0, "build-arg", "K=V", "a value for an ARG of the Dockerfile (again for more)" },
+	{ 0 },
+};
+
 static const struct cli_opt image_prune_opts[] = {
 	{ 'a', 0, "all", NULL, "every image nothing uses, named or not (default: only those without a name)" },
 	{ 0 },
@@ -316,6 +323,18 @@ const struct cli_cmd cli_commands[] = {
 	  "Pull an image from its registry (an index resolved to linux/amd64; coved's --registry-auth logs in); a "
 	  "bar per layer on a terminal; print the image's ID.",
 	  NULL, -1, "cove image pull 127.0.0.1:5999/demo:1 || echo 'no registry listens on 127.0.0.1:5999'" },
+	{ "build", cmd_build, "[-f FILE] [-t NAME] [--build-arg K=V]... DIR",
+	  "Build an image from a Dockerfile, DIR the build context (sent as a tar; .dockerignore honoured): FROM "
+	  "an image (or scratch), RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, LABEL, EXPOSE, CMD, ENTRYPOINT. Each step "
+	  "is printed as it runs, with RUN's output; steps whose inputs did not change come from the cache. Print "
+	  "the image's ID.",
+	  build_opts, -1,
+	  DEMO_IMAGE "cove image import --name demo:1 demo.tar\n"
+		     "mkdir -p ctx && echo hello > ctx/hello.txt\n"
+		     "printf 'FROM demo:1\\nCOPY hello.txt /srv/\\nRUN echo built > /srv/built\\nCMD [\"sh\"]\\n' > "
+		     "ctx/Dockerfile\n"
+		     "cove build -t demo:2 ctx\n"
+		     "cove run --image demo:2 -- sh -c 'read l < /srv/hello.txt; echo $l'" },
 	{ "image ls", cmd_image_ls, "", "List the images, with who uses them.", NULL, -1, "cove image ls" },
 	{ "image inspect", cmd_image_inspect, "REF...", "Images, as the API's JSON (config, layers, users).", NULL, -1,
 	  DEMO_IMAGE "cove image import --name demo:1 demo.tar\ncove image inspect demo:1" },

@@ -929,11 +929,12 @@ int http_request(int fd, const char *method, const char *target, const char *ext
 	return request(fd, method, target, extra_headers, body, body_len, on_body, arg, NULL, max_body, ret, err);
 }
 
-int http_request_from(int fd, const char *method, const char *target, const char *extra_headers,
-		      const struct http_body_source *src, size_t max_body, struct http_response *ret,
-		      struct cove_err *err)
+int http_request_from_stream(int fd, const char *method, const char *target, const char *extra_headers,
+			     const struct http_body_source *src, http_body_cb on_body, void *arg, const char *type,
+			     size_t max_other_body, struct http_response *ret, struct cove_err *err)
 {
-	return request_src(fd, method, target, extra_headers, NULL, 0, src, NULL, NULL, NULL, max_body, ret, err);
+	return request_src(fd, method, target, extra_headers, NULL, 0, src, on_body, arg, type, max_other_body, ret,
+			   err);
 }
 
 int http_request_typed_stream(int fd, const char *method, const char *target, const char *type, http_body_cb on_body,

@@ -90,10 +90,18 @@ struct http_body_source {
 	void *arg;
 };
 /* As http_request, the body from src (a regular file by sendfile, else 64 KiB in memory at a
- * time whatever its size). A failure to read src: -1 with err set. */
-int http_request_from(int fd, const char *method, const char *target, const char *extra_headers,
-		      const struct http_body_source *src, size_t max_body, struct http_response *ret,
-		      struct cove_err *err);
+ * time whatever its size). A failure to read src: -1 with err set. With
+ * on_body, a success's body of Content-Type type goes there as it comes
+ * (as http_request_typed_stream's); http_request_from collects it. */
+int http_request_from_stream(int fd, const char *method, const char *target, const char *extra_headers,
+			     const struct http_body_source *src, http_body_cb on_body, void *arg, const char *type,
+			     size_t max_other_body, struct http_response *ret, struct cove_err *err);
+static inline int http_request_from(int fd, const char *method, const char *target, const char *extra_headers,
+				    const struct http_body_source *src, size_t max_body, struct http_response *ret,
+				    struct cove_err *err)
+{
+	return http_request_from_stream(fd, method, target, extra_headers, src, NULL, NULL, NULL, max_body, ret, err);
+}
 
 /* Send one request (head and Content-Length body, may be NULL) on fd and
  * read nothing: for a response that the caller reads at its own pace with

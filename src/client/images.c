@@ -8,6 +8,20 @@
 
 #include "client/client.h"
 
+/* A fresh connection for a streamed body: a kept-alive one the daemon
+ * closed meanwhile could not be retried without rewinding the source. */
+static int fresh_connect(struct cove *c, struct cove_error *err)
+{
+	if (c->fd >= 0) {
+		close(c->fd);
+		c->fd = -1;
+	}
+	if (client_connect(c, err) < 0)
+		return -1;
+	c->requests_on_fd++;
+	return 0;
+}
+
 int cove_image_import_from(struct cove *c, const struct cove_source *src, const char *name, char **ret_json,
 			   struct cove_error *err)
 {
@@ -17,15 +31,8 @@ int cove_image_import_from(struct cove *c, const struct cove_source *src, const 
 	struct cove_err e = { 0 };
 	if (name && client_add_param(target, sizeof(target), '?', "name", name, err) < 0)
 		return -1;
-	/* A fresh connection: a kept-alive one the daemon closed meanwhile
-	 * could not be retried without rewinding the source. */
-	if (c->fd >= 0) {
-		close(c->fd);
-		c->fd = -1;
-	}
-	if (client_connect(c, err) < 0)
+	if (fresh_connect(c, err) < 0)
 		return -1;
-	c->requests_on_fd++;
 	if (http_request_from(c->fd, "POST", target, c->auth, &body, MAX_RESPONSE, &res, &e) == 0)
 		return client_take_json(&res, ret_json, err);
 	close(c->fd);
@@ -37,6 +44,7 @@ int cove_image_import_from(struct cove *c, const struct cove_source *src, const 
 struct pull_stream {
 	struct client_lines lines;
 	cove_image_fn fn;
+	cove_build_fn each; /* a build's: every event but an error, as its text */
 	void *arg;
 	char *image; /* the last event's image, as JSON */
 	char error_code[32], error_message[512];
@@ -51,6 +59,10 @@ static int pull_line(void *arg, const char *line, size_t len)
 	if (type && strcmp(type, "image") == 0 && (image = json_object_get(j, "image"))) {
 		free(s->image);
 		s->image = json_dumps(image, JSON_COMPACT);
+	} else if (type && strcmp(type, "error") != 0 && s->each) {
+		char *text = strndup(line, len);
+		r = text ? s->each(s->arg, text) : 0;
+		free(text);
 	} else if (type && strcmp(type, "layer") == 0 && s->fn) {
 		struct cove_image_event ev = {
 			.digest = json_string_value(json_object_get(j, "digest")),
@@ -85,6 +97,66 @@ int cove_image_pull(struct cove *c, const char *ref, cove_image_fn fn, void *arg
 	else if (r == 0 && !s.image)
 		r = client_set_error(err, res.status >= 300 ? res.status : 0, "unreachable",
 				     "the pull's stream ended early");
+	if (r == 0 && ret_json)
+		*ret_json = s.image;
+	else
+		free(s.image);
+	return r;
+}
+
+/* ---- build: a tar up, NDJSON down ---- */
+
+static int build_target(char *target, size_t cap, const struct cove_build_options *o, struct cove_error *err)
+{
+	char sep = '?';
+	snprintf(target, cap, "/v1/images/build");
+	if (o && o->tag) {
+		if (client_add_param(target, cap, sep, "tag", o->tag, err) < 0)
+			return -1;
+		sep = '&';
+	}
+	if (o && o->dockerfile) {
+		if (client_add_param(target, cap, sep, "dockerfile", o->dockerfile, err) < 0)
+			return -1;
+		sep = '&';
+	}
+	if (o && o->build_args_json && client_add_param(target, cap, sep, "build_args", o->build_args_json, err) < 0)
+		return -1;
+	return 0;
+}
+
+int cove_image_build_from(struct cove *c, const struct cove_source *src, const struct cove_build_options *o,
+			  cove_build_fn fn, void *arg, char **ret_json, struct cove_error *err)
+{
+	char target[16384];
+	struct pull_stream s = { .each = fn, .arg = arg };
+	struct http_body_source body = { src->fd, src->len, src->progress, src->arg };
+	struct http_response res;
+	struct cove_err e = { 0 };
+	s.lines = (struct client_lines){ .fn = pull_line, .arg = &s };
+	if (build_target(target, sizeof(target), o, err) < 0)
+		return -1;
+	if (fresh_connect(c, err) < 0)
+		return -1;
+	int r = http_request_from_stream(c->fd, "POST", target, c->auth, &body, client_lines_feed, &s.lines,
+					 "application/x-ndjson", MAX_RESPONSE, &res, &e);
+	free(s.lines.line);
+	if (r < 0) {
+		close(c->fd);
+		c->fd = -1;
+		free(s.image);
+		return client_set_error(err, 0, "unreachable", "coved at '%s': %s", client_daemon_address(c), e.msg);
+	}
+	if (res.status >= 300) {
+		client_error_from_body(res.status, res.body, err);
+		free(res.body);
+		free(s.image);
+		return -1;
+	}
+	if (s.error_code[0])
+		r = client_set_error(err, client_status_of_code(s.error_code), s.error_code, "%s", s.error_message);
+	else if (!s.image)
+		r = client_set_error(err, 0, "unreachable", "the build's stream ended early");
 	if (r == 0 && ret_json)
 		*ret_json = s.image;
 	else

@@ -18,6 +18,7 @@
 #include "image/image.h"
 #include "image/ref.h"
 #include "sys/storage.h"
+#include "sys/tree.h"
 
 #define ID_PREFIX_MIN 12
 
@@ -55,6 +56,9 @@ int images_open(struct engine *d, struct cove_err *err)
 		return -1;
 	}
 	snprintf(im->index_path, sizeof(im->index_path), "%s/index.json", im->store.images);
+	char builds[PATH_MAX + 16];
+	snprintf(builds, sizeof(builds), "%s/builds", im->store.images);
+	(void)tree_remove(builds); /* the scratch files of builds a crash or restart cut short (build.h) */
 	json_error_t je;
 	im->index = json_load_file(im->index_path, 0, &je);
 	if (!im->index && access(im->index_path, F_OK) == 0)
@@ -199,6 +203,11 @@ static json_t *start_command(json_t *config)
 int image_spec_apply(struct engine *d, struct sandbox_spec *s, struct cove_err *err)
 {
 	struct image_resolved r;
+	/* A build's step (build.c) names its tree itself: a layer of an image
+	 * being built, not an image of the index (no API request can leave
+	 * image empty). */
+	if (!s->image[0] && strncmp(s->image_dir, "layers/", 7) == 0)
+		return 0;
 	if (image_resolve(d, s->image, &r, err) < 0) {
 		/* An unknown image in a create's body is bad input (400), not an
 		 * unknown URL (404); err_set keeps a first error, so the code is

@@ -255,14 +255,12 @@ static void remove_stale(struct image_store *s)
 		closedir(d);
 }
 
-/* Layer i applied onto a scratch copy of the tree below (or an empty
- * one), published as the tree of its chain id. */
-static int unpack_one(struct import *im, size_t i, const char *below, const char *tree, struct cove_err *err)
+int image_layer_make(const struct image_store *s, const char *below, const char *blob, const char *diff_id,
+		     const char *tree, struct cove_err *err)
 {
-	enum storage_driver drv = im->s->pool->driver;
-	const struct oci_descriptor *l = &im->manifest.layers[i];
+	enum storage_driver drv = s->pool->driver;
 	char tmp[PATH_MAX + 64], rootfs[PATH_MAX + 80];
-	snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%s", im->s->layers, strrchr(tree, '/') + 1);
+	snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%s", s->layers, strrchr(tree, '/') + 1);
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
 	int r = below ? storage_snapshot(drv, below, tmp, false) : storage_create(drv, tmp);
 	if (r < 0)
@@ -271,22 +269,28 @@ static int unpack_one(struct import *im, size_t i, const char *below, const char
 		(void)storage_delete(drv, tmp);
 		return err_sys(err, errno, "mkdir '%s'", rootfs);
 	}
-	struct cove_err lerr = { 0 };
 	_cleanup_close_ int rootfd = open(rootfs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	_cleanup_close_ int fd = blob_open(&im->s->blobs, l->digest);
+	_cleanup_close_ int fd = blob_open(&s->blobs, blob);
 	if (rootfd < 0 || fd < 0)
-		err_sys(&lerr, rootfd < 0 ? errno : -fd, "open");
-	else if (layer_apply(rootfd, fd, im->config.diff_ids[i], NULL, NULL, &lerr) == 0 && syncfs(rootfd) < 0)
-		err_sys(&lerr, errno, "sync");
-	if (!lerr.code && (r = storage_publish(drv, tmp, tree)) < 0 && r != -EEXIST)
-		err_sys(&lerr, -r, "publish '%s'", tree);
-	if (lerr.code) {
+		err_sys(err, rootfd < 0 ? errno : -fd, "open");
+	else if (layer_apply(rootfd, fd, diff_id, NULL, NULL, err) == 0 && syncfs(rootfd) < 0)
+		err_sys(err, errno, "sync");
+	if (!err->code && (r = storage_publish(drv, tmp, tree)) < 0 && r != -EEXIST)
+		err_sys(err, -r, "publish '%s'", tree);
+	if (err->code || r == -EEXIST)
 		(void)storage_delete(drv, tmp);
+	return err->code ? -1 : 0;
+}
+
+/* Layer i applied onto a scratch copy of the tree below (or an empty
+ * one), published as the tree of its chain id. */
+static int unpack_one(struct import *im, size_t i, const char *below, const char *tree, struct cove_err *err)
+{
+	const struct oci_descriptor *l = &im->manifest.layers[i];
+	struct cove_err lerr = { 0 };
+	if (image_layer_make(im->s, below, l->digest, im->config.diff_ids[i], tree, &lerr) < 0)
 		return err_set(err, lerr.code, "layer %zu of %zu (%s): %s", i + 1, im->manifest.n_layers, l->digest,
 			       lerr.msg);
-	}
-	if (r == -EEXIST)
-		(void)storage_delete(drv, tmp);
 	return 0;
 }
 

@@ -80,5 +80,13 @@ int image_import_tar_fd(struct image_store *s, int fd, const char *ref, struct i
 int image_open(struct image_store *s, const char *manifest, struct image_info *ret, struct cove_err *err);
 /* Tell s's progress hook, if any. */
 void image_report(const struct image_store *s, const char *digest, uint64_t done, uint64_t total, const char *status);
+/* The layer in blob (a tar, plain or compressed, whose uncompressed
+ * digest must be diff_id) applied onto a scratch snapshot of the tree
+ * below (NULL: an empty one) and published as tree (<layers>/<chain hex>):
+ * 0 also when tree is already there. The caller holds the import lock
+ * (image_lock_imports), under which scratch trees are another's only
+ * after a crash. Nothing is left on failure. */
+int image_layer_make(const struct image_store *s, const char *below, const char *blob, const char *diff_id,
+		     const char *tree, struct cove_err *err);
 /* The tree of chain id into out. */
 void image_layer_path(const struct image_store *s, const char *chain_id, char out[PATH_MAX]);

@@ -51,7 +51,7 @@ def layer(entries):
     return b.getvalue()
 
 
-def base_layer():
+def base_layer(applets=APPLETS):
     """A root with busybox, its applets, /etc/passwd with user app (1000)."""
     with open(BUSYBOX, "rb") as f:
         bb = f.read()
@@ -59,7 +59,7 @@ def base_layer():
                ("etc/passwd", "file", b"root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\n"),
                ("etc/group", "file", b"root:x:0:\napp:x:1000:\n"), ("root", "dir", None, 0o700),
                ("home", "dir"), ("home/app", "dir", None, 0o755, 1000)]
-    entries += [("bin/" + a, "link", "busybox") for a in APPLETS]
+    entries += [("bin/" + a, "link", "busybox") for a in applets]
     return layer(entries)
 
 

@@ -1,5 +1,7 @@
 // cove's OCI images: import (an OCI image layout or a docker archive, as a
-// tar), pull from a registry with progress, list, get, delete, prune.
+// tar), pull from a registry with progress, build from a Dockerfile, list,
+// get, delete, prune.
+import { execFileSync } from 'node:child_process';
 import { createReadStream, statSync } from 'node:fs';
 import { CoveError } from './errors.js';
 import { Transport, defaultTransport, readAll } from './transport.js';
@@ -18,7 +20,7 @@ export interface ImageInfo {
   id: string;
   names: string[];
   created_at: number;
-  source?: 'import' | 'pull';
+  source?: 'import' | 'pull' | 'build';
   layers: number;
   chain_id: string;
   config: ImageConfig;
@@ -59,15 +61,54 @@ export async function importImage(archive: Uint8Array | string, opts: { name?: s
 export async function pullImage(ref: string, opts: { onProgress?: (p: PullProgress) => void; transport?: Transport } = {}): Promise<ImageInfo> {
   const t = opts.transport ?? defaultTransport();
   const res = await t.open('POST', '/v1/images/pull', { json: { ref } });
+  return events(res, (ev) => { if (ev.type === 'layer') opts.onProgress?.(ev as PullProgress); }, 'pull');
+}
+
+/** One event of a build: a step starting, RUN's output, a step's end. */
+export interface BuildEvent {
+  type: 'step' | 'output' | 'step_done';
+  step?: number;
+  total?: number;
+  line?: number;
+  instruction?: string;
+  stream?: 'stdout' | 'stderr';
+  data?: string;
+  cached?: boolean;
+  layer?: string;
+}
+
+export interface BuildOptions {
+  tag?: string;
+  /** The Dockerfile's path in the context (default "Dockerfile"). */
+  dockerfile?: string;
+  buildArgs?: Record<string, string>;
+  onEvent?: (e: BuildEvent) => void;
+  transport?: Transport;
+}
+
+/** Builds an image from a Dockerfile. context: a folder (sent as a tar made
+ * by the system's tar; coved honours its .dockerignore) or a tar's bytes.
+ * A bad Dockerfile rejects with BadRequest naming its line; a failed step
+ * with the build's error. */
+export async function buildImage(context: Uint8Array | string, opts: BuildOptions = {}): Promise<ImageInfo> {
+  const t = opts.transport ?? defaultTransport();
+  const body = typeof context === 'string' ? execFileSync('tar', ['-C', context, '-cf', '-', '.'], { maxBuffer: 1 << 30 }) : context;
+  const query = { tag: opts.tag, dockerfile: opts.dockerfile, build_args: opts.buildArgs ? JSON.stringify(opts.buildArgs) : undefined };
+  const res = await t.open('POST', '/v1/images/build', { query, body });
+  return events(res, (ev) => opts.onEvent?.(ev as BuildEvent), 'build');
+}
+
+/** An NDJSON stream of events, the image last (or an error line). */
+async function events(res: AsyncIterable<unknown>, each: (ev: any) => void, what: string): Promise<ImageInfo> {
   let image: ImageInfo | undefined;
   let failure: CoveError | undefined;
   let rest = '';
   const line = (text: string) => {
     if (!text) return;
     const ev = JSON.parse(text);
-    if (ev.type === 'layer') opts.onProgress?.(ev as PullProgress);
-    else if (ev.type === 'image') image = ev.image;
+    if (ev.type === 'image') image = ev.image;
     else if (ev.type === 'error') failure = new CoveError(ev.error?.code ?? 'internal', ev.error?.message ?? '');
+    else each(ev);
   };
   for await (const chunk of res) {
     const lines = (rest + (chunk as Buffer).toString('utf8')).split('\n');
@@ -76,7 +117,7 @@ export async function pullImage(ref: string, opts: { onProgress?: (p: PullProgre
   }
   line(rest);
   if (failure) throw failure;
-  if (!image) throw new CoveError('unavailable', "the pull's stream ended early");
+  if (!image) throw new CoveError('unavailable', `the ${what}'s stream ended early`);
   return image;
 }
 

@@ -1,6 +1,7 @@
 // Images through the TypeScript SDK: import, list, get, a sandbox from
 // one, pull from docker-registry on loopback with progress, delete
-// (refused while in use), prune. The images are made by
+// (refused while in use), prune, a build from a Dockerfile with its events
+// and its cache. The images are made by
 // tests/integration/imagekit.py (Python, by hand).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,8 +11,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { startCoved, ROOT } from './coved.mjs';
 import {
-  importImage, listImages, getImage, pullImage, deleteImage, pruneImages, withSandbox, resetDefaultTransport,
-  Conflict, NotFound,
+  importImage, listImages, getImage, pullImage, buildImage, deleteImage, pruneImages, withSandbox, resetDefaultTransport,
+  BadRequest, Conflict, NotFound,
 } from '../dist/index.js';
 
 const KIT = join(ROOT, 'tests', 'integration');
@@ -81,5 +82,38 @@ reg.stop()`, 'pulled\n'], { cwd: KIT, stdio: ['pipe', 'pipe', 'inherit'] });
   } finally {
     reg.stdin.end();
     await new Promise((resolve) => reg.on('exit', resolve));
+  }
+});
+
+test('build from a Dockerfile: events, the cache, a bad one refused', async () => {
+  const dir = mkdtempSync('/var/tmp/cove-js-build-');
+  try {
+    const base = join(dir, 'base.tar');
+    const r = spawnSync('python3', ['-c', `
+import sys, imagekit
+open(sys.argv[1], "wb").write(imagekit.docker_archive(imagekit.Image([imagekit.base_layer()]), ["js-base:1"]))`, base],
+    { cwd: KIT, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    await importImage(base);
+    const ctx = join(dir, 'ctx');
+    spawnSync('mkdir', [ctx]);
+    writeFileSync(join(ctx, 'Dockerfile'), 'FROM js-base:1\nARG WHO\nWORKDIR /srv\nCOPY note.txt ./\nRUN echo built for $WHO > built; cat built\n');
+    writeFileSync(join(ctx, 'note.txt'), 'a note\n');
+    const seen = [];
+    const im = await buildImage(ctx, { tag: 'js-built:1', buildArgs: { WHO: 'js' }, onEvent: (e) => seen.push(e) });
+    assert.deepEqual(im.names, ['docker.io/library/js-built:1']);
+    assert.ok(seen.some((e) => e.type === 'output' && e.data === 'built for js\n'), JSON.stringify(seen));
+    await withSandbox({ image: 'js-built:1' }, async (sb) => {
+      assert.equal((await sb.exec('cat built note.txt')).stdout, 'built for js\na note\n');
+    });
+    const again = [];
+    assert.equal((await buildImage(ctx, { tag: 'js-built:1', buildArgs: { WHO: 'js' }, onEvent: (e) => again.push(e) })).id, im.id);
+    const done = again.filter((e) => e.type === 'step_done' && 'cached' in e);
+    assert.ok(done.length === 3 && done.every((e) => e.cached), JSON.stringify(again));
+    writeFileSync(join(ctx, 'Dockerfile'), 'FROM js-base:1\nNOPE\n');
+    await assert.rejects(buildImage(ctx), (e) => e instanceof BadRequest && /line 2: unknown instruction 'NOPE'/.test(e.message));
+    await deleteImage('js-built:1');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -1,6 +1,8 @@
-"""Image: cove's OCI images (import, pull, list, delete) over its REST API."""
+"""Image: cove's OCI images (import, pull, build, list, delete) over its REST API."""
+import io
 import json
 import os
+import tarfile
 import urllib.parse
 
 from ._http import default_transport
@@ -58,21 +60,48 @@ class Image:
         """Pulls ref from its registry; on_progress(event) hears of each
         layer ({"digest", "done", "total", "status"})."""
         t = transport or default_transport()
-        resp = t.open("POST", "/v1/images/pull", json_body={"ref": ref})
+        return cls._events(t, t.open("POST", "/v1/images/pull", json_body={"ref": ref}), on_progress, "pull")
+
+    @classmethod
+    def build(cls, context, tag=None, dockerfile=None, build_args=None, on_event=None, transport=None):
+        """Builds an image from a Dockerfile. context: a folder (sent as a
+        tar; coved honours its .dockerignore) or a tar's bytes; dockerfile:
+        its path in the context (default "Dockerfile"); build_args: {ARG:
+        value}. on_event(event) hears each step ({"type": "step", "step",
+        "total", "line", "instruction"}), RUN's output ({"type": "output",
+        "stream", "data"}) and each step's end ({"type": "step_done",
+        "cached", "layer"}). A bad Dockerfile is BadRequest naming its
+        line; a failed step raises the build's error."""
+        t = transport or default_transport()
+        if isinstance(context, (bytes, bytearray, memoryview)):
+            body = bytes(context)
+        else:
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as tar:
+                for name in sorted(os.listdir(context)):
+                    tar.add(os.path.join(context, name), arcname=name)
+            body = buf.getvalue()
+        query = {"tag": tag, "dockerfile": dockerfile,
+                 "build_args": json.dumps(build_args) if build_args else None}
+        return cls._events(t, t.open("POST", "/v1/images/build", query=query, body=body), on_event, "build")
+
+    @classmethod
+    def _events(cls, t, resp, on_event, what):
+        """An NDJSON stream of events, the image last (or an error)."""
         with t.abandon_on_error():
             while True:
                 line = resp.readline()
                 if not line:
-                    raise ConnectionError("the pull's stream ended early")
+                    raise ConnectionError("the %s's stream ended early" % what)
                 ev = json.loads(line)
-                if ev.get("type") == "layer" and on_progress is not None:
-                    on_progress(ev)
-                elif ev.get("type") == "image":
+                if ev.get("type") == "image":
                     resp.read()
                     return cls(ev["image"], t)
-                elif ev.get("type") == "error":
+                if ev.get("type") == "error":
                     e = ev.get("error") or {}
                     raise CoveError(e.get("code", "internal"), e.get("message", ""), 0)
+                if on_event is not None:
+                    on_event(ev)
 
     @classmethod
     def prune(cls, all=False, transport=None):

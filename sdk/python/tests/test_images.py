@@ -4,7 +4,7 @@ use), prune."""
 import pytest
 
 import imagekit
-from cove import Conflict, Image, NotFound, Sandbox
+from cove import BadRequest, Conflict, Image, NotFound, Sandbox
 
 
 def _image(extra):
@@ -47,3 +47,26 @@ def test_pull_with_progress_and_prune(coved):
         assert im.id in Image.prune(all=True)
     finally:
         reg.stop()
+
+
+def test_build_with_events_and_cache(coved, tmp_path):
+    base = imagekit.Image([imagekit.base_layer()])
+    Image.import_archive(imagekit.docker_archive(base, ["sdk-base:1"]))
+    (tmp_path / "Dockerfile").write_text("FROM sdk-base:1\nARG WHO=nobody\nENV WHO=$WHO\nWORKDIR /srv\n"
+                                         "COPY note.txt ./\nRUN echo built for $WHO > built; cat built\n")
+    (tmp_path / "note.txt").write_text("a note\n")
+    events = []
+    im = Image.build(str(tmp_path), tag="sdk-built:1", build_args={"WHO": "sdk"}, on_event=events.append)
+    assert "docker.io/library/sdk-built:1" in im.names and im.config["working_dir"] == "/srv"
+    assert {"type": "output", "stream": "stdout", "data": "built for sdk\n"} in events, events
+    with Sandbox.create(image="sdk-built:1") as sb:
+        assert sb.run("cat built note.txt").stdout == "built for sdk\na note\n"
+    again = []
+    assert Image.build(str(tmp_path), tag="sdk-built:1", build_args={"WHO": "sdk"}, on_event=again.append).id == im.id
+    done = [e for e in again if e["type"] == "step_done" and "cached" in e]
+    assert len(done) == 3 and all(e["cached"] for e in done), again
+    (tmp_path / "Dockerfile").write_text("FROM sdk-base:1\nNOPE\n")
+    with pytest.raises(BadRequest) as e:
+        Image.build(str(tmp_path))
+    assert "line 2: unknown instruction 'NOPE'" in str(e.value)
+    im.delete()

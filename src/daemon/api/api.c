@@ -101,6 +101,7 @@ static const struct route {
 	{ HTTP_GET, "/v1/images", h_images_list },
 	{ HTTP_POST | STREAMING, "/v1/images", h_images_import },
 	{ HTTP_POST, "/v1/images/pull", h_images_pull },
+	{ HTTP_POST | STREAMING, "/v1/images/build", h_images_build },
 	{ HTTP_POST, "/v1/images/prune", h_images_prune },
 	{ HTTP_GET, "/v1/images/*", h_image_get },
 	{ HTTP_DELETE, "/v1/images/*", h_image_delete },

@@ -81,6 +81,7 @@ int h_port_forward(struct http_req *req, const char *id, struct cove_err *err);
 int h_images_list(struct http_req *req, const char *id, struct cove_err *err);
 int h_images_import(struct http_req *req, const char *id, struct cove_err *err);
 int h_images_pull(struct http_req *req, const char *id, struct cove_err *err);
+int h_images_build(struct http_req *req, const char *id, struct cove_err *err);
 int h_images_prune(struct http_req *req, const char *id, struct cove_err *err);
 int h_image_get(struct http_req *req, const char *id, struct cove_err *err);
 int h_image_delete(struct http_req *req, const char *id, struct cove_err *err);

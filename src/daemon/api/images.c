@@ -7,6 +7,12 @@
  *          "done", "total", "status"} as it goes, {"type":"image","image":{...}}
  *          last, or {"type":"error","error":{code,message}}; an error before
  *          the first event is an ordinary error answer
+ *   POST   /v1/images/build[?tag=NAME][&dockerfile=PATH][&build_args=JSON]
+ *          the body is the build context as a tar (plain or compressed),
+ *          streamed; PATH (default "Dockerfile") is the Dockerfile's in it,
+ *          JSON an object of strings (--build-arg). NDJSON events
+ *          (engine/build.h), the image last, or an error line; an error
+ *          before the first event (a bad Dockerfile) is an ordinary answer
  *   POST   /v1/images/prune {"all": bool}     {"deleted": [IDs]}
  *   GET    /v1/images                         {"images": [image]}, newest first
  *   GET    /v1/images/{ref or id}             image (ref percent-encoded: '/' as %2F)
@@ -19,6 +25,7 @@
 #include "daemon/api/api.h"
 #include "daemon/api/reply.h"
 #include "daemon/api/request.h"
+#include "engine/build.h"
 #include "engine/engine.h"
 #include "engine/images.h"
 
@@ -225,4 +232,108 @@ int h_images_import(struct http_req *req, const char *id, struct cove_err *err)
 	if (c->freed)
 		free(c);
 	return 0;
+}
+
+/* ---- build: a streamed body, NDJSON ---- */
+
+struct build_call {
+	struct http_output ho;
+	struct build *build; /* NULL once the engine closed the output */
+	bool taking, freed;
+};
+
+static void build_finish(struct http_output *ho, const struct cove_err *err)
+{
+	struct build_call *c = ho->arg;
+	c->build = NULL;
+	reply_ndjson_finish(ho, err);
+}
+
+static void build_call_free(struct http_output *ho)
+{
+	struct build_call *c = ho->arg;
+	if (c->taking)
+		c->freed = true;
+	else
+		free(c);
+}
+
+static const struct http_output_route build_route = { .encode = pull_encode,
+						      .finish = build_finish,
+						      .free = build_call_free };
+
+static void on_build_data(struct http_req *req, struct evbuffer *buf, void *arg)
+{
+	struct build_call *c = arg;
+	if (c->build && build_data(c->build, buf) < 0)
+		c->build = NULL;
+	evbuffer_drain(buf, evbuffer_get_length(buf));
+}
+
+static void on_build_end(struct http_req *req, void *arg)
+{
+	struct build_call *c = arg;
+	if (c->build)
+		build_end(c->build);
+}
+
+static int build_params(struct http_req *req, char *tag, char *file, json_t **args, struct cove_err *err)
+{
+	static const char *const params[] = { "tag", "dockerfile", "build_args", NULL };
+	char text[8192];
+	const char *q = query_of(req);
+	int has_tag, has_file, has_args;
+	*args = NULL;
+	if (check_params(q, params, err) < 0 || (has_tag = query_param(q, "tag", tag, REF_MAX, err)) < 0 ||
+	    (has_file = query_param(q, "dockerfile", file, 4096, err)) < 0 ||
+	    (has_args = query_param(q, "build_args", text, sizeof(text), err)) < 0)
+		return -1;
+	if (!has_tag)
+		tag[0] = '\0';
+	if (!has_file)
+		snprintf(file, 4096, "Dockerfile");
+	if (!has_args)
+		return 0;
+	*args = json_loads(text, 0, NULL);
+	const char *k;
+	json_t *v;
+	bool strings = json_is_object(*args);
+	json_object_foreach(*args, k, v)
+	{
+		strings = strings && json_is_string(v);
+	}
+	if (!strings) {
+		json_decref(*args);
+		*args = NULL;
+		return err_set(err, COVE_EINVAL, "'build_args' must be a JSON object of strings");
+	}
+	return 0;
+}
+
+int h_images_build(struct http_req *req, const char *id, struct cove_err *err)
+{
+	char tag[REF_MAX], file[4096];
+	json_t *args;
+	if (build_params(req, tag, file, &args, err) < 0)
+		return -1;
+	struct build_request rq = { tag[0] ? tag : NULL, file, args };
+	struct build_call *c = calloc(1, sizeof(*c));
+	int r = -1;
+	if (!c)
+		err_set(err, COVE_EINTERNAL, "out of memory");
+	else if (http_output_init(&c->ho, req, &build_route, c, err) < 0)
+		free(c);
+	else if (build_start(engine_ctx, &rq, &c->ho.out, &c->build, err) < 0) {
+		http_output_abandon(&c->ho);
+		free(c);
+	} else {
+		r = 0;
+		c->taking = true;
+		http_req_take_body(req, on_build_data, on_build_end, c);
+		c->taking = false;
+		if (c->freed)
+			free(c);
+	}
+	json_decref(args);
+	return r;
 }
