@@ -186,39 +186,40 @@ static void engine_option(struct engine *e, const char *name, const char *arg)
 	}
 }
 
+/* 'A': an option of access.c, which finds it by name. */
+static const struct option coved_options[] = {
+	{ "data", required_argument, NULL, 'd' },
+	{ "socket", required_argument, NULL, 's' },
+	{ "init", required_argument, NULL, 'i' },
+	{ "debug", no_argument, NULL, 'D' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "listen", required_argument, NULL, 'A' },
+	{ "token-file", required_argument, NULL, 'A' },
+	{ "max-header-bytes", required_argument, NULL, 'A' },
+	{ "max-body-bytes", required_argument, NULL, 'A' },
+	{ "max-connections", required_argument, NULL, 'A' },
+	{ "idle-timeout", required_argument, NULL, 'A' },
+	{ "request-timeout", required_argument, NULL, 'A' },
+	{ "storage", required_argument, NULL, 'S' },
+	{ "subnet", required_argument, NULL, 'G' },
+	{ "resolv-conf", required_argument, NULL, 'G' },
+	{ "default-idle-timeout", required_argument, NULL, 'L' },
+	{ "default-archive-after", required_argument, NULL, 'L' },
+	{ "max-active", required_argument, NULL, 'L' },
+	{ "warm", required_argument, NULL, 'L' },
+	{ "proxy-listen", required_argument, NULL, 'P' },
+	{ "proxy-domain", required_argument, NULL, 'P' },
+	{ "registry-auth", required_argument, NULL, 'G' },
+	{ "insecure-registry", required_argument, NULL, 'G' },
+	{ "image-helper", required_argument, NULL, 'G' },
+	{ 0 },
+};
+
 static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path, size_t cap)
 {
-	/* 'A': an option of access.c, which finds it by name. */
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "init", required_argument, NULL, 'i' },
-		{ "debug", no_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "listen", required_argument, NULL, 'A' },
-		{ "token-file", required_argument, NULL, 'A' },
-		{ "max-header-bytes", required_argument, NULL, 'A' },
-		{ "max-body-bytes", required_argument, NULL, 'A' },
-		{ "max-connections", required_argument, NULL, 'A' },
-		{ "idle-timeout", required_argument, NULL, 'A' },
-		{ "request-timeout", required_argument, NULL, 'A' },
-		{ "storage", required_argument, NULL, 'S' },
-		{ "subnet", required_argument, NULL, 'G' },
-		{ "resolv-conf", required_argument, NULL, 'G' },
-		{ "default-idle-timeout", required_argument, NULL, 'L' },
-		{ "default-archive-after", required_argument, NULL, 'L' },
-		{ "max-active", required_argument, NULL, 'L' },
-		{ "warm", required_argument, NULL, 'L' },
-		{ "proxy-listen", required_argument, NULL, 'P' },
-		{ "proxy-domain", required_argument, NULL, 'P' },
-		{ "registry-auth", required_argument, NULL, 'G' },
-		{ "insecure-registry", required_argument, NULL, 'G' },
-		{ "image-helper", required_argument, NULL, 'G' },
-		{ 0 },
-	};
 	struct cove_err err = { 0 };
 	int c, longindex = 0;
-	while ((c = getopt_long(argc, argv, "", opts, &longindex)) != -1) {
+	while ((c = getopt_long(argc, argv, "", coved_options, &longindex)) != -1) {
 		switch (c) {
 		case 'd':
 			snprintf(fe->engine->data_dir, sizeof(fe->engine->data_dir), "%s", optarg);
@@ -234,8 +235,8 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 			break;
 		case 'A': /* access.c's, and the port proxy's */
 		case 'P':
-			if ((c == 'A' ? access_parse_option(&fe->access, opts[longindex].name, optarg, &err)
-				      : proxy_parse_option(&fe->proxy, opts[longindex].name, optarg, &err)) < 0) {
+			if ((c == 'A' ? access_parse_option(&fe->access, coved_options[longindex].name, optarg, &err)
+				      : proxy_parse_option(&fe->proxy, coved_options[longindex].name, optarg, &err)) < 0) {
 				fprintf(stderr, "coved: %s\n", err.msg);
 				return -1;
 			}
@@ -248,11 +249,11 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 			}
 			break;
 		case 'L':
-			if (parse_lifecycle_option(fe->engine, opts[longindex].name, optarg) < 0)
+			if (parse_lifecycle_option(fe->engine, coved_options[longindex].name, optarg) < 0)
 				return -1;
 			break;
 		case 'G':
-			engine_option(fe->engine, opts[longindex].name, optarg);
+			engine_option(fe->engine, coved_options[longindex].name, optarg);
 			break;
 		case 'h':
 			usage(stdout);
