@@ -174,31 +174,33 @@ def test_always_denied_host_api_link_local_other_sandboxes(cv):
     api_port = lsock.getsockname()[1]
     lsock.close()
     own = Coved(args=["--listen", "0.0.0.0:%d" % api_port]).start()
-    with _internet():
-        host_srv = subprocess.Popen(["python3", "-c", SERVER, NET + ".1", str(PORT)], stdout=subprocess.PIPE)
-        try:
-            assert host_srv.stdout.readline().strip() == b"ready"
-            everything = ["0.0.0.0/0", "169.254.0.0/16", "10.0.0.0/8"]
-            a, b = own.create(allow_out=everything), own.create(allow_out=everything)
-            na, nb = _network(own, a), _network(own, b)
-            assert _reach(own, a, HOST1), "the control: the test host answers"
-            assert not _reach(own, a, LINK_LOCAL), "169.254.169.254 reached"
-            assert not _reach(own, a, NET + ".1"), "a host address reached"
-            assert not _reach(own, a, na["gateway"], api_port), "coved's TCP API reached on the gateway"
-            assert not _reach(own, a, NET + ".1", api_port), "coved's TCP API reached on a host address"
-            # b serves; a must not reach it, through b's address or gateway.
-            own.exec(b, ["sh", "-c", "cat > /tmp/srv.py"], stdin_b64=__import__("base64").b64encode(
-                SERVER.encode()).decode())
-            st, _ = own.api("POST", "/v1/sandboxes/%s/exec" % b,
-                            {"cmd": ["python3", "/tmp/srv.py", "0.0.0.0", str(PORT)], "background": True})
-            assert st in (200, 201), st
-            assert wait_until(lambda: _reach(own, b, "127.0.0.1"), 10), "b's own server is up"
-            assert not _reach(own, a, nb["address"]), "another sandbox reached"
-            assert not _reach(own, a, nb["gateway"]), "another sandbox's gateway reached"
-        finally:
-            host_srv.kill()
-            host_srv.wait()
-            own.teardown()
+    try:
+        with _internet():
+            host_srv = subprocess.Popen(["python3", "-c", SERVER, NET + ".1", str(PORT)], stdout=subprocess.PIPE)
+            try:
+                assert host_srv.stdout.readline().strip() == b"ready"
+                everything = ["0.0.0.0/0", "169.254.0.0/16", "10.0.0.0/8"]
+                a, b = own.create(allow_out=everything), own.create(allow_out=everything)
+                na, nb = _network(own, a), _network(own, b)
+                assert _reach(own, a, HOST1), "the control: the test host answers"
+                assert not _reach(own, a, LINK_LOCAL), "169.254.169.254 reached"
+                assert not _reach(own, a, NET + ".1"), "a host address reached"
+                assert not _reach(own, a, na["gateway"], api_port), "coved's TCP API reached on the gateway"
+                assert not _reach(own, a, NET + ".1", api_port), "coved's TCP API reached on a host address"
+                # b serves; a must not reach it, through b's address or gateway.
+                own.exec(b, ["sh", "-c", "cat > /tmp/srv.py"], stdin_b64=__import__("base64").b64encode(
+                    SERVER.encode()).decode())
+                st, _ = own.api("POST", "/v1/sandboxes/%s/exec" % b,
+                                {"cmd": ["python3", "/tmp/srv.py", "0.0.0.0", str(PORT)], "background": True})
+                assert st in (200, 201), st
+                assert wait_until(lambda: _reach(own, b, "127.0.0.1"), 10), "b's own server is up"
+                assert not _reach(own, a, nb["address"]), "another sandbox reached"
+                assert not _reach(own, a, nb["gateway"]), "another sandbox's gateway reached"
+            finally:
+                host_srv.kill()
+                host_srv.wait()
+    finally:
+        own.teardown()
 
 
 def test_policy_survives_restart_snapshot_restore_and_fork(_shared):
