@@ -29,6 +29,7 @@
 #include "daemon/e2b/e2b.h"
 #include "daemon/http/access.h"
 #include "engine/engine.h"
+#include "engine/memsnap.h"
 #include "store/snapshot_store.h"
 #include "store/store.h"
 #include "image/host_image.h"
@@ -246,6 +247,11 @@ static int serve(struct daemon *fe, struct cove_err *err)
 	return 0;
 }
 
+static void on_selftest(evutil_socket_t fd, short what, void *arg)
+{
+	memsnap_selftest(arg);
+}
+
 int main(int argc, char **argv)
 {
 	static struct engine d = { .data_dir = "/var/lib/cove" };
@@ -276,6 +282,10 @@ int main(int argc, char **argv)
 		log_error("coved: %s", err.msg);
 		return 1;
 	}
+	/* Memory snapshots' self-test, once the API is up: the loop's first
+	 * turn (requests that came meanwhile are served after it). */
+	struct timeval now = { 0, 0 };
+	event_base_once(d.base, -1, EV_TIMEOUT, on_selftest, &d, &now);
 	event_base_dispatch(d.base);
 	if (fe.api_handle)
 		(void)unlink(fe.socket_path);

@@ -29,6 +29,7 @@
 #include "common/parse.h"
 #include "common/wire.h"
 #include "engine/engine.h"
+#include "engine/memsnap.h"
 #include "engine/files.h"
 #include "engine/network.h"
 #include "engine/process.h"
@@ -214,6 +215,8 @@ static double now_ms(void)
 
 static void on_init_exit(evutil_socket_t fd, short what, void *arg);
 static void on_init_message(evutil_socket_t fd, short what, void *arg);
+static ssize_t recv_packet(int conn, struct wire_hdr *h, int *fds, int *nfds);
+static void dispatch(struct sandbox *sb, const struct wire_hdr *h, int *fds, int nfds);
 
 static void detach(struct sandbox *sb)
 {
@@ -237,11 +240,8 @@ static int attach(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	sb->init_pidfd = (int)syscall(SYS_pidfd_open, sb->init_pid, 0);
 	if (sb->init_pidfd < 0)
 		return err_sys(err, errno, "pidfd_open %d", sb->init_pid);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	sb->conn_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (sb->conn_fd < 0 || connect(sb->conn_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err_sys(err, errno, "connect to cove-init at '%s'", path);
+	sb->conn_fd = runtime_connect(sb->init_pid, sb->spec.external, path, err);
+	if (sb->conn_fd < 0) {
 		detach(sb);
 		return -1;
 	}
@@ -259,6 +259,17 @@ static int attach(struct engine *d, struct sandbox *sb, struct cove_err *err)
  * failure, either half leaves no cgroup behind. */
 static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
+	if (d->mem_from) { /* restored whole here; boot_finish only attaches */
+		struct cgroup_limits lim = { sb->spec.memory, sb->spec.cpu_millis, sb->spec.pids };
+		*p = (struct runtime_pending){ .child = -1, .status_fd = -1 };
+		if (cgroup_create(&d->cgroups, sb->id, &lim, err) < 0)
+			return -1;
+		if (memsnap_restore(d, sb, d->mem_from, err) < 0) {
+			(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+			return -1;
+		}
+		return 0;
+	}
 	char subvol[600], sock[700], image[600];
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	socket_path(d, sb->id, sock, sizeof(sock));
@@ -272,6 +283,7 @@ static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pendi
 				     .uid_base = UID_BASE + (uid_t)sb->slot * RUNTIME_UID_COUNT,
 				     .init_socket = sock,
 				     .init_exe_fd = d->init_exe_fd,
+				     .init_file = d->init_file,
 				     .cgroups = &d->cgroups,
 				     .seccomp = &d->seccomp };
 	if (runtime_begin(&rc, sb->spec.external, p, err) < 0) {
@@ -283,7 +295,7 @@ static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pendi
 
 static int boot_finish(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
-	if (runtime_finish(p, &sb->init_pid, err) < 0) {
+	if (p->child >= 0 && runtime_finish(p, &sb->init_pid, err) < 0) {
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 		return -1;
 	}
@@ -293,6 +305,8 @@ static int boot_finish(struct engine *d, struct sandbox *sb, struct runtime_pend
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 		return -1;
 	}
+	if (p->child < 0) /* restored: its kept processes and sessions came with it */
+		procs_reattach(sb);
 	return 0;
 }
 
@@ -715,6 +729,51 @@ int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds
 		if (poll(&p, 1, 5000) <= 0)
 			return -ETIMEDOUT;
 	}
+}
+
+int sandbox_init_detach(struct sandbox *sb, struct cove_err *err)
+{
+	if (sb->conn_fd < 0)
+		return 0;
+	event_free(sb->conn_ev);
+	sb->conn_ev = NULL;
+	shutdown(sb->conn_fd, SHUT_WR);
+	int r = -1;
+	for (;;) {
+		struct pollfd pf = { sb->conn_fd, POLLIN, 0 };
+		struct wire_hdr h = { 0 };
+		int fds[WIRE_MAX_FDS], nfds = 0;
+		if (poll(&pf, 1, 10000) <= 0)
+			break;
+		ssize_t n = recv_packet(sb->conn_fd, &h, fds, &nfds);
+		if (n == 0)
+			r = 0;
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0)
+			break;
+		if (n == sizeof(h) && h.payload_len == 0)
+			dispatch(sb, &h, fds, nfds);
+		else
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+	}
+	close(sb->conn_fd);
+	sb->conn_fd = -1;
+	return r < 0 ? err_set(err, COVE_EINTERNAL, "cove-init of %s did not close its connection", sb->id) : 0;
+}
+
+int sandbox_init_reattach(struct engine *d, struct sandbox *sb, struct cove_err *err)
+{
+	char path[700];
+	socket_path(d, sb->id, path, sizeof(path));
+	sb->conn_fd = runtime_connect(sb->init_pid, sb->spec.external, path, err);
+	if (sb->conn_fd < 0)
+		return -1;
+	evutil_make_socket_nonblocking(sb->conn_fd);
+	sb->conn_ev = event_new(d->base, sb->conn_fd, EV_READ | EV_PERSIST, on_init_message, sb);
+	event_add(sb->conn_ev, NULL);
+	return 0;
 }
 
 static void mark_stopped(struct sandbox *sb, const char *why)
