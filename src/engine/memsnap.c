@@ -81,6 +81,19 @@ static void freezer_path(const struct engine *d, const char *id, char *buf, size
 		snprintf(buf, cap, "%s/cove/%s", d->cgroups.root, id);
 }
 
+/* src's bytes into a new dst (a log, from the pool to the run directory). */
+static int copy_log(const char *src, const char *dst)
+{
+	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int out = in < 0 ? -1 : open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	char buf[65536];
+	ssize_t n = 0;
+	while (out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			return -1;
+	return out < 0 || n < 0 ? -1 : 0;
+}
+
 int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct cove_err *err)
 {
 	char ext[MAX_EXT][64], freezer[600];
@@ -106,7 +119,17 @@ int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct c
 				    .empty_netns = true,
 				    .freeze_cgroup = freezer,
 				    .external = extv };
-	return criu_dump(d->criu, &o, err);
+	struct cove_err e = { 0 };
+	if (criu_dump(d->criu, &o, &e) == 0)
+		return 0;
+	/* The images go with the failed snapshot: the log is kept aside. */
+	char log[800], kept[700];
+	snprintf(log, sizeof(log), "%s/dump.log", dir);
+	snprintf(kept, sizeof(kept), "%s/%s.dump.log", d->run_dir, sb->id);
+	char *at = strstr(e.msg, " (log: ");
+	if (at && copy_log(log, kept) == 0)
+		snprintf(at, sizeof(e.msg) - (size_t)(at - e.msg), " (log: %s)", kept);
+	return err_set(err, COVE_ESTATE, "the processes of sandbox %s cannot be saved: %s", sb->id, e.msg);
 }
 
 int memsnap_sync(const char *dir, struct cove_err *err)
