@@ -464,7 +464,7 @@ static bool is_log(const char *name)
 static int clone_file(const char *src, const char *dst, unsigned owner, struct cove_err *err)
 {
 	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	_cleanup_close_ int out = in < 0 ? -1 : open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	_cleanup_close_ int out = in < 0 ? -1 : open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (in < 0 || out < 0)
 		return err_sys(err, errno, "copy '%s' to '%s'", src, dst);
 	if (ioctl(out, FICLONE, in) < 0) {
@@ -478,14 +478,16 @@ static int clone_file(const char *src, const char *dst, unsigned owner, struct c
 			left -= n;
 		}
 	}
-	return fchown(out, owner, owner) < 0 ? err_sys(err, errno, "chown '%s'", dst) : 0;
+	return fchown(out, owner, owner) < 0 || fchmod(out, 0644) < 0 ? err_sys(err, errno, "chown '%s'", dst) : 0;
 }
 
 int criu_images_shifted(const char *src, const char *dst, unsigned uid_base, struct cove_err *err)
 {
-	/* criu reads some images from inside the restored user namespace: as
-	 * its root, who owns them here. */
-	if (mkdir(dst, 0700) < 0 || chown(dst, uid_base, uid_base) < 0)
+	/* criu reads some images from inside the restored user namespace, as
+	 * whatever ids its tasks have at that point: the new root owns them,
+	 * and anyone may read them here (the caller's directories above are
+	 * closed to others). */
+	if (mkdir(dst, 0711) < 0 || chown(dst, uid_base, uid_base) < 0 || chmod(dst, 0711) < 0)
 		return err_sys(err, errno, "mkdir '%s'", dst);
 	DIR *dh = opendir(src);
 	if (!dh)
@@ -499,7 +501,10 @@ int criu_images_shifted(const char *src, const char *dst, unsigned uid_base, str
 		snprintf(from, sizeof(from), "%s/%s", src, e->d_name);
 		snprintf(to, sizeof(to), "%s/%s", dst, e->d_name);
 		if (strncmp(e->d_name, "userns-", 7) == 0)
-			rc = shift_userns(from, to, uid_base, err) < 0 || chown(to, uid_base, uid_base) < 0 ? -1 : 0;
+			rc = shift_userns(from, to, uid_base, err) < 0 || chown(to, uid_base, uid_base) < 0 ||
+					     chmod(to, 0644) < 0
+				     ? -1
+				     : 0;
 		else
 			rc = clone_file(from, to, uid_base, err);
 	}
