@@ -98,6 +98,13 @@ json_t *snapshot_to_json(const struct snapshot *sn)
 }
 
 
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 /* Where a memory snapshot's images are. */
 static void criu_dir(const struct engine *d, const char *id, char *buf, size_t cap)
 {
@@ -123,7 +130,10 @@ static int images_durable(const struct engine *d, const struct snapshot *sn, str
 	if (!sn->memory)
 		return 0;
 	criu_dir(d, sn->id, dir, sizeof(dir));
-	return memsnap_sync(dir, err);
+	double t0 = mono_ms();
+	int r = memsnap_sync(dir, err);
+	log_debug("snapshot %s: images synced in %.1f ms", sn->id, mono_ms() - t0);
+	return r;
 }
 
 /* Snapshot sb's subvolume read-only as snapshot id's files, with its
@@ -136,21 +146,29 @@ static int freeze_and_snapshot(struct engine *d, struct sandbox *sb, const char 
 	char subvol[600], images[700];
 	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
 	criu_dir(d, id, images, sizeof(images));
+	double t[6] = { mono_ms() };
 	if (memory && (memsnap_check(d, sb, err) < 0 || sandbox_init_detach(sb, err) < 0))
 		return -1;
 	/* A sandbox whose init is gone has nothing running to freeze. */
 	bool frozen = sb->state == SB_RUNNING;
+	t[1] = mono_ms();
 	int r = frozen ? cgroup_freeze(&d->cgroups, sb->id, true, err) : 0;
+	t[2] = mono_ms();
 	if (r == 0 && memory)
 		r = memsnap_dump(d, sb, images, err);
+	t[3] = mono_ms();
 	if (r == 0)
 		r = d->snapshot_store->ops->take(d->snapshot_store, id, subvol, err);
+	t[4] = mono_ms();
 	struct cove_err thaw = { 0 };
 	if (frozen && cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0 &&
 	    cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0)
 		log_error("sandbox %s: after a snapshot: %s", sb->id, thaw.msg);
 	if (memory && sb->state == SB_RUNNING && sandbox_init_reattach(d, sb, &thaw) < 0)
 		log_error("sandbox %s: after a memory snapshot: %s", sb->id, thaw.msg);
+	t[5] = mono_ms();
+	log_debug("sandbox %s: snapshot %s: detach %.1f, freeze %.1f, dump %.1f, files %.1f, thaw+attach %.1f ms",
+		  sb->id, id, t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
 	return r;
 }
 
@@ -563,12 +581,6 @@ static int take_roots(struct engine *d, struct sandbox *sb, char (*ids)[16], int
  * one transaction, committed once all copies run: a crash before that
  * leaves copies without rows, which the next start removes (their
  * processes with them), so a fork is all or nothing across a crash too. */
-static double mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* A fork with memory: one memory snapshot of sb, never listed (no row: a
  * crash leaves an entry the next start sweeps), restored count times, then

@@ -11,6 +11,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/mount.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <linux/fs.h>
 #include <sched.h>
@@ -26,6 +29,27 @@
 #define RESTORE_LOG "restore.log"
 /* A request names a few paths and options; answers are smaller still. */
 #define MSG_MAX 65536
+
+/* criu learns the kernel's features at each start (tens of ms) unless it
+ * finds them in /run/criu.kdat, which it keeps only on a tmpfs. Where /run
+ * is none, criu's own mount namespace gets KDAT_DIR (on /dev/shm) at /run,
+ * so that what it learns once is kept. Best effort: criu runs either way. */
+#define KDAT_DIR "/dev/shm/cove-criu"
+
+static void kdat_cache(void)
+{
+	struct statfs fs;
+	struct stat st;
+	if (statfs("/run", &fs) == 0 && fs.f_type == TMPFS_MAGIC)
+		return;
+	if ((mkdir(KDAT_DIR, 0700) < 0 && errno != EEXIST) || lstat(KDAT_DIR, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != 0 || (st.st_mode & 077) || statfs(KDAT_DIR, &fs) < 0 || fs.f_type != TMPFS_MAGIC)
+		return;
+	if (unshare(CLONE_NEWNS) < 0)
+		return;
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 || mount(KDAT_DIR, "/run", NULL, MS_BIND, NULL) < 0)
+		_exit(127);
+}
 
 /* The child side of run_swrk, after fork in a process that may have
  * threads: only async-signal-safe calls. argv names sk's number; sk and
@@ -48,6 +72,7 @@ static void exec_swrk(const char *criu, char *const argv[], int sk, const int *k
 	for (size_t i = 0; i < n_keep; i++)
 		if (fcntl(keep[i], F_SETFD, 0) < 0)
 			_exit(127);
+	kdat_cache();
 	if (prepare)
 		prepare(prepare_arg);
 	execv(criu, argv);
