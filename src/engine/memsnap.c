@@ -54,6 +54,13 @@
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
 #define MAX_EXT 16
 
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static int why(const struct engine *d, struct cove_err *err)
 {
 	return err_set(err, COVE_ESTATE, "memory snapshots are not available on this host: %s", d->native_why);
@@ -121,7 +128,7 @@ int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct c
 				    .external = extv };
 	struct cove_err e = { 0 };
 	if (criu_dump(d->criu, &o, &e) == 0)
-		return 0;
+		return criu_images_readable(dir, err);
 	/* The images go with the failed snapshot: the log is kept aside. */
 	char log[800], kept[700];
 	snprintf(log, sizeof(log), "%s/dump.log", dir);
@@ -207,6 +214,7 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 	extv[n] = NULL;
 	unsigned base = UID_BASE + (unsigned)sb->slot * RUNTIME_UID_COUNT;
 	(void)tree_remove(work);
+	double t0 = mono_ms();
 	if (criu_images_shifted(images, work, base, err) < 0) {
 		(void)tree_remove(work);
 		return -1;
@@ -235,7 +243,9 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 				       .prepare_arg = &c,
 				       .setup_ns = setup_ns };
 	pid_t pid = -1;
+	double t1 = mono_ms();
 	int r = criu_restore(d->criu, &o, &pid, err);
+	log_debug("sandbox %s: images %.1f ms, criu restore %.1f ms", sb->id, t1 - t0, mono_ms() - t1);
 	close(report[1]);
 	struct cove_err why_prep = { 0 };
 	if (r < 0 && runtime_restore_reason(report[0], &why_prep))
@@ -249,12 +259,6 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 	return r;
 }
 
-static double mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* A small sandbox (no network), snapshotted with memory, restored; the
  * copy must be running with its cove-init answering. Everything it made

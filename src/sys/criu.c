@@ -530,9 +530,23 @@ int criu_images_shifted(const char *src, const char *dst, unsigned uid_base, str
 					     chmod(to, 0644) < 0
 				     ? -1
 				     : 0;
-		else
+		else if (link(from, to) < 0) /* else, on another file system: a copy */
 			rc = clone_file(from, to, uid_base, err);
 	}
+	closedir(dh);
+	return rc;
+}
+
+int criu_images_readable(const char *dir, struct cove_err *err)
+{
+	DIR *dh = opendir(dir);
+	if (!dh)
+		return err_sys(err, errno, "open '%s'", dir);
+	struct dirent *e;
+	int rc = 0;
+	while (rc == 0 && (e = readdir(dh)))
+		if (e->d_name[0] != '.' && fchmodat(dirfd(dh), e->d_name, 0644, 0) < 0)
+			rc = err_sys(err, errno, "chmod '%s/%s'", dir, e->d_name);
 	closedir(dh);
 	return rc;
 }

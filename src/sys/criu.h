@@ -112,12 +112,17 @@ int criu_restore(const char *criu, const struct criu_restore_opts *o, pid_t *ret
 
 /* An images directory for restoring the dump in src into another uid
  * range: dst (made here, owned by uid_base: criu reads images from inside
- * the restored user namespace too) holds a copy of each of src's images (a
- * reflink where the file system can), the user namespace's maps
+ * the restored user namespace too, so src's must be readable by all: see
+ * criu_images_readable) holds a hard link to each of src's images (a copy,
+ * reflinked where it can, across file systems), the user namespace's maps
  * (userns-*.img) moved to host ids from uid_base on (cove's maps are one
  * range: inside id k is host uid_base + k). criu writes its restore log
  * into dst. */
 int criu_images_shifted(const char *src, const char *dst, unsigned uid_base, struct cove_err *err);
+
+/* Make the images criu wrote into dir (0600) readable by all: the
+ * caller's directories above keep others out. */
+int criu_images_readable(const char *dir, struct cove_err *err);
 
 /* The bytes of the images in dir, logs left out. */
 long long criu_images_size(const char *dir);
