@@ -51,6 +51,7 @@ static const struct cli_opt shell_opts[] = {
 	{ 'e', 'e', "env", "K=V", "an environment variable (again for more)" },
 	{ 'w', 'w', "workdir", "DIR", "where the shell starts" },
 	{ 'u', 'u', "user", "USER", "who it runs as" },
+	{ 'a', 0, "attach", "PROC", "a running terminal (pid or tag) instead of a new one; leaving keeps it" },
 	{ 0 },
 };
 

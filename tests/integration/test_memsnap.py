@@ -259,3 +259,47 @@ def test_without_criu_memory_requests_are_409(cv):
         assert st == 201 and j["memory"] is False, j
     finally:
         other.teardown()
+
+
+def test_terminal_continues_after_restore(cv):
+    """A `cove shell` in tmux holds a shell's state; a memory snapshot is
+    taken while it runs; in the restored copy `cove shell --attach` (in
+    another tmux) reaches the same shell, its variable and cwd included."""
+    from test_cli_procs import Tmux
+    COVE = covetest.COVE
+    sid = cv.create()
+    t, t2 = Tmux(), Tmux()
+    copy = snap = None
+    try:
+        t.start(cv, "%s shell %s" % (COVE, sid))
+        assert wait_until(lambda: any(t.lines()), 15), "no prompt"
+        t("send-keys", "-t", "t", "X=kept; cd /tmp; echo ready$((1+1))", "Enter")
+        t.wait_line("ready2")
+        st, procs = cv.api("GET", "/v1/sandboxes/%s/processes" % sid)
+        term = [p for p in procs["processes"] if p["tty"] and p["state"] == "running"]
+        assert len(term) == 1, procs
+        st, sn = cv.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {"memory": True})
+        assert st == 201, sn
+        snap = sn["id"]
+        # the original terminal goes on
+        t("send-keys", "-t", "t", "echo still$((2+2))", "Enter")
+        t.wait_line("still4")
+        st, j = cv.api("POST", "/v1/snapshots/%s/restore" % snap, {})
+        assert st == 201, j
+        copy = j["id"]
+        st, procs = cv.api("GET", "/v1/sandboxes/%s/processes" % copy)
+        assert [p["pid"] for p in procs["processes"] if p["tty"] and p["state"] == "running"] == [term[0]["pid"]], procs
+        t2.start(cv, "%s shell --attach %d %s; echo status=$? > %s/status" % (COVE, term[0]["pid"], copy, t2.dir))
+        t2("send-keys", "-t", "t", "echo $X:$PWD:$((3*3))", "Enter")
+        t2.wait_line("kept:/tmp:9")
+        t2("send-keys", "-t", "t", "exit 4", "Enter")
+        assert wait_until(lambda: t2.read("status"), 15), t2.lines()
+        assert t2.read("status") == "status=4"
+    finally:
+        t.kill()
+        t2.kill()
+        for s in (copy, sid):
+            if s:
+                cv.api("DELETE", "/v1/sandboxes/" + s)
+        if snap:
+            cv.api("DELETE", "/v1/snapshots/" + snap)
