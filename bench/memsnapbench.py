@@ -13,7 +13,8 @@ Against a running coved (HTTP over its unix socket):
     p50/p95; next to them `criu dump --leave-running` of the same tree with
     the options coved passes (the same externals, the same freezer cgroup),
     timed as a whole command, into a scratch directory on the same pool;
-  - fork: POST .../fork {"count": 3, "memory": true} of the big sandbox.
+  - fork: POST .../fork {"count": 3, "memory": true} of the idle and of the
+    big sandbox.
 
 Only the requests are timed; what they make is deleted after each, untimed.
 Usage: memsnapbench.py --socket S --pool DIR --criu PATH --out FILE [--runs N] [--mib N]
@@ -118,6 +119,14 @@ def main():
                 xs.append(ms)
                 api(S, "DELETE", "/v1/snapshots/" + j["id"])
             res[key + ".p50"], res[key + ".p95"] = stats(xs)
+        xs = []
+        for _ in range(max(3, o.runs // 2)):
+            ms, (st, j) = timed(lambda: api(S, "POST", "/v1/sandboxes/%s/fork" % idle, {"count": 3, "memory": True}))
+            must(st, j)
+            xs.append(ms)
+            for c in j["sandboxes"]:
+                api(S, "DELETE", "/v1/sandboxes/" + c["id"])
+        res["idle.fork3.p50"], res["idle.fork3.p95"] = stats(xs)
         big = must(*api(S, "POST", "/v1/sandboxes", {"network": "none"}))["id"]
         made.append(big)
         must(*api(S, "POST", "/v1/sandboxes/%s/exec" % big,

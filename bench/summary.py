@@ -44,6 +44,7 @@ io = load_api("io.txt") if os.path.exists(os.path.join(res, "io.txt")) else None
 sdk = load_api("sdk.txt") if os.path.exists(os.path.join(res, "sdk.txt")) else None
 snap = load_snap()
 criu = load_api("criu.txt") if os.path.exists(os.path.join(res, "criu.txt")) else None
+memsnap = load_api("memsnap.txt") if os.path.exists(os.path.join(res, "memsnap.txt")) else None
 run = load_hf("run")
 exe = load_hf("exec")
 with open(os.path.join(res, "machine.txt")) as f:
@@ -232,6 +233,24 @@ if criu:
         m, c = criu[f"criu.{op}.module.p50"], criu[f"criu.{op}.cli.p50"]
         target(f"memory {op}, {criu['criu.mib']:.0f} MiB touched, p50 ≤ 200 ms", f"{m:.1f} ms", m <= 200)
         target(f"memory {op} within 1.2× of plain criu", f"{m / c:.2f}× ({m:.1f} vs {c:.1f} ms)", m <= 1.2 * c)
+if memsnap:
+    m, c = memsnap["big.dump.p50"], memsnap["big.cli_dump.p50"]
+    mib = memsnap["mib"]
+    target(f"memory snapshot of a sandbox, {mib:.0f} MiB touched, API p50 ≤ 200 ms", f"{m:.1f} ms", m <= 200)
+    target("... within 1.2× of `criu dump` of the same tree", f"{m / c:.2f}× ({m:.1f} vs {c:.1f} ms)", m <= 1.2 * c)
+    r = memsnap["big.restore.p50"]
+    target(f"restore of it, API p50 ≤ 200 ms", f"{r:.1f} ms", r <= 200)
+    if criu:
+        c = criu["criu.restore.cli.p50"]
+        target("... within 1.2× of `criu restore` (criubench's tree of the same size)",
+               f"{r / c:.2f}× ({r:.1f} vs {c:.1f} ms)", r <= 1.2 * c)
+    f = memsnap["fork3.p50"]
+    target(f"fork into 3 with memory ({mib:.0f} MiB) ≤ 500 ms, p50", f"{f:.1f} ms", f <= 500)
+    f = memsnap["idle.fork3.p50"]
+    target("fork into 3 with memory (idle small sandbox) ≤ 500 ms, p50", f"{f:.1f} ms", f <= 500)
+    i = memsnap["idle.memory.p50"]
+    target("memory snapshot of an idle small sandbox ≤ 50 ms, p50",
+           f"{i:.1f} ms (files only: {memsnap['idle.files.p50']:.1f} ms)", i <= 50)
 if io:
     target("read a file through the API ≥ 1 GB/s", f"{io['read.api_mbps']:.0f} MB/s ({io['read.mib']:.0f} MiB)",
            io["read.api_mbps"] >= 1000)
