@@ -259,7 +259,6 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 	return r;
 }
 
-
 /* A small sandbox (no network), snapshotted with memory, restored; the
  * copy must be running with its cove-init answering. Everything it made
  * goes again. */

@@ -97,7 +97,6 @@ json_t *snapshot_to_json(const struct snapshot *sn)
 			 (json_int_t)sn->memory_bytes);
 }
 
-
 static double mono_ms(void)
 {
 	struct timespec ts;

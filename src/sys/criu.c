@@ -560,8 +560,8 @@ long long criu_images_size(const char *dir)
 	struct dirent *e;
 	struct stat st;
 	while ((e = readdir(dh)))
-		if (e->d_name[0] != '.' && !is_log(e->d_name) && fstatat(dirfd(dh), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode))
+		if (e->d_name[0] != '.' && !is_log(e->d_name) &&
+		    fstatat(dirfd(dh), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
 			total += (long long)st.st_blocks * 512;
 	closedir(dh);
 	return total;

@@ -146,11 +146,10 @@ int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct engine *d = engine_ctx;
 	const char *storage = storage_driver_name(d->pool.driver);
-	json_t *j =
-		json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage", storage,
-			  "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports", 0,
-			  "nativeSnapshot", d->native_snapshot, "resume", 0, "images", "host", "pool_loop_backed",
-			  d->pool.loop_backed);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage",
+			      storage, "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports",
+			      0, "nativeSnapshot", d->native_snapshot, "resume", 0, "images", "host",
+			      "pool_loop_backed", d->pool.loop_backed);
 	/* Memory snapshots: whether the self-test at start passed, else why not. */
 	if (!d->native_snapshot)
 		json_object_set_new(j, "nativeSnapshotReason",

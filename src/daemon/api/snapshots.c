@@ -34,9 +34,9 @@ int h_snapshot(struct http_req *req, const char *id, struct cove_err *err)
 	struct snapshot *sn;
 	bool mem = false;
 	int r = check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ||
-			get_memory_flag(j, &mem, err) < 0
-		? -1
-		: 0;
+				get_memory_flag(j, &mem, err) < 0
+			? -1
+			: 0;
 	if (r == 0 && wait && !json_is_boolean(wait))
 		r = err_set(err, COVE_EINVAL, "'wait_durable' must be a boolean");
 	if (r == 0)
@@ -164,9 +164,9 @@ int h_checkpoint(struct http_req *req, const char *id, struct cove_err *err)
 	json_t *checkpoint = NULL;
 	bool memory = false;
 	int r = check_fields(j, fields, err) < 0 || get_string(j, "label", &label, API_MAX_LABEL, err) < 0 ||
-			get_memory_flag(j, &memory, err) < 0
-		? -1
-		: 0;
+				get_memory_flag(j, &memory, err) < 0
+			? -1
+			: 0;
 	if (r == 0)
 		r = history_checkpoint(engine_ctx, sb, label, memory, &checkpoint, err);
 	json_decref(j);
