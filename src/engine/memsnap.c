@@ -286,6 +286,53 @@ static int selftest_run(struct engine *d, struct cove_err *err)
 	return r;
 }
 
+/* Whether process pid has a file open under dir. */
+static bool holds_under(pid_t pid, const char *dir)
+{
+	char p[64], link[PATH_MAX];
+	snprintf(p, sizeof(p), "/proc/%d/fd", pid);
+	DIR *dh = opendir(p);
+	struct dirent *e;
+	bool found = false;
+	size_t n = strlen(dir);
+	while (dh && !found && (e = readdir(dh))) {
+		ssize_t len = readlinkat(dirfd(dh), e->d_name, link, sizeof(link) - 1);
+		if (len > 0) {
+			link[len] = '\0';
+			found = strncmp(link, dir, n) == 0 && (link[n] == '/' || link[n] == '\0');
+		}
+	}
+	if (dh)
+		closedir(dh);
+	return found;
+}
+
+void memsnap_wait_leftovers(struct engine *d)
+{
+	struct cove_err e = { 0 };
+	char exe[PATH_MAX], p[64];
+	if (!d->criu[0] && criu_find(d->criu, sizeof(d->criu), &e) < 0)
+		return;
+	char *want = realpath(d->criu, NULL);
+	DIR *dh = want ? opendir("/proc") : NULL;
+	struct dirent *ent;
+	while (dh && (ent = readdir(dh))) {
+		pid_t pid = atoi(ent->d_name);
+		snprintf(p, sizeof(p), "/proc/%d/exe", pid);
+		ssize_t len = pid > 0 ? readlink(p, exe, sizeof(exe) - 1) : -1;
+		if (len <= 0 || (exe[len] = '\0', strcmp(exe, want) != 0) || !holds_under(pid, d->pool.dir))
+			continue;
+		/* It finishes on its own (a dump leaves the tree as it found it,
+		 * frozen; a restore's tree goes with its unrecorded root). */
+		log_warn("coved: waiting for criu %d, which a previous coved left working on %s", pid, d->pool.dir);
+		for (int i = 0; i < 1200 && kill(pid, 0) == 0; i++)
+			usleep(50000);
+	}
+	if (dh)
+		closedir(dh);
+	free(want);
+}
+
 void memsnap_selftest(struct engine *d)
 {
 	struct cove_err e = { 0 };
@@ -294,7 +341,7 @@ void memsnap_selftest(struct engine *d)
 	/* What restores cut short by a crash left. */
 	snprintf(work, sizeof(work), "%s/restore", d->pool.dir);
 	(void)tree_remove(work);
-	if (criu_find(d->criu, sizeof(d->criu), &e) < 0) {
+	if (!d->criu[0] && criu_find(d->criu, sizeof(d->criu), &e) < 0) {
 		snprintf(d->native_why, sizeof(d->native_why), "%s", e.msg);
 		log_warn("coved: memory snapshots: %s", d->native_why);
 		return;

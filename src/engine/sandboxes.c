@@ -976,6 +976,7 @@ static bool image_in_use(void *arg, const char *name)
 int sandboxes_load(struct engine *d, struct cove_err *err)
 {
 	struct load_ctx ctx = { .d = d };
+	memsnap_wait_leftovers(d);
 	int bad_snapshots = snapshots_load(d, err);
 	if (bad_snapshots < 0)
 		return -1;
