@@ -241,6 +241,7 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 				       .external = extv,
 				       .prepare = prepare,
 				       .prepare_arg = &c,
+				       .prepare_fd = report[1],
 				       .setup_ns = setup_ns };
 	pid_t pid = -1;
 	double t1 = mono_ms();

@@ -739,11 +739,15 @@ int sandbox_init_detach(struct sandbox *sb, struct cove_err *err)
 	sb->conn_ev = NULL;
 	shutdown(sb->conn_fd, SHUT_WR);
 	int r = -1;
+	double deadline = now_ms() + 10000;
 	for (;;) {
 		struct pollfd pf = { sb->conn_fd, POLLIN, 0 };
 		struct wire_hdr h = { 0 };
 		int fds[WIRE_MAX_FDS], nfds = 0;
-		if (poll(&pf, 1, 10000) <= 0)
+		int left = (int)(deadline - now_ms()), ready = left > 0 ? poll(&pf, 1, left) : 0;
+		if (ready < 0 && errno == EINTR) /* coved's SIGCHLD */
+			continue;
+		if (ready <= 0)
 			break;
 		ssize_t n = recv_packet(sb->conn_fd, &h, fds, &nfds);
 		if (n == 0)

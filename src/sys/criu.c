@@ -25,6 +25,8 @@
 #include "common/cleanup.h"
 #include "criu_rpc.pb-c.h"
 
+/* Restore's repeated fields are built on the stack: at most this many of each. */
+#define RESTORE_MAX 16
 #define DUMP_LOG "dump.log"
 #define RESTORE_LOG "restore.log"
 /* A request names a few paths and options; answers are smaller still. */
@@ -54,8 +56,31 @@ static void kdat_cache(void)
 /* The child side of run_swrk, after fork in a process that may have
  * threads: only async-signal-safe calls. argv names sk's number; sk and
  * the fds criu must inherit stay open, everything else closes on exec. */
+/* Close every fd from 3 on but the n in keep (sorted here): nothing of
+ * the caller's (its listening sockets above all) may outlive it in this
+ * child, which runs a while before its exec when it prepares a restore. */
+static void close_all_but(int *keep, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned from = 3;
+	for (size_t i = 0; i < n; i++) {
+		unsigned k = (unsigned)keep[i];
+		if (k > from && syscall(SYS_close_range, from, k - 1, 0) < 0)
+			_exit(127);
+		if (k >= from)
+			from = k + 1;
+	}
+	if (syscall(SYS_close_range, from, ~0U, 0) < 0)
+		_exit(127);
+}
+
 static void exec_swrk(const char *criu, char *const argv[], int sk, const int *keep, size_t n_keep,
-		      void (*prepare)(void *), void *prepare_arg)
+		      void (*prepare)(void *), void *prepare_arg, int prepare_fd)
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -65,8 +90,14 @@ static void exec_swrk(const char *criu, char *const argv[], int sk, const int *k
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 		_exit(127);
-	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-		_exit(127);
+	int all[RESTORE_MAX + 2];
+	size_t n = 0;
+	all[n++] = sk;
+	for (size_t i = 0; i < n_keep && i < RESTORE_MAX; i++)
+		all[n++] = keep[i];
+	if (prepare_fd > 2)
+		all[n++] = prepare_fd; /* close-on-exec: criu does not keep it */
+	close_all_but(all, n);
 	if (fcntl(sk, F_SETFD, 0) < 0)
 		_exit(127);
 	for (size_t i = 0; i < n_keep; i++)
@@ -122,6 +153,7 @@ static CriuResp *recv_resp(int sk, struct cove_err *err)
 struct swrk_hooks {
 	void (*prepare)(void *arg);
 	void *prepare_arg;
+	int prepare_fd;
 	int (*setup_ns)(pid_t pid, void *arg);
 	void *setup_ns_arg;
 };
@@ -177,7 +209,8 @@ static CriuResp *run_swrk(const char *criu, const CriuReq *req, const int *keep,
 		return NULL;
 	}
 	if (pid == 0)
-		exec_swrk(criu, argv, sk[1], keep, n_keep, hk ? hk->prepare : NULL, hk ? hk->prepare_arg : NULL);
+		exec_swrk(criu, argv, sk[1], keep, n_keep, hk ? hk->prepare : NULL, hk ? hk->prepare_arg : NULL,
+			  hk ? hk->prepare_fd : -1);
 	close(sk[1]);
 	CriuResp *resp = NULL;
 	struct cove_err e = { 0 };
@@ -363,8 +396,6 @@ int criu_dump(const char *criu, const struct criu_dump_opts *o, struct cove_err 
 	return rc;
 }
 
-/* Restore's repeated fields are built on the stack: at most this many of each. */
-#define RESTORE_MAX 16
 
 int criu_restore(const char *criu, const struct criu_restore_opts *o, pid_t *ret_pid, struct cove_err *err)
 {
@@ -410,7 +441,7 @@ int criu_restore(const char *criu, const struct criu_restore_opts *o, pid_t *ret
 	CriuReq req = CRIU_REQ__INIT;
 	req.type = CRIU_REQ_TYPE__RESTORE;
 	req.opts = &co;
-	struct swrk_hooks hk = { o->prepare, o->prepare_arg, o->setup_ns, o->setup_ns_arg };
+	struct swrk_hooks hk = { o->prepare, o->prepare_arg, o->prepare_fd, o->setup_ns, o->setup_ns_arg };
 	CriuResp *r = run_swrk(criu, &req, keep, o->n_inherit, &hk, err);
 	if (!r)
 		return -1;

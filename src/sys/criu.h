@@ -94,9 +94,11 @@ struct criu_restore_opts {
 	int log_level;
 	/* Run in criu's process after the fork, before it execs criu (may
 	 * _exit): where criu runs (its mount namespace, its cgroups) is where
-	 * the restored tree starts out. Only async-signal-safe work. */
+	 * the restored tree starts out. Only async-signal-safe work. Every fd of
+ * the caller is closed by then but prepare_fd and the inherited ones. */
 	void (*prepare)(void *arg);
 	void *prepare_arg;
+	int prepare_fd; /* an fd of the caller prepare uses (> 2; else -1 or 0): kept open for it, not for criu */
 	/* Called once the tree's namespaces exist, before its files and
 	 * sockets are restored (criu's "setup-namespaces"), with the root's
 	 * host pid: 0 to go on, else the restore fails. */
