@@ -10,7 +10,8 @@ Against a running coved (HTTP over its unix socket):
     snapshot (the whole request: detach, freeze, criu dump, subvolume
     snapshot, images synced, row committed) and its restore (the whole
     request: a new sandbox, its processes restored by criu, its network),
-    p50/p95; next to them `criu dump --leave-running` of the same tree with
+    p50/p95, and the snapshot with wait_durable false (its images synced
+    off the request's path); next to them `criu dump --leave-running` of the same tree with
     the options coved passes (the same externals, the same freezer cgroup),
     timed as a whole command, into a scratch directory on the same pool;
   - fork: POST .../fork {"count": 3, "memory": true} of the idle and of the
@@ -140,7 +141,7 @@ def main():
         else:
             sys.exit("memsnapbench: the big sandbox never touched its memory")
         init_pid = must(*api(S, "GET", "/v1/sandboxes/" + big))["init_pid"]
-        dumps, restores, cli, forks = [], [], [], []
+        dumps, restores, cli, forks, nowait = [], [], [], [], []
         for i in range(o.runs):
             ms, (st, sn) = timed(lambda: api(S, "POST", "/v1/sandboxes/%s/snapshots" % big, {"memory": True}))
             must(st, sn)
@@ -152,13 +153,23 @@ def main():
             api(S, "DELETE", "/v1/sandboxes/" + sb["id"])
             api(S, "DELETE", "/v1/snapshots/" + sn["id"])
             cli.append(criu_cli_dump(o.criu, init_pid, big, os.path.join(o.pool, "memsnapbench-%d" % i)))
+            ms, (st, sn) = timed(lambda: api(S, "POST", "/v1/sandboxes/%s/snapshots" % big,
+                                             {"memory": True, "wait_durable": False}))
+            must(st, sn)
+            nowait.append(ms)
+            for _ in range(600):  # made durable off the request's path
+                if must(*api(S, "GET", "/v1/snapshots/" + sn["id"]))["durable"]:
+                    break
+                time.sleep(0.05)
+            api(S, "DELETE", "/v1/snapshots/" + sn["id"])
         for _ in range(max(3, o.runs // 2)):
             ms, (st, j) = timed(lambda: api(S, "POST", "/v1/sandboxes/%s/fork" % big, {"count": 3, "memory": True}))
             must(st, j)
             forks.append(ms)
             for c in j["sandboxes"]:
                 api(S, "DELETE", "/v1/sandboxes/" + c["id"])
-        for key, xs in (("big.dump", dumps), ("big.restore", restores), ("big.cli_dump", cli), ("fork3", forks)):
+        for key, xs in (("big.dump", dumps), ("big.restore", restores), ("big.cli_dump", cli), ("fork3", forks),
+                        ("big.dump_nowait", nowait)):
             res[key + ".p50"], res[key + ".p95"] = stats(xs)
         res["mib"] = o.mib
     finally:

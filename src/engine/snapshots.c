@@ -269,12 +269,12 @@ static int take(struct engine *d, struct sandbox *sb, const char *name, bool mem
 	struct snapshot *sn = snapshot_begin(d, sb, name, memory, err);
 	if (!sn)
 		return -1;
-	/* Its images are synced before its row: a start finishes a listed
-	 * snapshot from its files, which must be whole. */
+	/* A memory snapshot's images are synced by the durable step: a start
+	 * drops a memory snapshot that is not durable (see snapshots_load). */
 	int r = freeze_and_snapshot(d, sb, sn->id, memory, err);
 	if (r == 0)
 		set_memory_bytes(d, sn);
-	if (r < 0 || images_durable(d, sn, err) < 0 || put_row(d, sn, err) < 0) {
+	if (r < 0 || put_row(d, sn, err) < 0) {
 		(void)d->snapshot_store->ops->remove(d->snapshot_store, sn->id);
 		snapshot_free(sn);
 		return -1;
@@ -363,6 +363,7 @@ struct durable_job {
 	bool deleted;        /* snapshot_delete ran meanwhile: the directory goes here */
 	struct snapshot_store *store;
 	char id[16];
+	char images[700]; /* a memory snapshot's images, synced here; else "" */
 	char *manifest;
 	int r;
 	struct cove_err err;
@@ -371,7 +372,8 @@ struct durable_job {
 static void durable_work(void *arg)
 {
 	struct durable_job *j = arg;
-	j->r = persist(j->store, j->id, j->manifest, &j->err);
+	j->r = j->images[0] && memsnap_sync(j->images, &j->err) < 0 ? -1
+								   : persist(j->store, j->id, j->manifest, &j->err);
 }
 
 static void durable_done(void *arg)
@@ -411,6 +413,8 @@ int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *nam
 	j->sn = sn;
 	j->store = d->snapshot_store;
 	snprintf(j->id, sizeof(j->id), "%s", sn->id);
+	if (sn->memory)
+		criu_dir(d, sn->id, j->images, sizeof(j->images));
 	if (worker_start(d->base, durable_work, durable_done, j, err) < 0) {
 		free(j->manifest);
 		free(j);
@@ -714,6 +718,15 @@ int snapshots_load(struct engine *d, struct cove_err *err)
 		next = sn->next;
 		if (sn->durable)
 			continue;
+		/* Its images may not have reached the disk whole, and nothing in
+		 * them would tell: it goes (a memory snapshot's durable step syncs
+		 * them first). */
+		if (sn->memory) {
+			log_warn("snapshot %s: a memory snapshot not durable when coved died: dropped", sn->id);
+			if (snapshot_delete(d, sn, err) < 0)
+				return -1;
+			continue;
+		}
 		if (make_durable(d, sn, &e) == 0) {
 			log_info("snapshot %s: made durable at start", sn->id);
 			continue;
