@@ -48,6 +48,7 @@
 #include "engine/engine.h"
 #include "engine/memsnap.h"
 #include "sys/criu.h"
+#include "engine/template.h"
 #include "store/store.h"
 #include "store/snapshot_store.h"
 #include "sys/storage.h"
@@ -431,7 +432,7 @@ int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *nam
  * from the next start's view, which deletes whatever files are left. */
 int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err)
 {
-	if (history_check_unused(d, sn->id, err) < 0)
+	if (history_check_unused(d, sn->id, err) < 0 || templates_check_snapshot_unused(d, sn->id, err) < 0)
 		return -1;
 	if (store_delete_snapshot(d->store, sn->id, err) < 0)
 		return -1;
