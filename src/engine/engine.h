@@ -228,6 +228,9 @@ int snapshot_create_mem(struct engine *d, struct sandbox *sb, const char *name, 
  * before its row. */
 int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *name, bool memory, struct snapshot **ret,
 			   struct cove_err *err);
+/* Where snapshot id's memory images are (a memory snapshot's):
+ * <pool>/snapshots/<id>/criu. */
+void snapshot_criu_dir(const struct engine *d, const char *id, char *buf, size_t cap);
 /* Refused (409) while a checkpoint names it (history.c). */
 int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err);
 /* A new sandbox from sn; overrides (name, memory, cpu_millis, pids when

@@ -105,8 +105,7 @@ static double mono_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Where a memory snapshot's images are. */
-static void criu_dir(const struct engine *d, const char *id, char *buf, size_t cap)
+void snapshot_criu_dir(const struct engine *d, const char *id, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s/snapshots/%s/criu", d->pool.dir, id);
 }
@@ -116,7 +115,7 @@ static void criu_dir(const struct engine *d, const char *id, char *buf, size_t c
 static void set_memory_bytes(const struct engine *d, struct snapshot *sn)
 {
 	char dir[700], inv[720];
-	criu_dir(d, sn->id, dir, sizeof(dir));
+	snapshot_criu_dir(d, sn->id, dir, sizeof(dir));
 	snprintf(inv, sizeof(inv), "%s/inventory.img", dir);
 	sn->memory = access(inv, F_OK) == 0;
 	sn->memory_bytes = sn->memory ? criu_images_size(dir) : 0;
@@ -129,7 +128,7 @@ static int images_durable(const struct engine *d, const struct snapshot *sn, str
 	char dir[700];
 	if (!sn->memory)
 		return 0;
-	criu_dir(d, sn->id, dir, sizeof(dir));
+	snapshot_criu_dir(d, sn->id, dir, sizeof(dir));
 	double t0 = mono_ms();
 	int r = memsnap_sync(dir, err);
 	log_debug("snapshot %s: images synced in %.1f ms", sn->id, mono_ms() - t0);
@@ -145,7 +144,7 @@ static int freeze_and_snapshot(struct engine *d, struct sandbox *sb, const char 
 {
 	char subvol[600], images[700];
 	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
-	criu_dir(d, id, images, sizeof(images));
+	snapshot_criu_dir(d, id, images, sizeof(images));
 	double t[6] = { mono_ms() };
 	if (memory && (memsnap_check(d, sb, err) < 0 || sandbox_init_detach(sb, err) < 0))
 		return -1;
@@ -415,7 +414,7 @@ int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *nam
 	j->store = d->snapshot_store;
 	snprintf(j->id, sizeof(j->id), "%s", sn->id);
 	if (sn->memory)
-		criu_dir(d, sn->id, j->images, sizeof(j->images));
+		snapshot_criu_dir(d, sn->id, j->images, sizeof(j->images));
 	if (worker_start(d->base, durable_work, durable_done, j, err) < 0) {
 		free(j->manifest);
 		free(j);
@@ -468,7 +467,7 @@ int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct s
 		spec.pids = overrides->pids;
 	char files[700], images[700];
 	d->snapshot_store->ops->files_path(d->snapshot_store, sn->id, files, sizeof(files));
-	criu_dir(d, sn->id, images, sizeof(images));
+	snapshot_criu_dir(d, sn->id, images, sizeof(images));
 	if (sn->memory && memsnap_check(d, NULL, err) < 0) {
 		sandbox_spec_free(&spec);
 		return -1;

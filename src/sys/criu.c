@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <sys/mount.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
@@ -80,7 +81,7 @@ static void close_all_but(int *keep, size_t n)
 }
 
 static void exec_swrk(const char *criu, char *const argv[], int sk, const int *keep, size_t n_keep,
-		      void (*prepare)(void *), void *prepare_arg, int prepare_fd)
+		      void (*prepare)(void *), void *prepare_arg, int prepare_fd, pid_t parent)
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -104,6 +105,11 @@ static void exec_swrk(const char *criu, char *const argv[], int sk, const int *k
 		if (fcntl(keep[i], F_SETFD, 0) < 0)
 			_exit(127);
 	kdat_cache();
+	/* A restore dies with its caller: nothing of one a crash cut short
+	 * may go on into the cgroup the next start cleans up. (A dump does
+	 * not: killed mid-way, it would leave its parasite in the tree.) */
+	if (prepare && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
+		_exit(127);
 	if (prepare)
 		prepare(prepare_arg);
 	execv(criu, argv);
@@ -200,6 +206,7 @@ static CriuResp *run_swrk(const char *criu, const CriuReq *req, const int *keep,
 	char fdarg[16];
 	snprintf(fdarg, sizeof(fdarg), "%d", sk[1]);
 	char *const argv[] = { "criu", "swrk", fdarg, NULL };
+	pid_t parent = getpid();
 	pid_t pid = sk[1] < 0 ? -1 : fork();
 	if (pid < 0) {
 		err_sys(err, errno, "fork criu");
@@ -210,7 +217,7 @@ static CriuResp *run_swrk(const char *criu, const CriuReq *req, const int *keep,
 	}
 	if (pid == 0)
 		exec_swrk(criu, argv, sk[1], keep, n_keep, hk ? hk->prepare : NULL, hk ? hk->prepare_arg : NULL,
-			  hk ? hk->prepare_fd : -1);
+			  hk ? hk->prepare_fd : -1, parent);
 	close(sk[1]);
 	CriuResp *resp = NULL;
 	struct cove_err e = { 0 };
@@ -395,7 +402,6 @@ int criu_dump(const char *criu, const struct criu_dump_opts *o, struct cove_err 
 	criu_resp__free_unpacked(r, NULL);
 	return rc;
 }
-
 
 int criu_restore(const char *criu, const struct criu_restore_opts *o, pid_t *ret_pid, struct cove_err *err)
 {

@@ -303,3 +303,32 @@ def test_terminal_continues_after_restore(cv):
                 cv.api("DELETE", "/v1/sandboxes/" + s)
         if snap:
             cv.api("DELETE", "/v1/snapshots/" + snap)
+
+
+def test_template_from_a_memory_snapshot(cv):
+    """A template made from a memory snapshot creates sandboxes whose
+    processes are already running: the counter goes on in each."""
+    sid = cv.create(network="none")
+    _bg(cv, sid, ["sh", "-c", COUNTER], tag="counter")
+    assert wait_until(lambda: _count(cv, sid) >= 5, 30)
+    before = _count(cv, sid)
+    st, sn = cv.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {"memory": True})
+    assert st == 201, sn
+    name = "memsnap-%d" % os.getpid()
+    made = []
+    try:
+        st, t = cv.api("POST", "/v1/templates", {"name": name, "from_snapshot": sn["id"]})
+        assert st == 201, (st, t)
+        for _ in range(2):
+            st, sb = cv.api("POST", "/v1/sandboxes", {"template": name})
+            assert st == 201, (st, sb)
+            made.append(sb["id"])
+            first = _count(cv, sb["id"])
+            assert first >= before and wait_until(lambda: _count(cv, sb["id"]) > first, 30), (first, before)
+            st, procs = cv.api("GET", "/v1/sandboxes/%s/processes" % sb["id"])
+            assert "counter" in [p.get("tag") for p in procs["processes"]], procs
+    finally:
+        for s in made + [sid]:
+            cv.api("DELETE", "/v1/sandboxes/" + s)
+        cv.api("DELETE", "/v1/templates/" + name)
+        cv.api("DELETE", "/v1/snapshots/" + sn["id"])
