@@ -191,6 +191,9 @@ int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds
 /* Close the connection to sb's cove-init, once init has closed its end
  * (what it sent meanwhile is handled): for a memory snapshot's dump. */
 int sandbox_init_detach(struct sandbox *sb, struct cove_err *err);
+/* Take back the kept processes and sessions of sb's cove-init (WIRE_LIST)
+ * before returning: a restored sandbox's, whose answer lists them. */
+int sandbox_init_take_kept(struct sandbox *sb, struct cove_err *err);
 /* Connect to sb's cove-init again after sandbox_init_detach. */
 int sandbox_init_reattach(struct engine *d, struct sandbox *sb, struct cove_err *err);
 void sandbox_spec_free(struct sandbox_spec *spec);

@@ -94,3 +94,33 @@ int sandbox_init_detach(struct sandbox *sb, struct cove_err *err)
 	sb->conn_fd = -1;
 	return r < 0 ? err_set(err, COVE_EINTERNAL, "cove-init of %s did not close its connection", sb->id) : 0;
 }
+
+int sandbox_init_take_kept(struct sandbox *sb, struct cove_err *err)
+{
+	struct wire_hdr list = { .type = WIRE_LIST };
+	if (sandbox_send(sb, &list, sizeof(list), NULL, 0) < 0)
+		return err_set(err, COVE_EINTERNAL, "ask cove-init of %s for its kept processes", sb->id);
+	for (int waits = 0;;) {
+		struct pollfd pf = { sb->conn_fd, POLLIN, 0 };
+		struct wire_hdr h = { 0 };
+		int fds[WIRE_MAX_FDS], nfds = 0;
+		int ready = poll(&pf, 1, 100); /* 10 s of silence in all */
+		if ((ready < 0 && errno == EINTR) || (ready == 0 && ++waits < 100))
+			continue;
+		if (ready <= 0)
+			break;
+		ssize_t n = sandbox_recv_packet(sb->conn_fd, &h, fds, &nfds);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0)
+			break;
+		if (n == sizeof(h) && h.payload_len == 0 && h.type == WIRE_LIST_END)
+			return 0;
+		if (n == sizeof(h) && h.payload_len == 0)
+			sandbox_dispatch(sb, &h, fds, nfds);
+		else
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+	}
+	return err_set(err, COVE_EINTERNAL, "cove-init of %s did not list its kept processes", sb->id);
+}

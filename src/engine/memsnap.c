@@ -308,6 +308,21 @@ static bool holds_under(pid_t pid, const char *dir)
 	return found;
 }
 
+/* Whether pid is in a sandbox's cgroup: a restore's criu (which dies with
+ * coved) and the tasks it was making are; a dump's criu is not. */
+static bool in_sandbox_cgroup(pid_t pid)
+{
+	char p[64], line[512];
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
+	FILE *f = fopen(p, "re");
+	bool in = false;
+	while (f && !in && fgets(line, sizeof(line), f))
+		in = strstr(line, "/cove/sb_") != NULL;
+	if (f)
+		fclose(f);
+	return in;
+}
+
 void memsnap_wait_leftovers(struct engine *d)
 {
 	struct cove_err e = { 0 };
@@ -321,12 +336,13 @@ void memsnap_wait_leftovers(struct engine *d)
 		pid_t pid = atoi(ent->d_name);
 		snprintf(p, sizeof(p), "/proc/%d/exe", pid);
 		ssize_t len = pid > 0 ? readlink(p, exe, sizeof(exe) - 1) : -1;
-		if (len <= 0 || (exe[len] = '\0', strcmp(exe, want) != 0) || !holds_under(pid, d->pool.dir))
+		if (len <= 0 || (exe[len] = '\0', strcmp(exe, want) != 0) || in_sandbox_cgroup(pid) ||
+		    !holds_under(pid, d->pool.dir))
 			continue;
-		/* It finishes on its own (a dump leaves the tree as it found it,
-		 * frozen; a restore's tree goes with its unrecorded root). */
+		/* A dump finishes on its own, leaving the tree as it found it
+		 * (frozen: the start thaws it after this). */
 		log_warn("coved: waiting for criu %d, which a previous coved left working on %s", pid, d->pool.dir);
-		for (int i = 0; i < 1200 && kill(pid, 0) == 0; i++)
+		for (int i = 0; i < 600 && kill(pid, 0) == 0; i++)
 			usleep(50000);
 	}
 	if (dh)

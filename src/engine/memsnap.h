@@ -17,10 +17,10 @@ int memsnap_sync(const char *dir, struct cove_err *err);
  * is a copy of the snapshot's files, whose cgroups exist): on success
  * sb->init_pid is the restored cove-init, a child of coved. */
 int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, struct cove_err *err);
-/* At start, before what a crash left is cleaned up: wait for the criu
- * processes a killed coved left working on this data root (a dump or a
- * restore: they would write into what is swept, or freeze a sandbox again
- * after its thaw). */
+/* At start, before what a crash left is cleaned up: wait (30 s at most
+ * each) for the criu dumps a killed coved left working on this data root:
+ * they would write into what is swept, or freeze a sandbox again after its
+ * thaw. (A restore's criu died with that coved.) */
 void memsnap_wait_leftovers(struct engine *d);
 /* Find criu and run the self-test (a small sandbox snapshotted with memory
  * and restored): sets d->native_snapshot, or d->native_why. On the loop. */

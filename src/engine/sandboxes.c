@@ -324,8 +324,12 @@ static int boot_finish(struct engine *d, struct sandbox *sb, struct runtime_pend
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 		return -1;
 	}
-	if (p->child < 0) /* restored: its kept processes and sessions came with it */
-		procs_reattach(sb);
+	/* Restored: its kept processes and sessions came with it. */
+	if (p->child < 0 && sandbox_init_take_kept(sb, err) < 0) {
+		kill(sb->init_pid, SIGKILL);
+		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+		return -1;
+	}
 	return 0;
 }
 
