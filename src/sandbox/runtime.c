@@ -706,9 +706,13 @@ int runtime_connect(pid_t init_pid, bool external, const char *path, struct cove
 	if (fd < 0)
 		return err_sys(err, e, "socket");
 	if (connect(fd, (struct sockaddr *)&sa, len) < 0) {
-		err_sys(err, errno, "connect to cove-init %d", init_pid);
+		int e2 = errno;
 		close(fd);
-		return -1;
+		/* A sandbox a coved before this one started listens at the host
+		 * path: taken back as it was (no memory snapshots of it). */
+		if (!external && path && access(path, F_OK) == 0)
+			return runtime_connect(init_pid, true, path, err);
+		return err_sys(err, e2, "connect to cove-init %d", init_pid);
 	}
 	return fd;
 }
