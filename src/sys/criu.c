@@ -28,6 +28,7 @@
 
 /* Restore's repeated fields are built on the stack: at most this many of each. */
 #define RESTORE_MAX 16
+#define CRIU_TIMEOUT_S 60
 #define DUMP_LOG "dump.log"
 #define RESTORE_LOG "restore.log"
 /* A request names a few paths and options; answers are smaller still. */
@@ -355,6 +356,10 @@ static void opts_common(CriuOpts *co, const char *dir, const char *log, int log_
 	co->manage_cgroups_mode = cg == CRIU_CG_IGNORE ? CRIU_CG_MODE__IGNORE : (CriuCgMode)cg;
 	if (nftables)
 		co->has_network_lock = true, co->network_lock = CRIU_NETWORK_LOCK_METHOD__NFTABLES;
+	/* criu gives up on a dump or restore after 10 s by default: a loaded
+	 * machine (2 cores shared by many) can take longer. */
+	co->has_timeout = true;
+	co->timeout = CRIU_TIMEOUT_S;
 	/* A deleted file still open is kept in the images up to this size
 	 * (criu's default is 1 MiB): a sandbox's temp files are bigger. */
 	co->has_ghost_limit = true;
