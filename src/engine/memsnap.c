@@ -101,6 +101,30 @@ static int copy_log(const char *src, const char *dst)
 	return out < 0 || n < 0 ? -1 : 0;
 }
 
+/* A task of the frozen tree that another of its tasks traces (ptrace):
+ * criu cannot seize it, and would retry until its timeout. Its tid, or 0. */
+static pid_t traced_task(const char *freezer, pid_t *tracer)
+{
+	char p[700], line[256];
+	snprintf(p, sizeof(p), "%s/tasks", freezer);
+	FILE *f = fopen(p, "re");
+	pid_t found = 0;
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		pid_t tid = atoi(line);
+		snprintf(p, sizeof(p), "/proc/%d/status", tid);
+		FILE *st = tid > 0 ? fopen(p, "re") : NULL;
+		char l[256];
+		while (st && fgets(l, sizeof(l), st))
+			if (strncmp(l, "TracerPid:", 10) == 0 && (*tracer = atoi(l + 10)) > 0)
+				found = tid;
+		if (st)
+			fclose(st);
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
 int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct cove_err *err)
 {
 	char ext[MAX_EXT][64], freezer[600];
@@ -115,6 +139,12 @@ int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct c
 		extv[i] = ext[i];
 	extv[n] = NULL;
 	freezer_path(d, sb->id, freezer, sizeof(freezer));
+	pid_t tracer = 0, traced = d->cgroups.mode == CGROUP_V1 ? traced_task(freezer, &tracer) : 0;
+	if (traced)
+		return err_set(err, COVE_ESTATE,
+			       "the processes of sandbox %s cannot be saved: host pid %d is traced (ptrace) by %d, "
+			       "which criu cannot take over",
+			       sb->id, traced, tracer);
 	if (mkdir(dir, 0700) < 0)
 		return err_sys(err, errno, "mkdir '%s'", dir);
 	struct criu_dump_opts o = { .pid = sb->init_pid,
