@@ -302,6 +302,12 @@ log "criubench: $CRIU_N runs, $CRIU_MIB MiB"
 "$B/criubench" --dir "$B/criu" --runs "$CRIU_N" --mib "$CRIU_MIB" --out "$RES/criu.txt" |
 	tee "$RES/criu-report.txt" >&2
 
+# --- 2d. memory snapshots through coved's API, next to criu dump of the same tree -------
+CRIU_BIN=${COVE_CRIU:-/usr/local/lib/cove/criu}
+log "memsnapbench: $CRIU_N runs, $CRIU_MIB MiB"
+python3 "$ROOT/bench/memsnapbench.py" --socket "$SOCK" --pool "$DATA/pool" --criu "$CRIU_BIN" \
+	--runs "$CRIU_N" --mib "$CRIU_MIB" --out "$RES/memsnap.txt"
+
 # --- 3. CLI against crun and bwrap, with hyperfine -----------------------------------
 # what the runs above deleted, cleaned by btrfs and written out first
 btrfs subvolume sync "$DATA/pool" >/dev/null

@@ -47,6 +47,7 @@ sdk = load_api("sdk.txt") if os.path.exists(os.path.join(res, "sdk.txt")) else N
 snap = load_snap()
 ports = load_api("ports.txt") if os.path.exists(os.path.join(res, "ports.txt")) else None
 criu = load_api("criu.txt") if os.path.exists(os.path.join(res, "criu.txt")) else None
+memsnap = load_api("memsnap.txt") if os.path.exists(os.path.join(res, "memsnap.txt")) else None
 warm = load_api("warm.txt") if os.path.exists(os.path.join(res, "warm.txt")) else None
 life = load_api("life.txt") if os.path.exists(os.path.join(res, "life.txt")) else None
 warm_hf = load_hf("warm") if os.path.exists(os.path.join(res, "warm.json")) else None
@@ -263,6 +264,27 @@ if criu:
         m, c = criu[f"criu.{op}.module.p50"], criu[f"criu.{op}.cli.p50"]
         target(f"memory {op}, {criu['criu.mib']:.0f} MiB touched, p50 ≤ 200 ms", f"{m:.1f} ms", m <= 200)
         target(f"memory {op} within 1.2× of plain criu", f"{m / c:.2f}× ({m:.1f} vs {c:.1f} ms)", m <= 1.2 * c)
+if memsnap:
+    m, c = memsnap["big.dump.p50"], memsnap["big.cli_dump.p50"]
+    mib = memsnap["mib"]
+    target(f"memory snapshot of a sandbox, {mib:.0f} MiB touched, API p50 ≤ 200 ms", f"{m:.1f} ms", m <= 200)
+    target("... within 1.2× of `criu dump` of the same tree", f"{m / c:.2f}× ({m:.1f} vs {c:.1f} ms)", m <= 1.2 * c)
+    n = memsnap["big.dump_nowait.p50"]
+    target("... with wait_durable false (images synced after the answer), within 1.2× of `criu dump`",
+           f"{n / c:.2f}× ({n:.1f} vs {c:.1f} ms)", n <= 1.2 * c)
+    r = memsnap["big.restore.p50"]
+    target(f"restore of it, API p50 ≤ 200 ms", f"{r:.1f} ms", r <= 200)
+    if criu:
+        c = criu["criu.restore.cli.p50"]
+        target("... within 1.2× of `criu restore` (criubench's tree of the same size)",
+               f"{r / c:.2f}× ({r:.1f} vs {c:.1f} ms)", r <= 1.2 * c)
+    f = memsnap["fork3.p50"]
+    target(f"fork into 3 with memory ({mib:.0f} MiB) ≤ 500 ms, p50", f"{f:.1f} ms", f <= 500)
+    f = memsnap["idle.fork3.p50"]
+    target("fork into 3 with memory (idle small sandbox) ≤ 500 ms, p50", f"{f:.1f} ms", f <= 500)
+    i = memsnap["idle.memory.p50"]
+    target("memory snapshot of an idle small sandbox ≤ 50 ms, p50",
+           f"{i:.1f} ms (files only: {memsnap['idle.files.p50']:.1f} ms)", i <= 50)
 if io:
     target("read a file through the API ≥ 1 GB/s", f"{io['read.api_mbps']:.0f} MB/s ({io['read.mib']:.0f} MiB)",
            io["read.api_mbps"] >= 1000)

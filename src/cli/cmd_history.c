@@ -56,12 +56,18 @@ static void print_json(json_t *j)
 int cmd_checkpoint(struct cli *cli, int argc, char **argv)
 {
 	const char *label = NULL, *v;
-	while (cli_next_opt(cli, &v) == 'l')
-		label = v;
+	bool memory = false;
+	int c;
+	while ((c = cli_next_opt(cli, &v)) != -1)
+		if (c == 'l')
+			label = v;
+		else if (c == 'M')
+			memory = true;
 	if (argc != 2)
 		return cli_usage_error("checkpoint", "want exactly one sandbox ID");
 	json_t *j = NULL;
-	int r = sandbox_post(cli, argv[1], "checkpoints", json_pack("{s:s}", "label", label ? label : ""), &j);
+	int r = sandbox_post(cli, argv[1], "checkpoints",
+			     json_pack("{s:s, s:b}", "label", label ? label : "", "memory", memory), &j);
 	if (r == 0 && cli->json)
 		print_json(j);
 	else if (r == 0)

@@ -419,6 +419,21 @@ static int shell_start(struct shell *sh, const char *request_json, int *ret_stat
 	return 0;
 }
 
+/* A running terminal's connection (--attach), not as its foreground
+ * client: leaving keeps it running. *ret_status on failure. */
+static int shell_attach(struct shell *sh, const char *proc, int *ret_status)
+{
+	struct cove_error err = { 0 };
+	snprintf(sh->proc, sizeof(sh->proc), "%s", proc);
+	if (cove_proc_attach_tty(sh->cli->client, sh->id, sh->proc, true, false, &sh->fd, &err) < 0) {
+		*ret_status = cli_exec_error_status(&err);
+		return -1;
+	}
+	if (sh->stdin_is_tty && enter_raw_mode() < 0)
+		fprintf(stderr, "cove: cannot put the terminal in raw mode: %s\n", strerror(errno));
+	return 0;
+}
+
 /* The request: cmd (default: the user's login shell, or sh), the local
  * window size and TERM. */
 static json_t *shell_request(struct shell *sh, json_t *req, int argc, char **argv)
@@ -449,12 +464,14 @@ static json_t *shell_request(struct shell *sh, json_t *req, int argc, char **arg
 	return req;
 }
 
-static int parse_shell(struct cli *cli, json_t *req)
+static int parse_shell(struct cli *cli, json_t *req, const char **attach)
 {
 	const char *v;
 	int c;
 	while ((c = cli_next_opt(cli, &v)) != -1) {
-		if (c == 'e' && cli_add_env(req, v) < 0)
+		if (c == 'a')
+			*attach = v;
+		else if (c == 'e' && cli_add_env(req, v) < 0)
 			return cli_usage_error("shell", "bad --env '%s' (want NAME=VALUE)", v), -1;
 		else if (c == 'w')
 			json_object_set_new(req, "cwd", json_string(v));
@@ -467,7 +484,8 @@ static int parse_shell(struct cli *cli, json_t *req)
 int cmd_shell(struct cli *cli, int argc, char **argv)
 {
 	json_t *req = json_object();
-	int i = parse_shell(cli, req) < 0 ? -1 : 1;
+	const char *attach = NULL;
+	int i = parse_shell(cli, req, &attach) < 0 ? -1 : 1;
 	if (i >= 0 && i >= argc) {
 		cli_usage_error("shell", "no sandbox ID");
 		i = -1;
@@ -488,7 +506,7 @@ int cmd_shell(struct cli *cli, int argc, char **argv)
 		r = 125;
 	} else if (cli_connect(cli) < 0) {
 		r = 125;
-	} else if (shell_start(&sh, body, &r) == 0) {
+	} else if (attach ? shell_attach(&sh, attach, &r) == 0 : shell_start(&sh, body, &r) == 0) {
 		r = shell_loop(&sh);
 	}
 	restore_terminal();

@@ -94,7 +94,10 @@ int cmd_snapshot(struct cli *cli, int argc, char **argv)
 			json_decref(body);
 			return cli_usage_error("snapshot", "--path is for --portable");
 		}
-		json_object_set_new(body, "name", json_string(v));
+		if (c == 'M')
+			json_object_set_new(body, "memory", json_true());
+		else
+			json_object_set_new(body, "name", json_string(v));
 	}
 	int r = post_to_id(cli, argc, argv, "snapshot", "sandbox ID", "/v1/sandboxes/", "/snapshots", body, &j);
 	if (r == 0)
@@ -188,8 +191,12 @@ int cmd_fork(struct cli *cli, int argc, char **argv)
 {
 	json_t *body = json_object(), *j = NULL;
 	const char *v;
-	int r = 0;
-	while (r == 0 && cli_next_opt(cli, &v) == 'n') {
+	int r = 0, c;
+	while (r == 0 && (c = cli_next_opt(cli, &v)) != -1) {
+		if (c == 'M') {
+			json_object_set_new(body, "memory", json_true());
+			continue;
+		}
 		char *end;
 		long n = strtol(v, &end, 10);
 		if (*v && !*end)

@@ -90,6 +90,7 @@ static const struct cli_opt shell_opts[] = {
 	{ 'e', 'e', "env", "K=V", "an environment variable (again for more)" },
 	{ 'w', 'w', "workdir", "DIR", "where the shell starts" },
 	{ 'u', 'u', "user", "USER", "who it runs as" },
+	{ 'a', 0, "attach", "PROC", "a running terminal (pid or tag) instead of a new one; leaving keeps it" },
 	{ 0 },
 };
 
@@ -97,6 +98,7 @@ static const struct cli_opt snapshot_opts[] = {
 	{ 'n', 0, "name", "NAME", "a name to list it by" },
 	{ 'P', 0, "portable", NULL, "print the portable JSON snapshot of the changed files (no deletions) instead" },
 	{ 'p', 0, "path", "DIR", "(--portable) a folder instead (default: everything the sandbox changed)" },
+	{ 'M', 0, "memory", NULL, "its running processes too (restores and forks resume them)" },
 	{ 0 },
 };
 
@@ -112,6 +114,12 @@ static const struct cli_opt restore_opts[] = {
 
 static const struct cli_opt count_opts[] = {
 	{ 'n', 'n', "count", "N", "how many (1 to 100; default 1)" },
+	{ 0 },
+};
+
+static const struct cli_opt fork_opts[] = {
+	{ 'n', 'n', "count", "N", "how many (1 to 100; default 1)" },
+	{ 'M', 0, "memory", NULL, "its running processes go on in each copy" },
 	{ 0 },
 };
 
@@ -134,6 +142,7 @@ static const struct cli_opt kill_opts[] = {
 
 static const struct cli_opt checkpoint_opts[] = {
 	{ 'l', 0, "label", "LABEL", "a label for it" },
+	{ 'M', 0, "memory", NULL, "its running processes too (rollback and branch resume them)" },
 	{ 0 },
 };
 
@@ -251,8 +260,8 @@ const struct cli_cmd cli_commands[] = {
 	{ "restore", cmd_restore, "[OPTIONS] SNAPSHOT",
 	  "A new sandbox from a snapshot (or a portable JSON file); print its ID.", restore_opts, -1,
 	  "cove restore $(cove snapshot $ID) --name again\ncove snapshot --portable $ID | cove restore --portable -" },
-	{ "fork", cmd_fork, "[-n N] ID", "N running copies of a sandbox; print their IDs, one a line.", count_opts, -1,
-	  "cove fork $ID -n 3" },
+	{ "fork", cmd_fork, "[-n N] [--memory] ID", "N running copies of a sandbox; print their IDs, one a line.",
+	  fork_opts, -1, "cove fork $ID -n 3" },
 	{ "lock", cmd_lock, "[OPTIONS] ID NAME [--] CMD...",
 	  "Run CMD in a sandbox holding its lock NAME (waiting for it), as flock does; other clients of the "
 	  "sandbox that take NAME wait meanwhile.",
@@ -286,7 +295,7 @@ const struct cli_cmd cli_commands[] = {
 	{ "files watch", cmd_files_watch, "[-r] ID PATH",
 	  "Print the changes under a sandbox's folder as they happen, one line each, until interrupted.",
 	  recursive_opts, -1, "timeout 1 cove files watch -r $ID /tmp || test $? = 124" },
-	{ "checkpoint", cmd_checkpoint, "[--label L] ID",
+	{ "checkpoint", cmd_checkpoint, "[--label L] [--memory] ID",
 	  "Add a checkpoint to a sandbox's history (a durable snapshot); print its number: 1, 2, 3...", checkpoint_opts,
 	  -1, "cove checkpoint --label 'tests pass' $ID" },
 	{ "history", cmd_history, "ID", "A sandbox's checkpoints (kept after the sandbox is deleted).", NULL, -1,

@@ -31,6 +31,7 @@
 #include "daemon/http/access.h"
 #include "daemon/proxy/proxy.h"
 #include "engine/engine.h"
+#include "engine/memsnap.h"
 #include "engine/template.h"
 #include "store/snapshot_store.h"
 #include "store/store.h"
@@ -349,6 +350,11 @@ static int serve(struct daemon *fe, struct cove_err *err)
 	return 0;
 }
 
+static void on_selftest(evutil_socket_t fd, short what, void *arg)
+{
+	memsnap_selftest(arg);
+}
+
 int main(int argc, char **argv)
 {
 	static struct engine d = { .data_dir = "/var/lib/cove",
@@ -385,6 +391,10 @@ int main(int argc, char **argv)
 		log_error("coved: %s", err.msg);
 		return 1;
 	}
+	/* Memory snapshots' self-test, once the API is up: the loop's first
+	 * turn (requests that came meanwhile are served after it). */
+	struct timeval now = { 0, 0 };
+	event_base_once(d.base, -1, EV_TIMEOUT, on_selftest, &d, &now);
 	event_base_dispatch(d.base);
 	if (fe.api_handle)
 		(void)unlink(fe.socket_path);

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
+#include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,6 +60,53 @@ static int load_init(const char *path, struct cove_err *err)
 	return fd;
 }
 
+/* Whether the file at path holds exactly what fd (the memfd) holds. */
+static bool same_content(const char *path, int fd)
+{
+	_cleanup_close_ int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	char a[65536], b[65536];
+	ssize_t n, m;
+	off_t off = 0;
+	if (f < 0)
+		return false;
+	do {
+		n = pread(fd, a, sizeof(a), off);
+		m = pread(f, b, sizeof(b), off);
+		if (n < 0 || n != m || memcmp(a, b, (size_t)n) != 0)
+			return false;
+		off += n;
+	} while (n > 0);
+	return true;
+}
+
+/* The file an isolated sandbox's cove-init runs from (runtime.h,
+ * RUNTIME_INIT_PATH): <run>/cove-init, a root-owned read-only copy of the
+ * memfd. Kept when it holds the same cove-init (running sandboxes' bind
+ * mounts name it, and a memory snapshot's restore binds it by path), else
+ * replaced whole (a new inode: running sandboxes keep theirs, but their
+ * memory snapshots cannot be restored with another cove-init). */
+static int write_init_file(struct engine *d, struct cove_err *err)
+{
+	char tmp[720];
+	const char *path = d->init_file;
+	snprintf(d->init_file, sizeof(d->init_file), "%s/cove-init", d->run_dir);
+	if (same_content(path, d->init_exe_fd))
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	(void)unlink(tmp);
+	_cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0555);
+	char buf[65536];
+	ssize_t n = 0;
+	for (off_t off = 0; out >= 0 && (n = pread(d->init_exe_fd, buf, sizeof(buf), off)) > 0; off += n)
+		if (write(out, buf, (size_t)n) != n) {
+			n = -1;
+			break;
+		}
+	if (out < 0 || n < 0 || fsync(out) < 0 || rename(tmp, path) < 0)
+		return err_sys(err, errno, "write '%s'", path);
+	return 0;
+}
+
 int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 {
 	char path[1024];
@@ -79,7 +128,7 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 		return err_sys(err, errno, "mkdir '%s'", d->run_dir);
 	if (cgroup_detect(&d->cgroups, "/sys/fs/cgroup", err) < 0)
 		return -1;
-	if ((d->init_exe_fd = load_init(init_path, err)) < 0)
+	if ((d->init_exe_fd = load_init(init_path, err)) < 0 || write_init_file(d, err) < 0)
 		return -1;
 	int r = seccomp_compile_sandbox_filter(&d->seccomp);
 	if (r < 0)

@@ -131,6 +131,8 @@ struct snapshot {
 	json_t *spec;       /* the sandbox's spec when it was taken */
 	struct snapshot *next;
 	bool durable;            /* files, manifest and row on disk (see snapshots.c) */
+	bool memory;             /* with its processes: CRIU's images in <pool>/snapshots/<id>/criu */
+	long long memory_bytes;  /* their size on disk */
 	struct durable_job *job; /* the work making it durable off the loop, or NULL */
 };
 
@@ -146,6 +148,7 @@ struct engine {
 	struct store *store;                   /* the state store */
 	struct snapshot_store *snapshot_store; /* where snapshots' files live */
 	int init_exe_fd;
+	char init_file[700]; /* <run>/cove-init, which isolated sandboxes run (runtime.h) */
 	struct sock_fprog seccomp;
 	struct sandbox *sandboxes[MAX_SANDBOXES]; /* indexed by slot; deleting ones too, until cleaned up */
 	int count;                                /* not counting deleting ones */
@@ -159,6 +162,13 @@ struct engine {
 	char subnet[64];             /* --subnet: the sandboxes' address pool ("": the default) */
 	char resolv_conf[512];       /* --resolv-conf: the host's resolvers ("": /etc/resolv.conf) */
 	struct engine_net *net;      /* network.c */
+	/* Memory snapshots (memsnap.c): the criu found, whether the self-test
+	 * passed, else why not; during a create from a memory snapshot, its
+	 * images (the new sandbox's processes are restored, not started). */
+	char criu[PATH_MAX];
+	bool native_snapshot;
+	char native_why[400];
+	const char *mem_from;
 	struct template *templates;  /* templates.c, by name */
 	int warm;                    /* --warm: the default pool's size (plain creates of "host") */
 	struct warm *default_pool;   /* its pool (warm.c), or NULL */
@@ -229,6 +239,14 @@ void sandbox_detach(struct sandbox *sb);
 /* Whether pid is still the process that started at start (its pid not reused). */
 bool sandbox_pid_is(pid_t pid, uint64_t start);
 int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);
+/* Close the connection to sb's cove-init, once init has closed its end
+ * (what it sent meanwhile is handled): for a memory snapshot's dump. */
+int sandbox_init_detach(struct sandbox *sb, struct cove_err *err);
+/* Take back the kept processes and sessions of sb's cove-init (WIRE_LIST)
+ * before returning: a restored sandbox's, whose answer lists them. */
+int sandbox_init_take_kept(struct sandbox *sb, struct cove_err *err);
+/* Connect to sb's cove-init again after sandbox_init_detach. */
+int sandbox_init_reattach(struct engine *d, struct sandbox *sb, struct cove_err *err);
 void sandbox_spec_free(struct sandbox_spec *spec);
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s);
 /* s->workdir, unless set, from what was asked (workdir.c). */
@@ -253,11 +271,20 @@ typedef int (*snapshot_rows_fn)(struct engine *d, const struct snapshot *sn, voi
  * commits the snapshot's row: both are on disk on return, or neither. */
 int snapshot_create_with(struct engine *d, struct sandbox *sb, const char *name, snapshot_rows_fn rows, void *arg,
 			 struct snapshot **ret, struct cove_err *err);
+/* snapshot_create_with, and with memory its processes too (memsnap.c):
+ * files and memory of one frozen instant, both on disk before the row
+ * commits. A sandbox memory snapshots cannot hold is a 409, nothing made. */
+int snapshot_create_mem(struct engine *d, struct sandbox *sb, const char *name, bool memory, snapshot_rows_fn rows,
+			void *arg, struct snapshot **ret, struct cove_err *err);
 /* The same, returning right after the subvolume snapshot and its row: the
  * snapshot is listed, durable false, until a worker thread has made it
- * durable (wait_durable false). */
-int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *name, struct snapshot **ret,
+ * durable (wait_durable false). A memory snapshot's images are synced
+ * before its row. */
+int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *name, bool memory, struct snapshot **ret,
 			   struct cove_err *err);
+/* Where snapshot id's memory images are (a memory snapshot's):
+ * <pool>/snapshots/<id>/criu. */
+void snapshot_criu_dir(const struct engine *d, const char *id, char *buf, size_t cap);
 /* Refused (409) while a checkpoint names it (history.c). */
 int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err);
 /* A new sandbox from sn; overrides (name, memory, cpu_millis, pids when
@@ -265,8 +292,10 @@ int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err)
 int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct sandbox_spec *overrides,
 		     struct sandbox **ret, struct cove_err *err);
 /* count independent copies of sb, from one frozen instant: ret (count
- * entries) gets them. All or nothing. */
-int sandbox_fork(struct engine *d, struct sandbox *sb, int count, struct sandbox **ret, struct cove_err *err);
+ * entries) gets them. All or nothing. With memory, its processes go on
+ * running in each copy (memsnap.c). */
+int sandbox_fork(struct engine *d, struct sandbox *sb, int count, bool memory, struct sandbox **ret,
+		 struct cove_err *err);
 
 /* exec.c, procs.c, procs_attach.c, sessions.c: engine/process.h */
 
@@ -279,8 +308,10 @@ int sandbox_fork(struct engine *d, struct sandbox *sb, int count, struct sandbox
  * sandbox is deleted (see there). id may name a deleted sandbox wherever
  * it is a const char *. */
 /* Append a checkpoint to sb's history: a snapshot as snapshot_create takes
- * it, and a row; *ret is the checkpoint as JSON. */
-int history_checkpoint(struct engine *d, struct sandbox *sb, const char *label, json_t **ret, struct cove_err *err);
+ * it (with memory, its processes too: rollback and branch resume them),
+ * and a row; *ret is the checkpoint as JSON. */
+int history_checkpoint(struct engine *d, struct sandbox *sb, const char *label, bool memory, json_t **ret,
+		       struct cove_err *err);
 /* id's history as JSON (empty for a live sandbox without one); 404 when id
  * is neither a sandbox nor a history. */
 int history_get(struct engine *d, const char *id, json_t **ret, struct cove_err *err);

@@ -75,7 +75,8 @@ static int put_checkpoint(struct engine *d, const struct snapshot *sn, void *arg
 	return store_put_checkpoint(d->store, c, err);
 }
 
-int history_checkpoint(struct engine *d, struct sandbox *sb, const char *label, json_t **ret, struct cove_err *err)
+int history_checkpoint(struct engine *d, struct sandbox *sb, const char *label, bool memory, json_t **ret,
+		       struct cove_err *err)
 {
 	int last;
 	if (store_last_checkpoint(d->store, sb->id, &last, err) < 0)
@@ -84,7 +85,7 @@ int history_checkpoint(struct engine *d, struct sandbox *sb, const char *label, 
 	snprintf(name, sizeof(name), "checkpoint %d", last + 1);
 	struct store_checkpoint c = { .history = sb->id, .seq = last + 1, .label = label, .sandbox = sb->id };
 	struct snapshot *sn;
-	if (snapshot_create_with(d, sb, name, put_checkpoint, &c, &sn, err) < 0)
+	if (snapshot_create_mem(d, sb, name, memory, put_checkpoint, &c, &sn, err) < 0)
 		return -1;
 	log_info("sandbox %s: checkpoint %d (snapshot %s)", sb->id, c.seq, c.snapshot);
 	*ret = checkpoint_to_json(&c);

@@ -33,6 +33,7 @@
 #include "common/wire.h"
 #include "engine/engine.h"
 #include "engine/procs_private.h"
+#include "sandbox/runtime.h"
 
 #define RING_MAGIC 0x31676e72u /* "rng1" */
 #define PROCS_MAX_RUNNING 128
@@ -320,7 +321,11 @@ static int make_ring(struct proc *p, const struct exec_request *er, json_t *extr
 		json_object_update(p->meta, extra);
 	char *meta = json_dumps(p->meta, JSON_COMPACT);
 	p->ring_fd = memfd_create("cove-proc-output", MFD_CLOEXEC);
+	/* The sandbox's root owns it (init holds it, and a memory snapshot
+	 * restores it with its owner, which must have an id in there). */
+	uid_t root = UID_BASE + (uid_t)p->sb->slot * RUNTIME_UID_COUNT;
 	if (!meta || strlen(meta) >= sizeof(p->ring->meta) || p->ring_fd < 0 ||
+	    (!p->sb->spec.external && fchown(p->ring_fd, root, root) < 0) ||
 	    ftruncate(p->ring_fd, RING_HDR + NSTREAMS * (off_t)RING_CAP) < 0 || map_ring(p) < 0) {
 		err_set(err, meta && strlen(meta) >= sizeof(p->ring->meta) ? COVE_ETOOBIG : COVE_EINTERNAL,
 			meta ? "the command is too long for a kept process (at most %zu bytes of JSON)"

@@ -29,9 +29,11 @@
 #include "common/parse.h"
 #include "common/wire.h"
 #include "engine/engine.h"
+#include "engine/memsnap.h"
 #include "engine/files.h"
 #include "engine/network.h"
 #include "engine/ports.h"
+#include "engine/sandboxes_private.h"
 #include "engine/process.h"
 #include "engine/template.h"
 #include "engine/watch.h"
@@ -169,11 +171,8 @@ static int attach(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	sb->init_pidfd = (int)syscall(SYS_pidfd_open, sb->init_pid, 0);
 	if (sb->init_pidfd < 0)
 		return err_sys(err, errno, "pidfd_open %d", sb->init_pid);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	sb->conn_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (sb->conn_fd < 0 || connect(sb->conn_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err_sys(err, errno, "connect to cove-init at '%s'", path);
+	sb->conn_fd = runtime_connect(sb->init_pid, sb->spec.external, path, err);
+	if (sb->conn_fd < 0) {
 		sandbox_detach(sb);
 		return -1;
 	}
@@ -191,6 +190,17 @@ static int attach(struct engine *d, struct sandbox *sb, struct cove_err *err)
  * failure, either half leaves no cgroup behind. */
 static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
+	if (d->mem_from) { /* restored whole here; boot_finish only attaches */
+		struct cgroup_limits lim = { sb->spec.memory, sb->spec.cpu_millis, sb->spec.pids };
+		*p = (struct runtime_pending){ .child = -1, .status_fd = -1 };
+		if (cgroup_create(&d->cgroups, sb->id, &lim, err) < 0)
+			return -1;
+		if (memsnap_restore(d, sb, d->mem_from, err) < 0) {
+			(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+			return -1;
+		}
+		return 0;
+	}
 	char subvol[600], sock[700], image[600];
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	socket_path(d, sb->id, sock, sizeof(sock));
@@ -205,6 +215,7 @@ static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pendi
 				     .init_socket = sock,
 				     .init_exe_fd = d->init_exe_fd,
 				     .host_layers = strncmp(sb->spec.image_dir, "host-", 5) == 0,
+				     .init_file = d->init_file,
 				     .cgroups = &d->cgroups,
 				     .seccomp = &d->seccomp };
 	if (runtime_begin(&rc, sb->spec.external, p, err) < 0) {
@@ -216,12 +227,18 @@ static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pendi
 
 static int boot_finish(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
-	if (runtime_finish(p, &sb->init_pid, err) < 0) {
+	if (p->child >= 0 && runtime_finish(p, &sb->init_pid, err) < 0) {
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 		return -1;
 	}
 	sb->init_start = proc_start_time(sb->init_pid);
 	if (attach(d, sb, err) < 0) {
+		kill(sb->init_pid, SIGKILL);
+		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
+		return -1;
+	}
+	/* Restored: its kept processes and sessions came with it. */
+	if (p->child < 0 && sandbox_init_take_kept(sb, err) < 0) {
 		kill(sb->init_pid, SIGKILL);
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 		return -1;
@@ -660,6 +677,19 @@ int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds
 	}
 }
 
+int sandbox_init_reattach(struct engine *d, struct sandbox *sb, struct cove_err *err)
+{
+	char path[700];
+	socket_path(d, sb->id, path, sizeof(path));
+	sb->conn_fd = runtime_connect(sb->init_pid, sb->spec.external, path, err);
+	if (sb->conn_fd < 0)
+		return -1;
+	evutil_make_socket_nonblocking(sb->conn_fd);
+	sb->conn_ev = event_new(d->base, sb->conn_fd, EV_READ | EV_PERSIST, on_init_message, sb);
+	event_add(sb->conn_ev, NULL);
+	return 0;
+}
+
 static void mark_stopped(struct sandbox *sb, const char *why)
 {
 	log_warn("sandbox %s: %s", sb->id, why);
@@ -680,57 +710,13 @@ static void on_init_exit(evutil_socket_t fd, short what, void *arg)
 	mark_stopped(arg, "cove-init exited");
 }
 
-/* One packet from init: a header, and the fds that came with it (nfds of
- * them). Returns the recv result. */
-static ssize_t recv_packet(int conn, struct wire_hdr *h, int *fds, int *nfds)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
-	struct iovec iov = { h, sizeof(*h) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	ssize_t n = recvmsg(conn, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	*nfds = n > 0 ? fdpass_take(&m, fds, WIRE_MAX_FDS) : 0;
-	return n;
-}
-
-static void dispatch(struct sandbox *sb, const struct wire_hdr *h, int *fds, int nfds)
-{
-	int fd = nfds > 0 ? fds[0] : -1;
-	if (h->type == WIRE_KEPT || h->type == WIRE_LIST_END) {
-		procs_on_kept(sb, h, fds, nfds);
-		return;
-	}
-	for (int i = 1; i < nfds; i++)
-		close(fds[i]);
-	if ((h->type == WIRE_OPENED || h->type == WIRE_OPEN_FAILED) &&
-	    watch_on_init_reply(sb, h->seq, h->type == WIRE_OPENED, h->value, fd))
-		return;
-	if (h->type == WIRE_OPENED) {
-		files_on_opened(sb, h->seq, h->flags, fd);
-		return;
-	}
-	if (h->type == WIRE_SPAWNED && procs_on_spawned(sb, h->seq, h->pid, fd))
-		return;
-	if (fd >= 0)
-		close(fd);
-	if (h->type == WIRE_SPAWNED)
-		exec_on_spawned(sb, h->seq, h->pid);
-	else if (h->type == WIRE_SPAWN_FAILED && !procs_on_spawn_failed(sb, h->seq, h->pid, h->value))
-		exec_on_spawn_failed(sb, h->seq, h->pid, h->value);
-	else if (h->type == WIRE_EXITED && !procs_on_exited(sb, h->pid, h->value))
-		exec_on_exited(sb, h->pid, h->value);
-	else if (h->type == WIRE_OPEN_FAILED)
-		files_on_failed(sb, h->seq, h->value);
-	else if (h->type == WIRE_FSOP_DONE)
-		files_on_done(sb, h->seq, h->value, h->pid != 0);
-}
-
 static void on_init_message(evutil_socket_t fd, short what, void *arg)
 {
 	struct sandbox *sb = arg;
 	for (;;) {
 		struct wire_hdr h = { 0 };
 		int passed[WIRE_MAX_FDS], npassed;
-		ssize_t n = recv_packet(fd, &h, passed, &npassed);
+		ssize_t n = sandbox_recv_packet(fd, &h, passed, &npassed);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) {
@@ -742,7 +728,7 @@ static void on_init_message(evutil_socket_t fd, short what, void *arg)
 				close(passed[i]);
 			continue;
 		}
-		dispatch(sb, &h, passed, npassed);
+		sandbox_dispatch(sb, &h, passed, npassed);
 	}
 }
 
@@ -878,6 +864,7 @@ static bool image_in_use(void *arg, const char *name)
 int sandboxes_load(struct engine *d, struct cove_err *err)
 {
 	struct load_ctx ctx = { .d = d };
+	memsnap_wait_leftovers(d);
 	int bad_snapshots = snapshots_load(d, err);
 	if (bad_snapshots < 0)
 		return -1;

@@ -46,6 +46,8 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "engine/engine.h"
+#include "engine/memsnap.h"
+#include "sys/criu.h"
 #include "engine/template.h"
 #include "store/store.h"
 #include "store/snapshot_store.h"
@@ -90,32 +92,82 @@ static void list_remove(struct engine *d, struct snapshot *sn)
 
 json_t *snapshot_to_json(const struct snapshot *sn)
 {
-	return json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:O}", "id", sn->id, "sandbox", sn->sandbox, "name", sn->name,
-			 "created_at", (json_int_t)sn->created_at, "durable", sn->durable, "image_dir", sn->image_dir,
-			 "spec", sn->spec);
+	return json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:O, s:b, s:I}", "id", sn->id, "sandbox", sn->sandbox, "name",
+			 sn->name, "created_at", (json_int_t)sn->created_at, "durable", sn->durable, "image_dir",
+			 sn->image_dir, "spec", sn->spec, "memory", sn->memory, "memory_bytes",
+			 (json_int_t)sn->memory_bytes);
 }
 
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void snapshot_criu_dir(const struct engine *d, const char *id, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/snapshots/%s/criu", d->pool.dir, id);
+}
+
+/* Whether sn has images (a memory snapshot: its row is committed only
+ * once they are whole on disk), and their size. */
+static void set_memory_bytes(const struct engine *d, struct snapshot *sn)
+{
+	char dir[700], inv[720];
+	snapshot_criu_dir(d, sn->id, dir, sizeof(dir));
+	snprintf(inv, sizeof(inv), "%s/inventory.img", dir);
+	sn->memory = access(inv, F_OK) == 0;
+	sn->memory_bytes = sn->memory ? criu_images_size(dir) : 0;
+}
+
+/* A memory snapshot's images on disk: the subvolume snapshot's commit
+ * does not carry the data of files outside the subvolume. */
+static int images_durable(const struct engine *d, const struct snapshot *sn, struct cove_err *err)
+{
+	char dir[700];
+	if (!sn->memory)
+		return 0;
+	snapshot_criu_dir(d, sn->id, dir, sizeof(dir));
+	double t0 = mono_ms();
+	int r = memsnap_sync(dir, err);
+	log_debug("snapshot %s: images synced in %.1f ms", sn->id, mono_ms() - t0);
+	return r;
+}
 
 /* Snapshot sb's subvolume read-only as snapshot id's files, with its
  * processes frozen for that instant, so that the copy is what they had
  * written at one point in time (no write half in, no file ahead of
  * another). The sandbox is thawed whatever happens. On failure there is
  * no files. */
-static int freeze_and_snapshot(struct engine *d, struct sandbox *sb, const char *id, struct cove_err *err)
+static int freeze_and_snapshot(struct engine *d, struct sandbox *sb, const char *id, bool memory, struct cove_err *err)
 {
-	char subvol[600];
+	char subvol[600], images[700];
 	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
+	snapshot_criu_dir(d, id, images, sizeof(images));
+	double t[6] = { mono_ms() };
+	if (memory && (memsnap_check(d, sb, err) < 0 || sandbox_init_detach(sb, err) < 0))
+		return -1;
 	/* A sandbox whose init is gone has nothing running to freeze. */
 	bool frozen = sb->state == SB_RUNNING;
-	if (frozen && cgroup_freeze(&d->cgroups, sb->id, true, err) < 0) {
-		(void)cgroup_freeze(&d->cgroups, sb->id, false, NULL);
-		return -1;
-	}
-	int r = d->snapshot_store->ops->take(d->snapshot_store, id, subvol, err);
+	t[1] = mono_ms();
+	int r = frozen ? cgroup_freeze(&d->cgroups, sb->id, true, err) : 0;
+	t[2] = mono_ms();
+	if (r == 0 && memory)
+		r = memsnap_dump(d, sb, images, err);
+	t[3] = mono_ms();
+	if (r == 0)
+		r = d->snapshot_store->ops->take(d->snapshot_store, id, subvol, err);
+	t[4] = mono_ms();
 	struct cove_err thaw = { 0 };
 	if (frozen && cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0 &&
 	    cgroup_freeze(&d->cgroups, sb->id, false, &thaw) < 0)
 		log_error("sandbox %s: after a snapshot: %s", sb->id, thaw.msg);
+	if (memory && sb->state == SB_RUNNING && sandbox_init_reattach(d, sb, &thaw) < 0)
+		log_error("sandbox %s: after a memory snapshot: %s", sb->id, thaw.msg);
+	t[5] = mono_ms();
+	log_debug("sandbox %s: snapshot %s: detach %.1f, freeze %.1f, dump %.1f, files %.1f, thaw+attach %.1f ms",
+		  sb->id, id, t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
 	return r;
 }
 
@@ -182,7 +234,8 @@ static int put_row(struct engine *d, const struct snapshot *sn, struct cove_err 
 /* A snapshot of sb as it is now, not taken yet (not listed), and its
  * entry in the snapshot store, made here: NULL with err on failure, with
  * nothing made. */
-static struct snapshot *snapshot_begin(struct engine *d, struct sandbox *sb, const char *name, struct cove_err *err)
+static struct snapshot *snapshot_begin(struct engine *d, struct sandbox *sb, const char *name, bool memory,
+				       struct cove_err *err)
 {
 	if (sandbox_ready(sb, err) < 0)
 		return NULL;
@@ -196,6 +249,7 @@ static struct snapshot *snapshot_begin(struct engine *d, struct sandbox *sb, con
 	snprintf(sn->name, sizeof(sn->name), "%s", name ? name : "");
 	snprintf(sn->image_dir, sizeof(sn->image_dir), "%s", sb->spec.image_dir);
 	sn->created_at = now_unix_ms();
+	sn->memory = memory;
 	sn->spec = sandbox_spec_to_json(&sb->spec);
 	if (!sn->spec) {
 		snapshot_free(sn);
@@ -211,12 +265,18 @@ static struct snapshot *snapshot_begin(struct engine *d, struct sandbox *sb, con
 
 /* snapshot_create_nowait's first step: the subvolume snapshot and its row,
  * durable = 0. Listed from here on. */
-static int take(struct engine *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
+static int take(struct engine *d, struct sandbox *sb, const char *name, bool memory, struct snapshot **ret,
+		struct cove_err *err)
 {
-	struct snapshot *sn = snapshot_begin(d, sb, name, err);
+	struct snapshot *sn = snapshot_begin(d, sb, name, memory, err);
 	if (!sn)
 		return -1;
-	if (freeze_and_snapshot(d, sb, sn->id, err) < 0 || put_row(d, sn, err) < 0) {
+	/* A memory snapshot's images are synced by the durable step: a start
+	 * drops a memory snapshot that is not durable (see snapshots_load). */
+	int r = freeze_and_snapshot(d, sb, sn->id, memory, err);
+	if (r == 0)
+		set_memory_bytes(d, sn);
+	if (r < 0 || put_row(d, sn, err) < 0) {
 		(void)d->snapshot_store->ops->remove(d->snapshot_store, sn->id);
 		snapshot_free(sn);
 		return -1;
@@ -260,17 +320,22 @@ static int manifest_sync(int fd, const char *id, struct cove_err *err)
 	return fsync(fd) < 0 ? err_sys(err, errno, "sync snapshot %s's manifest", id) : 0;
 }
 
-int snapshot_create_with(struct engine *d, struct sandbox *sb, const char *name, snapshot_rows_fn rows, void *arg,
-			 struct snapshot **ret, struct cove_err *err)
+int snapshot_create_mem(struct engine *d, struct sandbox *sb, const char *name, bool memory, snapshot_rows_fn rows,
+			void *arg, struct snapshot **ret, struct cove_err *err)
 {
 	struct snapshot_store *st = d->snapshot_store;
-	struct snapshot *sn = snapshot_begin(d, sb, name, err);
+	struct snapshot *sn = snapshot_begin(d, sb, name, memory, err);
 	if (!sn)
 		return -1;
-	_cleanup_free_ char *text = manifest_text(sn);
-	_cleanup_close_ int mfd = text ? st->ops->manifest_create(st, sn->id, text, err)
-				       : err_set(err, COVE_EINTERNAL, "out of memory");
-	if (mfd < 0 || freeze_and_snapshot(d, sb, sn->id, err) < 0 || st->ops->files_durable(st, err) < 0 ||
+	/* The manifest is written after the dump: it counts the images. */
+	_cleanup_close_ int mfd = -1;
+	if (freeze_and_snapshot(d, sb, sn->id, memory, err) == 0) {
+		set_memory_bytes(d, sn);
+		_cleanup_free_ char *text = manifest_text(sn);
+		mfd = text ? st->ops->manifest_create(st, sn->id, text, err)
+			   : err_set(err, COVE_EINTERNAL, "out of memory");
+	}
+	if (mfd < 0 || st->ops->files_durable(st, err) < 0 || images_durable(d, sn, err) < 0 ||
 	    manifest_sync(mfd, sn->id, err) < 0 || put_durable_row(d, sn, rows, arg, err) < 0) {
 		(void)st->ops->remove(st, sn->id);
 		snapshot_free(sn);
@@ -280,6 +345,12 @@ int snapshot_create_with(struct engine *d, struct sandbox *sb, const char *name,
 	log_info("sandbox %s: snapshot %s taken", sb->id, sn->id);
 	*ret = sn;
 	return 0;
+}
+
+int snapshot_create_with(struct engine *d, struct sandbox *sb, const char *name, snapshot_rows_fn rows, void *arg,
+			 struct snapshot **ret, struct cove_err *err)
+{
+	return snapshot_create_mem(d, sb, name, false, rows, arg, ret, err);
 }
 
 int snapshot_create(struct engine *d, struct sandbox *sb, const char *name, struct snapshot **ret, struct cove_err *err)
@@ -294,6 +365,7 @@ struct durable_job {
 	bool deleted;        /* snapshot_delete ran meanwhile: the directory goes here */
 	struct snapshot_store *store;
 	char id[16];
+	char images[700]; /* a memory snapshot's images, synced here; else "" */
 	char *manifest;
 	int r;
 	struct cove_err err;
@@ -302,7 +374,8 @@ struct durable_job {
 static void durable_work(void *arg)
 {
 	struct durable_job *j = arg;
-	j->r = persist(j->store, j->id, j->manifest, &j->err);
+	j->r = j->images[0] && memsnap_sync(j->images, &j->err) < 0 ? -1
+								   : persist(j->store, j->id, j->manifest, &j->err);
 }
 
 static void durable_done(void *arg)
@@ -327,11 +400,11 @@ static void durable_done(void *arg)
 	sandboxes_stop_if_idle(d);
 }
 
-int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *name, struct snapshot **ret,
+int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *name, bool memory, struct snapshot **ret,
 			   struct cove_err *err)
 {
 	struct snapshot *sn;
-	if (take(d, sb, name, &sn, err) < 0)
+	if (take(d, sb, name, memory, &sn, err) < 0)
 		return -1;
 	struct durable_job *j = calloc(1, sizeof(*j));
 	if (!j || !(j->manifest = manifest_text(sn))) {
@@ -342,6 +415,8 @@ int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *nam
 	j->sn = sn;
 	j->store = d->snapshot_store;
 	snprintf(j->id, sizeof(j->id), "%s", sn->id);
+	if (sn->memory)
+		snapshot_criu_dir(d, sn->id, j->images, sizeof(j->images));
 	if (worker_start(d->base, durable_work, durable_done, j, err) < 0) {
 		free(j->manifest);
 		free(j);
@@ -392,9 +467,17 @@ int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct s
 		spec.cpu_millis = overrides->cpu_millis;
 	if (overrides && overrides->pids)
 		spec.pids = overrides->pids;
-	char files[700];
+	char files[700], images[700];
 	d->snapshot_store->ops->files_path(d->snapshot_store, sn->id, files, sizeof(files));
+	snapshot_criu_dir(d, sn->id, images, sizeof(images));
+	if (sn->memory && memsnap_check(d, NULL, err) < 0) {
+		sandbox_spec_free(&spec);
+		return -1;
+	}
+	/* A memory snapshot's processes are restored, not started. */
+	d->mem_from = sn->memory ? images : NULL;
 	int r = sandbox_create(d, &spec, files, ret, err);
+	d->mem_from = NULL;
 	sandbox_spec_free(&spec);
 	return r;
 }
@@ -503,15 +586,43 @@ static int take_roots(struct engine *d, struct sandbox *sb, char (*ids)[16], int
  * one transaction, committed once all copies run: a crash before that
  * leaves copies without rows, which the next start removes (their
  * processes with them), so a fork is all or nothing across a crash too. */
-static double mono_ms(void)
+
+/* A fork with memory: one memory snapshot of sb, never listed (no row: a
+ * crash leaves an entry the next start sweeps), restored count times, then
+ * deleted. The copies' rows commit together, as a fork's do. */
+static int fork_memory(struct engine *d, struct sandbox *sb, int count, struct sandbox **ret, struct cove_err *err)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	if (memsnap_check(d, sb, err) < 0)
+		return -1;
+	struct snapshot *sn = snapshot_begin(d, sb, "", true, err);
+	if (!sn)
+		return -1;
+	int made = 0, r = freeze_and_snapshot(d, sb, sn->id, true, err);
+	if (r == 0)
+		set_memory_bytes(d, sn);
+	if (r == 0)
+		r = store_begin(d->store, err);
+	for (; r == 0 && made < count; made++)
+		if (snapshot_restore(d, sn, NULL, &ret[made], err) < 0)
+			break;
+	if (r == 0 && made == count && store_commit(d->store, err) < 0)
+		r = -1;
+	else if (r == 0 && made < count) {
+		r = -1;
+		(void)store_commit(d->store, NULL);
+	}
+	for (int i = 0; r < 0 && i < made; i++)
+		(void)sandbox_delete(d, ret[i], NULL);
+	(void)d->snapshot_store->ops->remove(d->snapshot_store, sn->id);
+	snapshot_free(sn);
+	return r;
 }
 
-int sandbox_fork(struct engine *d, struct sandbox *sb, int count, struct sandbox **ret, struct cove_err *err)
+int sandbox_fork(struct engine *d, struct sandbox *sb, int count, bool memory, struct sandbox **ret,
+		 struct cove_err *err)
 {
+	if (memory)
+		return fork_memory(d, sb, count, ret, err);
 	char subvol[600];
 	double t0 = mono_ms();
 	char(*ids)[16] = calloc((size_t)count, sizeof(*ids));
@@ -572,6 +683,7 @@ static void load_one(void *arg, const struct store_snapshot *row)
 	snprintf(sn->image_dir, sizeof(sn->image_dir), "%s", row->image_dir);
 	sn->created_at = row->created_at;
 	sn->durable = row->durable;
+	set_memory_bytes(d, sn);
 	/* A durable row is kept only when its files and manifest are there. */
 	struct snapshot_store *st = d->snapshot_store;
 	if (sn->durable ? st->ops->is_complete(st, sn->id) : st->ops->has_files(st, sn->id)) {
@@ -612,6 +724,15 @@ int snapshots_load(struct engine *d, struct cove_err *err)
 		next = sn->next;
 		if (sn->durable)
 			continue;
+		/* Its images may not have reached the disk whole, and nothing in
+		 * them would tell: it goes (a memory snapshot's durable step syncs
+		 * them first). */
+		if (sn->memory) {
+			log_warn("snapshot %s: a memory snapshot not durable when coved died: dropped", sn->id);
+			if (snapshot_delete(d, sn, err) < 0)
+				return -1;
+			continue;
+		}
 		if (make_durable(d, sn, &e) == 0) {
 			log_info("snapshot %s: made durable at start", sn->id);
 			continue;

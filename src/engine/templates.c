@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "engine/engine.h"
 #include "engine/images.h"
+#include "engine/memsnap.h"
 #include "engine/template.h"
 #include "store/snapshot_store.h"
 #include "store/store.h"
@@ -215,7 +216,17 @@ int template_create_cold(struct engine *d, struct template *t, struct sandbox_sp
 	 * create's own, set again once it runs. */
 	int64_t expires_at = spec->expires_at;
 	bool ephemeral = spec->ephemeral;
-	if (sandbox_create(d, spec, sn ? files : NULL, ret, err) < 0)
+	/* A memory snapshot's processes are restored (memsnap.c), not started. */
+	char images[700];
+	if (sn && sn->memory) {
+		if (memsnap_check(d, NULL, err) < 0)
+			return -1;
+		snapshot_criu_dir(d, sn->id, images, sizeof(images));
+		d->mem_from = images;
+	}
+	int r = sandbox_create(d, spec, sn ? files : NULL, ret, err);
+	d->mem_from = NULL;
+	if (r < 0)
 		return -1;
 	if (sn && (ephemeral || expires_at)) {
 		(*ret)->spec.ephemeral = ephemeral;

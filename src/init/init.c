@@ -2,8 +2,9 @@
  *
  * It keeps the sandbox's namespaces alive, reaps every zombie (orphans are
  * re-parented to it), and spawns processes for coved. coved connects to the
- * listening SOCK_SEQPACKET socket inherited as fd 3 (its path is on the host,
- * invisible inside the sandbox); one client at a time, and a new connection
+ * listening SOCK_SEQPACKET socket inherited as fd 3 (an abstract name in the
+ * sandbox's network namespace that takes only peers from outside its pid
+ * namespace; an external sandbox's is a host path); one client at a time, and a new connection
  * replaces the old one, which is how a restarted coved re-attaches.
  * Spawned processes get their stdio straight from coved (SCM_RIGHTS), so
  * their output never passes through init.
@@ -472,6 +473,19 @@ static void reap(void)
 			files_reaped(pid, status);
 }
 
+/* An isolated sandbox's socket is in its own network namespace, where its
+ * processes could connect too: only a peer outside init's pid namespace
+ * (SO_PEERCRED shows it as pid 0) is coved. An external sandbox's is a
+ * host path only root may open. */
+static bool peer_is_coved(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (workspace)
+		return true;
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid == 0;
+}
+
 int main(int argc, char **argv)
 {
 	workspace = argc > 1 ? argv[1] : NULL;
@@ -505,6 +519,10 @@ int main(int argc, char **argv)
 		}
 		if (p[0].revents & POLLIN) {
 			int fd = accept4(LISTEN_FD, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0 && !peer_is_coved(fd)) {
+				close(fd);
+				fd = -1;
+			}
 			if (fd >= 0) {
 				if (client_fd >= 0)
 					close(client_fd);

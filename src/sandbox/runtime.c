@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <stddef.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/mount.h>
@@ -151,6 +152,31 @@ static int make_userns(uid_t base)
 	return userns;
 }
 
+/* The detached mount tree_fd (open_tree by host root: the file's path is
+ * not ours to walk), made read-only, at path under root. */
+static void bind_file_ro(int tree_fd, const char *root, const char *path)
+{
+	char dst[4096];
+	snprintf(dst, sizeof(dst), "%s%s", root, path);
+	_cleanup_close_ int t = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0555);
+	if (t < 0)
+		fail("create '%s'", dst);
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+	if (sys_mount_setattr(tree_fd, "", AT_EMPTY_PATH, &attr) < 0)
+		fail("make '%s' read-only", dst);
+	if (sys_move_mount(tree_fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		fail("move_mount to '%s'", dst);
+}
+
+/* A detached copy of cove-init's file, for bind_file_ro. */
+static int init_tree(const struct runtime_config *c)
+{
+	int fd = sys_open_tree(AT_FDCWD, c->init_file, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (fd < 0)
+		fail("open_tree '%s'", c->init_file);
+	return fd;
+}
+
 static void make_dev_node(const char *dev, const char *name)
 {
 	char src[64], dst[4096];
@@ -165,7 +191,7 @@ static void make_dev_node(const char *dev, const char *name)
 /* A minimal /dev, made as the sandbox's root (ids are its own): device
  * nodes are bind mounts of the host's harmless ones (a tmpfs made in a user
  * namespace could not hold working nodes anyway). */
-static void setup_dev(const char *rootfs)
+static void setup_dev(const char *rootfs, int init_file_fd)
 {
 	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
 	static const char *const links[][2] = { { "/proc/self/fd", "fd" },       { "/proc/self/fd/0", "stdin" },
@@ -189,6 +215,7 @@ static void setup_dev(const char *rootfs)
 	}
 	snprintf(p, sizeof(p), "%s/shm", dev);
 	mountf("shm", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k");
+	bind_file_ro(init_file_fd, rootfs, RUNTIME_INIT_PATH);
 }
 
 /* As host root, in C's private mount namespace: the idmapped mounts, which
@@ -232,7 +259,7 @@ static void mount_overlay(const char *lower, const char *layer, const char *targ
  * overlay (the image under the sandbox's writes), the host layers in it, and
  * /dev. Overlay creates upper files with the mounter's credentials, and host
  * root has no id in the idmapped upper layer, so the sandbox mounts them. */
-static void mount_root(bool host_layers)
+static void mount_root(bool host_layers, int init_file_fd)
 {
 	char lower[64], target[64];
 	mount_overlay("lower/image/rootfs", "root", "root");
@@ -241,7 +268,7 @@ static void mount_root(bool host_layers)
 		snprintf(target, sizeof(target), "root/%s", runtime_host_layers[i]);
 		mount_overlay(lower, runtime_host_layers[i], target);
 	}
-	setup_dev("root");
+	setup_dev("root", init_file_fd);
 }
 
 int runtime_prepare(const char *subvol)
@@ -359,13 +386,17 @@ static void init_fds(const struct runtime_config *c, int listen_fd)
 		fail("stdio");
 }
 
-/* workspace: cove-init's argv[1], NULL for an isolated sandbox. */
+/* workspace: cove-init's argv[1], NULL for an isolated sandbox, which runs
+ * it from its path (RUNTIME_INIT_PATH), not from the memfd (fd 4). */
 static void exec_init(char *workspace)
 {
 	trace("exec");
 	char *const argv[] = { "cove-init", workspace, NULL };
 	char *const envp[] = { NULL };
-	syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
+	if (workspace)
+		syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
+	else
+		execve(RUNTIME_INIT_PATH, argv, envp);
 	fail("exec cove-init");
 }
 
@@ -402,6 +433,32 @@ static void run_init(const struct runtime_config *c, int listen_fd)
 	exec_init(NULL);
 }
 
+/* cove-init's listening socket of an isolated sandbox: made in the
+ * sandbox's own network namespace (so that CRIU, which finds sockets by
+ * namespace, can dump it with the tree), bound to an abstract name there.
+ * The sandbox's processes could connect to it too: cove-init takes only a
+ * peer outside its pid namespace (SO_PEERCRED pid 0), which only coved is. */
+static int listen_in_sandbox(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	memcpy(sa.sun_path + 1, RUNTIME_INIT_ABSTRACT, strlen(RUNTIME_INIT_ABSTRACT));
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(RUNTIME_INIT_ABSTRACT));
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, 4) < 0)
+		fail("listen on cove-init's socket");
+	return fd;
+}
+
+/* This process into the sandbox's cgroups. */
+static void enter_cgroups(const struct runtime_config *c)
+{
+	struct cove_err e = { 0 };
+	if (cgroup_enter(c->cgroups, c->id, getpid(), &e) < 0) {
+		errno = e.code < 1000 ? e.code : 0;
+		fail("%s", e.msg);
+	}
+}
+
 static void become_sandbox_root(int userns)
 {
 	if (setns(userns, CLONE_NEWUSER) < 0)
@@ -419,14 +476,11 @@ static void run_setup(const struct runtime_config *c, int listen_fd)
 	if (unshare(CLONE_NEWNS) < 0)
 		fail("unshare mount namespace");
 	mount_layers(c, userns);
+	int init_fd = init_tree(c);
 	trace("layers");
 	if (chdir(c->subvol) < 0)
 		fail("chdir '%s'", c->subvol);
-	struct cove_err e = { 0 };
-	if (cgroup_enter(c->cgroups, c->id, getpid(), &e) < 0) {
-		errno = e.code < 1000 ? e.code : 0;
-		fail("%s", e.msg);
-	}
+	enter_cgroups(c);
 	trace("cgroup");
 	become_sandbox_root(userns);
 	/* The new mount namespace is owned by the sandbox's user namespace, so
@@ -437,7 +491,9 @@ static void run_setup(const struct runtime_config *c, int listen_fd)
 	if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWCGROUP) < 0)
 		fail("unshare namespaces");
 	trace("unshare");
-	mount_root(c->host_layers);
+	if (listen_fd < 0)
+		listen_fd = listen_in_sandbox();
+	mount_root(c->host_layers, init_fd);
 	trace("root");
 	if (chdir("root") < 0)
 		fail("chdir root");
@@ -515,11 +571,7 @@ static void run_external(const struct runtime_config *c, int listen_fd)
 	struct start_status s = { .errnum = 0 };
 	snprintf(s.msg, sizeof(s.msg), "%d", getpid());
 	(void)!write(status_fd, &s, sizeof(s));
-	struct cove_err e = { 0 };
-	if (cgroup_enter(c->cgroups, c->id, getpid(), &e) < 0) {
-		errno = e.code < 1000 ? e.code : 0;
-		fail("%s", e.msg);
-	}
+	enter_cgroups(c);
 	if (setsid() < 0)
 		fail("setsid");
 	/* The workspace is its cwd (a spawned command's default one too, see
@@ -560,8 +612,9 @@ int runtime_begin(const struct runtime_config *c, bool external, struct runtime_
 {
 	if (strlen(c->init_socket) >= sizeof(p->init_socket))
 		return err_set(err, COVE_EINVAL, "init socket path too long: '%s'", c->init_socket);
-	_cleanup_close_ int listen_fd = listen_init_socket(c->init_socket, err);
-	if (listen_fd < 0)
+	/* An isolated sandbox's is made in its network namespace (run_setup). */
+	_cleanup_close_ int listen_fd = external ? listen_init_socket(c->init_socket, err) : -1;
+	if (external && listen_fd < 0)
 		return -1;
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC) < 0)
@@ -574,8 +627,8 @@ int runtime_begin(const struct runtime_config *c, bool external, struct runtime_
 	}
 	if (child == 0) {
 		status_fd = fds[1];
-		int keep[] = { status_fd, listen_fd, c->init_exe_fd };
-		close_all_but(keep, 3);
+		int keep[] = { status_fd, c->init_exe_fd, listen_fd };
+		close_all_but(keep, listen_fd >= 0 ? 3 : 2);
 		if (external)
 			run_external(c, listen_fd);
 		/* If coved dies mid-start, the half-made sandbox goes with it. */
@@ -600,7 +653,7 @@ int runtime_finish(struct runtime_pending *p, pid_t *ret_pid, struct cove_err *e
 	p->status_fd = -1;
 	if (!p->external)
 		(void)waitpid(p->child, NULL, 0);
-	if (r < 0)
+	if (r < 0 && p->external)
 		(void)unlink(p->init_socket);
 	else
 		*ret_pid = pid;
@@ -621,4 +674,127 @@ int runtime_start(const struct runtime_config *c, pid_t *ret_pid, struct cove_er
 int runtime_start_external(const struct runtime_config *c, pid_t *ret_pid, struct cove_err *err)
 {
 	return start(c, true, ret_pid, err);
+}
+
+int runtime_connect(pid_t init_pid, bool external, const char *path, struct cove_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len = sizeof(sa);
+	_cleanup_close_ int self = -1, ns = -1;
+	if (external) {
+		if (strlen(path) >= sizeof(sa.sun_path))
+			return err_set(err, COVE_EINVAL, "init socket path too long: '%s'", path);
+		strcpy(sa.sun_path, path);
+	} else {
+		memcpy(sa.sun_path + 1, RUNTIME_INIT_ABSTRACT, strlen(RUNTIME_INIT_ABSTRACT));
+		len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(RUNTIME_INIT_ABSTRACT));
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/ns/net", init_pid);
+		self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		ns = open(p, O_RDONLY | O_CLOEXEC);
+		if (self < 0 || ns < 0)
+			return err_sys(err, errno, "open the network namespace of cove-init %d", init_pid);
+		if (setns(ns, CLONE_NEWNET) < 0)
+			return err_sys(err, errno, "enter the network namespace of cove-init %d", init_pid);
+	}
+	/* The socket belongs to the namespace it is made in: the sandbox's,
+	 * where cove-init's abstract name is, and where CRIU looks. */
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int e = errno;
+	if (self >= 0 && setns(self, CLONE_NEWNET) < 0)
+		abort(); /* coved would go on in a sandbox's network */
+	if (fd < 0)
+		return err_sys(err, e, "socket");
+	if (connect(fd, (struct sockaddr *)&sa, len) < 0) {
+		int e2 = errno;
+		close(fd);
+		/* A sandbox a coved before this one started listens at the host
+		 * path: taken back as it was (no memory snapshots of it). */
+		if (!external && path && access(path, F_OK) == 0)
+			return runtime_connect(init_pid, true, path, err);
+		return err_sys(err, e2, "connect to cove-init %d", init_pid);
+	}
+	return fd;
+}
+
+/* The overlays of a restore, as the sandbox's root in a mount namespace of
+ * its own (see mount_root): the root at root/, the host layers beside it at
+ * ext/<layer>, where criu binds them in (they are external mounts of the
+ * dump). Then it waits to be killed: its mount namespace is entered. */
+static void restore_overlays(int userns, int ready)
+{
+	char lower[64], target[64];
+	become_sandbox_root(userns);
+	if (unshare(CLONE_NEWNS) < 0)
+		fail("unshare mount namespace");
+	mount_overlay("lower/image/rootfs", "root", "root");
+	for (int i = 0; runtime_host_layers[i]; i++) {
+		snprintf(lower, sizeof(lower), "lower/%s", runtime_host_layers[i]);
+		snprintf(target, sizeof(target), RUNTIME_RESTORE_EXT "/%s", runtime_host_layers[i]);
+		mount_overlay(lower, runtime_host_layers[i], target);
+	}
+	(void)!write(ready, "r", 1);
+	for (;;)
+		pause();
+}
+
+void runtime_restore_prepare(const struct runtime_config *c, int report_fd)
+{
+	char p[4096];
+	status_fd = report_fd;
+	int userns = make_userns(c->uid_base);
+	if (unshare(CLONE_NEWNS) < 0)
+		fail("unshare mount namespace");
+	mount_layers(c, userns);
+	/* The host layers' mount points, in this namespace only, where the
+	 * restored tree's root (criu opens external mounts from inside its
+	 * user namespace) can reach them: not under the data root's 0700
+	 * directories. */
+	mountf("tmpfs", RUNTIME_RESTORE_EXT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16k");
+	for (int i = 0; runtime_host_layers[i]; i++) {
+		snprintf(p, sizeof(p), RUNTIME_RESTORE_EXT "/%s", runtime_host_layers[i]);
+		if (mkdir(p, 0755) < 0)
+			fail("mkdir '%s'", p);
+	}
+	bind_file_ro(init_tree(c), RUNTIME_RESTORE_EXT, "/cove-init");
+	if (chdir(c->subvol) < 0)
+		fail("chdir '%s'", c->subvol);
+	enter_cgroups(c);
+	int ready[2];
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		fail("pipe");
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("fork");
+	if (pid == 0)
+		restore_overlays(userns, ready[1]);
+	close(ready[1]);
+	char ch;
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", pid);
+	int ns = read(ready[0], &ch, 1) == 1 ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+	int r = ns < 0 ? -1 : setns(ns, CLONE_NEWNS);
+	int saved = errno;
+	kill(pid, SIGKILL);
+	(void)waitpid(pid, NULL, 0);
+	errno = saved;
+	if (r < 0)
+		fail("enter the restore's mount namespace");
+	close(ns);
+	close(ready[0]);
+	close(userns);
+}
+
+int runtime_restore_reason(int fd, struct cove_err *err)
+{
+	struct start_status s;
+	ssize_t n;
+	do
+		n = read(fd, &s, sizeof(s));
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(s) || !s.failed)
+		return 0;
+	s.msg[sizeof(s.msg) - 1] = '\0';
+	err_set(err, COVE_EINTERNAL, "restore setup: %s%s%s", s.msg, s.errnum ? ": " : "",
+		s.errnum ? strerror(s.errnum) : "");
+	return 1;
 }

@@ -32,7 +32,9 @@ struct runtime_config {
 	bool host_layers;        /* the built-in host image: the host's /usr and /opt layered in */
 	uid_t uid_base;          /* host uid of the sandbox's root */
 	const char *init_socket; /* path where cove-init listens */
-	int init_exe_fd;         /* sealed memfd holding cove-init */
+	int init_exe_fd;         /* sealed memfd holding cove-init (external sandboxes run it) */
+	const char *init_file;   /* a root-owned file holding cove-init (isolated ones run it, see
+				  * RUNTIME_INIT_PATH) */
 	const struct cgroup_layout *cgroups;
 	const struct sock_fprog *seccomp; /* compiled once, see seccomp.h */
 };
@@ -65,6 +67,36 @@ struct runtime_pending {
 };
 int runtime_begin(const struct runtime_config *c, bool external, struct runtime_pending *p, struct cove_err *err);
 int runtime_finish(struct runtime_pending *p, pid_t *ret_pid, struct cove_err *err);
+
+/* An isolated sandbox's cove-init runs from this path: a read-only bind
+ * of init_file on its /dev. A file, not the memfd an external one runs
+ * from: CRIU restores a process's executable only from a path. */
+#define RUNTIME_INIT_PATH "/dev/.cove-init"
+
+/* An isolated sandbox's cove-init listens on this abstract unix name in
+ * the sandbox's network namespace; an external one on init_socket. */
+#define RUNTIME_INIT_ABSTRACT "cove-init"
+
+/* A connection to a running cove-init: for an isolated sandbox, a socket
+ * made in its network namespace (the calling thread enters it for the
+ * moment), connected to RUNTIME_INIT_ABSTRACT; else to path. The fd, or -1
+ * with err. */
+int runtime_connect(pid_t init_pid, bool external, const char *path, struct cove_err *err);
+
+/* For a restore of the sandbox c by CRIU (memory snapshots), in criu's
+ * process before its exec: c->uid_base's user namespace, the idmapped
+ * layers and the overlays of a start (runtime.h), in a mount namespace
+ * that this process enters, where criu finds the root at <subvol>/root and
+ * the host layers at RUNTIME_RESTORE_EXT/<layer>; and the sandbox's cgroups. On
+ * failure it writes its reason (as runtime_begin's child does) to
+ * report_fd (close-on-exec: it reads EOF on success) and exits. */
+void runtime_restore_prepare(const struct runtime_config *c, int report_fd);
+/* Where, in that mount namespace, the host layers' overlays are: a tmpfs
+ * over the host's /mnt, seen by nothing else. */
+#define RUNTIME_RESTORE_EXT "/mnt"
+/* The reason runtime_restore_prepare wrote to the read end of its
+ * report_fd, into err: 1 if there was one, else 0. */
+int runtime_restore_reason(int fd, struct cove_err *err);
 
 /* The host directories the built-in `host` image layers read-only. */
 extern const char *const runtime_host_layers[];

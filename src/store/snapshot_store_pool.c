@@ -13,6 +13,7 @@
 #include "common/io.h"
 #include "common/log.h"
 #include "store/snapshot_store.h"
+#include "sys/tree.h"
 
 #define MANIFEST "manifest.json"
 
@@ -126,6 +127,10 @@ static int remove_dir(struct pool_store *p, const char *dir)
 	snprintf(path, sizeof(path), "%s/files", dir);
 	int r = storage_delete(p->driver, path);
 	if (r < 0 && r != -ENOENT && !(r == -EINVAL && rmdir(path) == 0))
+		return r;
+	snprintf(path, sizeof(path), "%s/criu", dir); /* a memory snapshot's images */
+	r = tree_remove(path);
+	if (r < 0 && r != -ENOENT)
 		return r;
 	snprintf(path, sizeof(path), "%s/" MANIFEST, dir);
 	(void)unlink(path);

@@ -58,6 +58,7 @@ struct criu_dump_opts {
 	bool file_locks;
 	bool orphan_pts_master; /* a pty whose master is outside the tree (restore: inherit it) */
 	bool nftables_lock;     /* lock the network with nftables, not iptables (netns only) */
+	bool empty_netns;       /* the tree's network namespace: its sockets, not its links, addresses, routes */
 	enum criu_cgroups cgroups;
 	const char *freeze_cgroup;   /* freeze the tree with this cgroup (its freezer), else ptrace */
 	const char *const *external; /* NULL-ended: "mnt[/usr]:usr", "dev[...]:..." */
@@ -82,6 +83,8 @@ struct criu_restore_opts {
 	const char *root; /* root of the restored mount namespace; NULL: "/" */
 	bool tcp_established, shell_job, ext_unix_sk, file_locks, orphan_pts_master;
 	bool nftables_lock;
+	bool empty_netns; /* a new network namespace with nothing restored in it (see the dump's) */
+	bool tcp_close;   /* established TCP connections come back closed */
 	enum criu_cgroups cgroups;
 	const char *const *external;           /* NULL-ended, "mnt[usr]:/host/path" */
 	const struct criu_inherit_fd *inherit; /* n_inherit of them */
@@ -89,6 +92,18 @@ struct criu_restore_opts {
 	const struct criu_join_ns *join; /* n_join of them: enter these instead of making new ones */
 	size_t n_join;
 	int log_level;
+	/* Run in criu's process after the fork, before it execs criu (may
+	 * _exit): where criu runs (its mount namespace, its cgroups) is where
+	 * the restored tree starts out. Only async-signal-safe work. Every fd of
+ * the caller is closed by then but prepare_fd and the inherited ones. */
+	void (*prepare)(void *arg);
+	void *prepare_arg;
+	int prepare_fd; /* an fd of the caller prepare uses (> 2; else -1 or 0): kept open for it, not for criu */
+	/* Called once the tree's namespaces exist, before its files and
+	 * sockets are restored (criu's "setup-namespaces"), with the root's
+	 * host pid: 0 to go on, else the restore fails. */
+	int (*setup_ns)(pid_t pid, void *arg);
+	void *setup_ns_arg;
 };
 
 /* Restore the tree dumped in o->images_dir. Its root becomes a child of the
@@ -96,3 +111,20 @@ struct criu_restore_opts {
  * pid. The tree's pids must be free in the pid namespace criu restores
  * them into (a new one when the tree had its own). */
 int criu_restore(const char *criu, const struct criu_restore_opts *o, pid_t *ret_pid, struct cove_err *err);
+
+/* An images directory for restoring the dump in src into another uid
+ * range: dst (made here, owned by uid_base: criu reads images from inside
+ * the restored user namespace too, so src's must be readable by all: see
+ * criu_images_readable) holds a hard link to each of src's images (a copy,
+ * reflinked where it can, across file systems), the user namespace's maps
+ * (userns-*.img) moved to host ids from uid_base on (cove's maps are one
+ * range: inside id k is host uid_base + k). criu writes its restore log
+ * into dst. */
+int criu_images_shifted(const char *src, const char *dst, unsigned uid_base, struct cove_err *err);
+
+/* Make the images criu wrote into dir (0600) readable by all: the
+ * caller's directories above keep others out. */
+int criu_images_readable(const char *dir, struct cove_err *err);
+
+/* The bytes of the images in dir, logs left out. */
+long long criu_images_size(const char *dir);

@@ -72,7 +72,7 @@ def test_every_command_prints_its_own_help(cv):
         assert r.returncode == 2 and msg in r.stderr.decode(), (args, r)
     # the usage of a command that went wrong, on a bad operand too
     r = cv.cli("fork", "sb_aaaaaaaaaaaa", "extra")
-    assert r.returncode == 2 and "usage: cove fork [-n N] ID" in r.stderr.decode(), r
+    assert r.returncode == 2 and "usage: cove fork [-n N] [--memory] ID" in r.stderr.decode(), r
 
 
 def test_help_examples_run(cv):

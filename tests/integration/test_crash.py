@@ -1,5 +1,5 @@
 """Crash test of snapshots, checkpoints, restores and forks (issue 4,
-durability): coved is
+durability), with memory too (issue 14: CRIU's images): coved is
 SIGKILLed at a random moment of one of them, started again, and then
 
   - every snapshot listed restores to a tree byte-identical to the one it
@@ -24,7 +24,7 @@ import covetest
 from covetest import wait_until
 from test_restart import _fire
 
-TRIALS = 72
+TRIALS = 90
 HTTP_TIMEOUT = 20  # a sandbox left frozen would hang an exec: fail, not wait
 SB_RE = re.compile(r"^sb_[a-z2-7]{12}$")
 SN_RE = re.compile(r"^sn_[a-z2-7]{12}$")
@@ -138,12 +138,17 @@ def _check(cv, reference, source, before_sn, before_sb, op, what, answer, proble
     acked = isinstance(answer, tuple) and answer[0] == 201
     if isinstance(answer, tuple) and answer[0] != 201:
         problems.append("%s: answered %s %s" % (what, answer[0], answer[1]))
+    if "memory" in op:  # never a silent file-only snapshot
+        for snid in new_sn:
+            if snaps[snid].get("memory") is not True or not snaps[snid].get("memory_bytes"):
+                problems.append("%s: snapshot %s of a memory request is listed without memory: %s" % (
+                    what, snid, snaps[snid]))
     if op.startswith("snapshot"):
         if new_sb or len(new_sn) > 1:
             problems.append("%s: made %s %s" % (what, new_sn, new_sb))
         if acked and answer[1]["id"] not in snaps:
             problems.append("%s: acknowledged snapshot %s is not listed" % (what, answer[1]["id"]))
-    elif op == "checkpoint":
+    elif op.startswith("checkpoint"):
         st, h = cv.api("GET", "/v1/sandboxes/%s/checkpoints" % source, timeout=HTTP_TIMEOUT)
         named = {c["snapshot"] for c in h.get("checkpoints", [])} if st == 200 else None
         if named is None or new_sb or named != new_sn:
@@ -237,26 +242,32 @@ def test_sigkill_during_snapshot_restore_fork(_cv):
                                 lambda j: cv.api("DELETE", "/v1/sandboxes/%s/checkpoints" % source)),
             "fork": _span(cv, "POST", "/v1/sandboxes/%s/fork" % source, {"count": 2},
                           lambda j: [cv.api("DELETE", "/v1/sandboxes/" + c["id"]) for c in j["sandboxes"]]),
+            "snapshot memory": _span(cv, "POST", "/v1/sandboxes/%s/snapshots" % source, {"memory": True},
+                                     lambda j: cv.api("DELETE", "/v1/snapshots/" + j["id"])),
+            "fork memory": _span(cv, "POST", "/v1/sandboxes/%s/fork" % source, {"count": 2, "memory": True},
+                                 lambda j: [cv.api("DELETE", "/v1/sandboxes/" + c["id"]) for c in j["sandboxes"]]),
         }
-        ops = ["snapshot", "snapshot nowait", "restore", "fork 1", "fork 3", "checkpoint"]
+        ops = ["snapshot", "snapshot nowait", "restore", "fork 1", "fork 3", "checkpoint", "snapshot memory",
+               "fork 2 memory", "checkpoint memory"]
         for trial in range(TRIALS):
             op = ops[trial % len(ops)]
             before_sn, before_sb = _listed(cv, "snapshots"), _listed(cv, "sandboxes")
+            memory = "memory" in op
             if op.startswith("snapshot"):
-                body = {"name": "t%d" % trial}
+                body = {"name": "t%d" % trial, "memory": memory}
                 if op == "snapshot nowait":
                     body["wait_durable"] = False
                 req = ("POST", "/v1/sandboxes/%s/snapshots" % source, body)
-                span = spans["snapshot"]
-            elif op == "checkpoint":
-                req = ("POST", "/v1/sandboxes/%s/checkpoints" % source, {"label": "t%d" % trial})
-                span = spans["checkpoint"]
+                span = spans["snapshot memory" if memory else "snapshot"]
+            elif op.startswith("checkpoint"):
+                req = ("POST", "/v1/sandboxes/%s/checkpoints" % source, {"label": "t%d" % trial, "memory": memory})
+                span = spans["snapshot memory" if memory else "checkpoint"]
             elif op == "restore":
                 req = ("POST", "/v1/snapshots/%s/restore" % rng.choice(sorted(before_sn)), {})
                 span = spans["restore"]
             else:
-                req = ("POST", "/v1/sandboxes/%s/fork" % source, {"count": int(op.split()[1])})
-                span = spans["fork"] * int(op.split()[1]) / 2
+                req = ("POST", "/v1/sandboxes/%s/fork" % source, {"count": int(op.split()[1]), "memory": memory})
+                span = spans["fork memory" if memory else "fork"] * int(op.split()[1]) / 2
             # Anywhere in the operation, or just after it.
             delay = rng.uniform(0, 1.2 * span) / 1000
             out, log_at = [], os.path.getsize(cv.log)
@@ -284,7 +295,7 @@ def test_sigkill_during_snapshot_restore_fork(_cv):
             # base and the newest two.
             for sid in new_sb:
                 cv.api("DELETE", "/v1/sandboxes/" + sid)
-            if op == "checkpoint":  # its snapshot goes with the history
+            if op.startswith("checkpoint"):  # its snapshot goes with the history
                 cv.api("DELETE", "/v1/sandboxes/%s/checkpoints" % source)
             snaps = sorted(_listed(cv, "snapshots").values(), key=lambda s: s["created_at"])
             for sn in [s for s in snaps if s["id"] != base["id"]][:-2]:

@@ -237,8 +237,7 @@ def test_delete_and_bad_input(cv):
                              ("GET", "/v1/snapshots/" + sid), ("POST", "/v1/sandboxes/sb_aaaaaaaaaaaa/snapshots")):
             st, j = cv.api(method, path, {} if method == "POST" else None)
             assert st == 404 and j["error"]["code"] == "not_found", (method, path, st, j)
-        st, j = cv.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {"memory": True})
-        assert st == 400 and j["error"]["message"] == "memory snapshots are not supported on this host", j
+        # memory snapshots: test_memsnap.py
         for body in ({"nme": "x"}, {"name": 3}, {"name": "x" * 64}, {"memory": "yes"}):
             st, j = cv.api("POST", "/v1/sandboxes/%s/snapshots" % sid, body)
             assert st == 400, (body, st, j)
@@ -375,7 +374,7 @@ def test_cli_verbs(cv):
         made += forks
         assert len(forks) == 2 and all(SB_RE.match(f) for f in forks), r.stdout
         assert all(_out(cv, f, "cat /root/f") == "cli\n" for f in forks)
-        r = cv.cli("snapshot", "--memory", sid)
+        r = cv.cli("snapshot", "--memorie", sid)
         assert r.returncode == 2, r
         r = cv.cli("fork", "-n", "0", sid)
         assert r.returncode == 1 and b"count" in r.stderr, r

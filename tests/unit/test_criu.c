@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "criu_tree.h"
@@ -280,6 +281,41 @@ static void test_socket_handover(const char *criu, const char *dir)
 		reap(npid);
 }
 
+/* A restore into another uid range: the images readable by all, a
+ * shifted directory of links whose userns image maps from CTREE_UID_BASE +
+ * 100000; the restored tree runs in that range, counting on. */
+static void test_shifted(const char *criu, const char *imgs, const char *root, const char *dir)
+{
+	struct cove_err e = { 0 };
+	const char *work = pathf("%s/shifted", dir);
+	unsigned base = CTREE_UID_BASE + 100000;
+	CHECK(criu_images_readable(imgs, &e) == 0, "images made readable: %s", e.msg);
+	CHECK(criu_images_shifted(imgs, work, base, &e) == 0, "shifted images directory: %s", e.msg);
+	struct stat st;
+	CHECK(stat(pathf("%s/inventory.img", work), &st) == 0 && st.st_nlink == 2, "the images are hard links");
+	CHECK(criu_images_shifted(imgs, work, base, &e) < 0, "a second one in the same place is refused");
+	struct criu_restore_opts r = {
+		.images_dir = work, .root = root, .nftables_lock = true, .external = restore_ext
+	};
+	pid_t npid = -1;
+	e = (struct cove_err){ 0 };
+	CHECK(criu_restore(criu, &r, &npid, &e) == 0 && npid > 0, "restore into the new range: %s", e.msg);
+	if (npid <= 0)
+		return;
+	char map[128] = "";
+	FILE *f = fopen(pathf("/proc/%d/uid_map", npid), "re");
+	if (f) {
+		(void)!fgets(map, sizeof(map), f);
+		fclose(f);
+	}
+	unsigned first = 1, lower = 0, count = 0;
+	CHECK(sscanf(map, "%u %u %u", &first, &lower, &count) == 3 && first == 0 && lower == base && count == 65536,
+	      "its uid map starts at the new base: %s", map);
+	long v = counter(npid);
+	CHECK(v > 0 && counter_at_least(npid, v + 3) > v, "and its counter goes on (%ld)", v);
+	reap(npid);
+}
+
 int main(void)
 {
 	char criu[PATH_MAX];
@@ -333,6 +369,7 @@ int main(void)
 	}
 	if (alive(pid))
 		reap(pid);
+	test_shifted(criu, imgs1, root, dir);
 	struct criu_restore_opts r = { .images_dir = imgs0, .root = root };
 	pid_t none = -1;
 	e = (struct cove_err){ 0 };

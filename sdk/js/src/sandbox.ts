@@ -71,6 +71,33 @@ export interface FileEntry {
 }
 
 /** The portable snapshot: JSON-serializable files of the workspace. */
+export interface MemoryOption {
+  /** Save (and resume) the running processes too. */
+  memory?: boolean;
+}
+
+export interface SaveSnapshotOptions extends MemoryOption {
+  name?: string;
+  /** false: answer before it is on disk (durable: false until it is). */
+  waitDurable?: boolean;
+}
+
+/** A snapshot as coved describes it. */
+export interface SnapshotInfo {
+  id: string;
+  sandbox: string;
+  name: string;
+  durable: boolean;
+  memory: boolean;
+  memory_bytes: number;
+  created_at: number;
+  [key: string]: unknown;
+}
+
+function memoryField(o: MemoryOption): { memory?: boolean } {
+  return o.memory ? { memory: true } : {};
+}
+
 export interface PortableSnapshot {
   version: 1;
   files: Array<Record<string, unknown>>;
@@ -291,13 +318,25 @@ export class Sandbox {
     return this.t.call('GET', `${this.base}/snapshot.json`);
   }
 
-  async fork(n = 1): Promise<Sandbox[]> {
-    const j = await this.t.call('POST', `${this.base}/fork`, { json: { count: n } });
+  /** n running copies; with `memory: true` their processes go on running
+   * (memory snapshots: see capabilities.nativeSnapshot). */
+  async fork(n = 1, opts: MemoryOption = {}): Promise<Sandbox[]> {
+    const j = await this.t.call('POST', `${this.base}/fork`, { json: { count: n, ...memoryField(opts) } });
     return Promise.all(j.sandboxes.map((s: any) => Sandbox.of(s, this.t)));
   }
 
-  async checkpoint(label = ''): Promise<Checkpoint> {
-    const j = await this.t.call('POST', `${this.base}/checkpoints`, { json: { label } });
+  /** coved's snapshot of the files (and with `memory: true` of the running
+   * processes, which restoreSnapshot resumes): its JSON description. */
+  async saveSnapshot(opts: SaveSnapshotOptions = {}): Promise<SnapshotInfo> {
+    const json: Record<string, unknown> = { ...memoryField(opts) };
+    if (opts.name !== undefined) json.name = opts.name;
+    if (opts.waitDurable === false) json.wait_durable = false;
+    return this.t.call('POST', `${this.base}/snapshots`, { json });
+  }
+
+  /** A checkpoint; with `memory: true` rollback and branch resume its processes. */
+  async checkpoint(label = '', opts: MemoryOption = {}): Promise<Checkpoint> {
+    const j = await this.t.call('POST', `${this.base}/checkpoints`, { json: { label, ...memoryField(opts) } });
     return { seq: j.seq, parent: j.parent ?? null, label: j.label ?? '', snapshot: j.snapshot, createdAt: j.created_at };
   }
 
@@ -365,6 +404,13 @@ export async function listSandboxes(opts: { transport?: Transport } = {}): Promi
 
 /** A fresh sandbox holding a portable snapshot's files (deleted again if
  * the import fails). */
+/** A new sandbox from coved's snapshot `id` (saveSnapshot's); a memory
+ * snapshot's processes come back running. */
+export async function restoreSnapshot(id: string, opts: { transport?: Transport } = {}): Promise<Sandbox> {
+  const t = opts.transport ?? defaultTransport();
+  return Sandbox.of(await t.call('POST', `/v1/snapshots/${encodeURIComponent(id)}/restore`, { json: {} }), t);
+}
+
 export async function restoreSandbox(value: PortableSnapshot, opts: SandboxOptions = {}): Promise<Sandbox> {
   const sb = await createSandbox(opts);
   try {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import http from 'node:http';
 import { startCoved } from './coved.mjs';
 import {
-  createSandbox, connectSandbox, listSandboxes, restoreSandbox, withSandbox, resetDefaultTransport, Transport,
+  createSandbox, connectSandbox, listSandboxes, restoreSandbox, restoreSnapshot, withSandbox, resetDefaultTransport, Transport,
   NotFound, BadRequest, Conflict, CoveError, Unavailable,
 } from '../dist/index.js';
 
@@ -284,6 +284,35 @@ test('an external sandbox: file paths are inside its workspace', () => sandbox(a
   assert.equal(await sb.readTextFile('/sub/rel.txt'), 'x');
   assert.deepEqual((await sb.list()).map((e) => e.name), ['sub']);
 }, { isolation: 'external' }));
+
+test('memory snapshots: saveSnapshot, restoreSnapshot, fork and checkpoint with memory', () => sandbox(async (sb) => {
+  assert.equal(sb.capabilities.nativeSnapshot, true);
+  await sb.exec("setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > /dev/shm/n; sleep 0.05; done' </dev/null >/dev/null 2>&1 &");
+  const count = async (s) => Number((await s.exec('cat /dev/shm/n 2>/dev/null || echo 0')).stdout.trim());
+  const until = async (fn) => {
+    for (let i = 0; i < 600 && !(await fn()); i++) await new Promise((r) => setTimeout(r, 50));
+    return fn();
+  };
+  assert.ok(await until(async () => (await count(sb)) >= 3));
+  const at = await count(sb);
+  const snap = await sb.saveSnapshot({ memory: true, name: 'm' });
+  assert.equal(snap.memory, true);
+  assert.equal(snap.durable, true);
+  assert.ok(snap.memory_bytes > 0);
+  assert.equal((await sb.saveSnapshot()).memory, false);
+  const back = await restoreSnapshot(snap.id);
+  const copies = await sb.fork(2, { memory: true });
+  await sb.checkpoint('m', { memory: true });
+  const old = await sb.rollback(1);
+  try {
+    for (const s of [back, ...copies, old]) {
+      const first = await count(s);
+      assert.ok(first >= at, `${s.id}: ${first} < ${at}`);
+      assert.ok(await until(async () => (await count(s)) > first));
+    }
+  } finally {
+    for (const s of [back, ...copies, old]) await s.destroy();
+  }
 
 // A GET through coved's port proxy, to 127.0.0.1 with the URL's host name.
 const proxyGet = (url, headers = {}) => new Promise((resolve, reject) => {

@@ -135,6 +135,10 @@ class Snapshot:
     def durable(self):
         return self._s.durable
 
+    @property
+    def memory(self):
+        return self._s.memory
+
     @classmethod
     async def get(cls, snapshot_id):
         return cls(await _call(_sync.Snapshot.get, snapshot_id))
@@ -272,17 +276,17 @@ class Sandbox:
     async def close_port(self, port):
         await _call(self._sb.close_port, port)
 
-    async def snapshot(self, name=None, wait_durable=True):
-        return Snapshot(await _call(self._sb.snapshot, name, wait_durable))
+    async def snapshot(self, name=None, wait_durable=True, memory=False):
+        return Snapshot(await _call(self._sb.snapshot, name, wait_durable, memory))
 
     async def portable_snapshot(self, path=None):
         return await _call(self._sb.portable_snapshot, path)
 
-    async def fork(self, n=1):
-        return [Sandbox(s) for s in await _call(self._sb.fork, n)]
+    async def fork(self, n=1, memory=False):
+        return [Sandbox(s) for s in await _call(self._sb.fork, n, memory)]
 
-    async def checkpoint(self, label=""):
-        return await _call(self._sb.checkpoint, label)
+    async def checkpoint(self, label="", memory=False):
+        return await _call(self._sb.checkpoint, label, memory)
 
     async def history(self):
         return await _call(self._sb.history)

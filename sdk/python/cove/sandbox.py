@@ -253,9 +253,11 @@ class Sandbox:
         self._transport.call("DELETE", "%s/ports/%d" % (self._path, int(port)))
 
     # -- snapshots and history -----------------------------------------------
-    def snapshot(self, name=None, wait_durable=True):
+    def snapshot(self, name=None, wait_durable=True, memory=False):
+        """A snapshot of the files; with memory=True of the running processes
+        too (a restore resumes them: see Capabilities' nativeSnapshot)."""
         j = self._transport.call("POST", self._path + "/snapshots",
-                                 json_body=_spec(name=name, wait_durable=wait_durable))
+                                 json_body=_spec(name=name, wait_durable=wait_durable, memory=memory or None))
         return Snapshot(j, self._transport)
 
     def portable_snapshot(self, path=None):
@@ -263,12 +265,15 @@ class Sandbox:
         return self._transport.call("GET", self._path + "/snapshot.json",
                                     query=None if path is None else {"path": self.resolve(path)})
 
-    def fork(self, n=1):
-        j = self._transport.call("POST", self._path + "/fork", json_body={"count": n})
+    def fork(self, n=1, memory=False):
+        """n running copies; with memory=True their processes go on running."""
+        j = self._transport.call("POST", self._path + "/fork", json_body=_spec(count=n, memory=memory or None))
         return [Sandbox(s, self._transport) for s in j["sandboxes"]]
 
-    def checkpoint(self, label=""):
-        j = self._transport.call("POST", self._path + "/checkpoints", json_body={"label": label})
+    def checkpoint(self, label="", memory=False):
+        """A checkpoint; with memory=True rollback and branch resume its processes."""
+        j = self._transport.call("POST", self._path + "/checkpoints",
+                                 json_body=_spec(label=label, memory=memory or None))
         return Checkpoint(j["seq"], j.get("parent"), j.get("label", ""), j["snapshot"], j["created_at"])
 
     def history(self):
@@ -314,6 +319,11 @@ class Snapshot:
     @property
     def durable(self):
         return bool(self.info.get("durable"))
+
+    @property
+    def memory(self):
+        """Whether it holds the processes too (a memory snapshot)."""
+        return bool(self.info.get("memory"))
 
     @classmethod
     def get(cls, snapshot_id, transport=None):

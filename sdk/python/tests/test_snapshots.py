@@ -113,3 +113,38 @@ def test_lock_is_renewed_and_released_on_error(sb):
             raise RuntimeError("inside")
     with sb.lock("k", timeout=1):  # free again
         pass
+
+
+def _counter(s):
+    return int(s.run("cat /dev/shm/n 2>/dev/null || echo 0").stdout.strip() or 0)
+
+
+def _wait(fn, timeout=30):
+    deadline = time.time() + timeout
+    while not fn() and time.time() < deadline:
+        time.sleep(0.05)
+    return fn()
+
+
+def test_memory_snapshot_fork_and_checkpoint(sb):
+    """memory=True: processes come back running (needs nativeSnapshot)."""
+    assert sb.capabilities.native_snapshot is True
+    sb.spawn("i=0; while :; do i=$((i+1)); echo $i > /dev/shm/n; sleep 0.05; done", tag="n")
+    assert _wait(lambda: _counter(sb) >= 3)
+    at = _counter(sb)
+    snap = sb.snapshot(memory=True, wait_durable=True)
+    assert snap.memory and snap.durable and snap.info["memory_bytes"] > 0
+    assert not sb.snapshot().memory
+    with snap.restore() as back:
+        first = _counter(back)
+        assert first >= at and _wait(lambda: _counter(back) > first)
+        assert "n" in [p.get("tag") for p in back.processes()]
+    copies = sb.fork(2, memory=True)
+    try:
+        assert all(_wait(lambda c=c: _counter(c) >= at) for c in copies)
+    finally:
+        _gone(*copies)
+    cp = sb.checkpoint("m", memory=True)
+    with sb.rollback(cp.seq) as back:
+        assert _wait(lambda: _counter(back) >= at)
+    snap.delete()

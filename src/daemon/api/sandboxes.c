@@ -176,11 +176,12 @@ int h_health(struct http_req *req, const char *id, struct cove_err *err)
 
 /* One backend's entry: what selects it, and its capabilities (DESIGN.md:
  * ports (through the port proxy, when coved serves one), nativeSnapshot
- * for memory snapshots, resume; not yet). */
-static json_t *backend_json(const char *isolation, bool os_boundary)
+ * for memory snapshots (when the self-test at start passed), resume; not
+ * yet). */
+static json_t *backend_json(const char *isolation, bool os_boundary, bool native)
 {
 	return json_pack("{s:s, s:b, s:{s:b, s:b, s:b}}", "isolation", isolation, "os_boundary", os_boundary,
-			 "capabilities", "ports", proxy_serving(), "nativeSnapshot", 0, "resume", 0);
+			 "capabilities", "ports", proxy_serving(), "nativeSnapshot", native, "resume", 0);
 }
 
 int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
@@ -189,15 +190,19 @@ int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 	const char *storage = storage_driver_name(d->pool.driver);
 	json_t *j = json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage",
 			      storage, "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports",
-			      proxy_serving(), "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed",
-			      d->pool.loop_backed);
+			      proxy_serving(), "nativeSnapshot", d->native_snapshot, "resume", 0, "images", "host",
+			      "pool_loop_backed", d->pool.loop_backed);
+	/* Memory snapshots: whether the self-test at start passed, else why not. */
+	if (!d->native_snapshot)
+		json_object_set_new(j, "nativeSnapshotReason",
+				    json_string(d->native_why[0] ? d->native_why : "the self-test has not run yet"));
 	json_object_set_new(j, "network", network_modes_json());
 	json_object_set_new(j, "proxy", proxy_to_json());
 	/* coved --warm N: the default pool (size 0 without one). */
 	json_object_set_new(j, "warm_pool", warm_to_json(d->default_pool));
 	json_object_set_new(j, "backends",
-			    json_pack("{s:o, s:o}", "isolated", backend_json("isolated", true), "host",
-				      backend_json("external", false)));
+			    json_pack("{s:o, s:o}", "isolated", backend_json("isolated", true, d->native_snapshot),
+				      "host", backend_json("external", false, false)));
 	reply_json(req, 200, j);
 	return 0;
 }

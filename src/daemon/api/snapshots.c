@@ -11,6 +11,17 @@
 #include "daemon/api/request.h"
 #include "engine/engine.h"
 
+/* "memory": a boolean, false when absent: with it, the sandbox's
+ * processes are saved too (memory snapshots). */
+static int get_memory_flag(json_t *j, bool *ret, struct cove_err *err)
+{
+	json_t *m = json_object_get(j, "memory");
+	if (m && !json_is_boolean(m))
+		return err_set(err, COVE_EINVAL, "'memory' must be a boolean");
+	*ret = json_is_true(m);
+	return 0;
+}
+
 int h_snapshot(struct http_req *req, const char *id, struct cove_err *err)
 {
 	static const char *const fields[] = { "name", "memory", "wait_durable", NULL };
@@ -19,19 +30,18 @@ int h_snapshot(struct http_req *req, const char *id, struct cove_err *err)
 	if (!j)
 		return -1;
 	const char *name = "";
-	json_t *memory = json_object_get(j, "memory");
 	json_t *wait = json_object_get(j, "wait_durable");
 	struct snapshot *sn;
-	int r = check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ? -1 : 0;
-	if (r == 0 && memory && !json_is_boolean(memory))
-		r = err_set(err, COVE_EINVAL, "'memory' must be a boolean");
+	bool mem = false;
+	int r = check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ||
+				get_memory_flag(j, &mem, err) < 0
+			? -1
+			: 0;
 	if (r == 0 && wait && !json_is_boolean(wait))
 		r = err_set(err, COVE_EINVAL, "'wait_durable' must be a boolean");
-	if (r == 0 && json_is_true(memory))
-		r = err_set(err, COVE_EINVAL, "memory snapshots are not supported on this host");
 	if (r == 0)
-		r = json_is_false(wait) ? snapshot_create_nowait(engine_ctx, sb, name, &sn, err)
-					: snapshot_create(engine_ctx, sb, name, &sn, err);
+		r = json_is_false(wait) ? snapshot_create_nowait(engine_ctx, sb, name, mem, &sn, err)
+					: snapshot_create_mem(engine_ctx, sb, name, mem, NULL, NULL, &sn, err);
 	json_decref(j);
 	if (r < 0)
 		return -1;
@@ -115,20 +125,21 @@ int h_restore(struct http_req *req, const char *id, struct cove_err *err)
 
 int h_fork(struct http_req *req, const char *id, struct cove_err *err)
 {
-	static const char *const fields[] = { "count", NULL };
+	static const char *const fields[] = { "count", "memory", NULL };
 	struct sandbox *sb = api_lookup(id, err);
 	json_t *j = sb ? read_body(req, err) : NULL;
 	if (!j)
 		return -1;
 	json_t *count = json_object_get(j, "count");
 	json_int_t n = count ? (json_is_integer(count) ? json_integer_value(count) : -1) : 1;
-	int r = check_fields(j, fields, err);
+	bool memory = false;
+	int r = check_fields(j, fields, err) < 0 || get_memory_flag(j, &memory, err) < 0 ? -1 : 0;
 	json_decref(j);
 	if (r == 0 && (n < 1 || n > API_MAX_FORK))
 		r = err_set(err, COVE_EINVAL, "'count' must be an integer from 1 to %d", API_MAX_FORK);
 	struct sandbox *copies[API_MAX_FORK];
 	if (r == 0)
-		r = sandbox_fork(engine_ctx, sb, (int)n, copies, err);
+		r = sandbox_fork(engine_ctx, sb, (int)n, memory, copies, err);
 	if (r < 0)
 		return -1;
 	json_t *a = json_array();
@@ -144,16 +155,20 @@ int h_fork(struct http_req *req, const char *id, struct cove_err *err)
  * ID of a deleted sandbox too: its history outlives it. */
 int h_checkpoint(struct http_req *req, const char *id, struct cove_err *err)
 {
-	static const char *const fields[] = { "label", NULL };
+	static const char *const fields[] = { "label", "memory", NULL };
 	struct sandbox *sb = api_lookup(id, err);
 	json_t *j = sb ? read_body(req, err) : NULL;
 	if (!j)
 		return -1;
 	const char *label = "";
 	json_t *checkpoint = NULL;
-	int r = check_fields(j, fields, err) < 0 || get_string(j, "label", &label, API_MAX_LABEL, err) < 0 ? -1 : 0;
+	bool memory = false;
+	int r = check_fields(j, fields, err) < 0 || get_string(j, "label", &label, API_MAX_LABEL, err) < 0 ||
+				get_memory_flag(j, &memory, err) < 0
+			? -1
+			: 0;
 	if (r == 0)
-		r = history_checkpoint(engine_ctx, sb, label, &checkpoint, err);
+		r = history_checkpoint(engine_ctx, sb, label, memory, &checkpoint, err);
 	json_decref(j);
 	if (r < 0)
 		return -1;

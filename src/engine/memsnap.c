@@ -1,0 +1,406 @@
+/* Memory snapshots: a sandbox's running processes saved with CRIU next to
+ * its files, and brought back running in a new sandbox.
+ *
+ * The dump. cove-init's connection to coved is closed first (a socket whose
+ * peer is outside the tree is nothing CRIU can carry; its listener, in the
+ * sandbox's network namespace, is), then, in the instant the sandbox's
+ * cgroup is frozen for its files' subvolume snapshot, CRIU dumps the tree
+ * rooted at cove-init (leave running; it finds the cgroup frozen and leaves
+ * it so) into <pool>/snapshots/<id>/criu/. What CRIU cannot make on its own
+ * is named external: the host layers' overlays (/usr, /opt) and the host's
+ * device nodes bound into /dev. The network namespace is dumped empty
+ * (sockets, no links, addresses or routes): a restored copy gets its own
+ * address, as any new sandbox. coved connects again after the thaw.
+ *
+ * The restore, in place of a start (sandboxes.c boots a sandbox this way
+ * when it is created from a memory snapshot): criu's own process first
+ * makes what the sandbox's start makes (runtime_restore_prepare: the new
+ * uid range's user namespace, the idmapped layers, the overlays, the
+ * cgroups) and then execs criu in there. CRIU makes the user namespace
+ * anew from the images' maps; the images directory it reads is a copy of
+ * links with the maps moved to the new sandbox's uid range
+ * (criu_images_shifted), so each restored copy runs in its own range. Once
+ * the namespaces exist (before any socket comes back) the loopback goes up.
+ * Established TCP connections come back closed (tcp_close): their peers did
+ * not travel with the snapshot; listening sockets listen again. The hostname
+ * is the one dumped. Kept processes and sessions come back with cove-init,
+ * which holds their output rings (memfds) and pipes: coved takes them back
+ * as after its own restart (WIRE_LIST), tags, ids and tails included.
+ *
+ * The self-test at start makes a small sandbox, snapshots it with memory
+ * and restores it; only when that worked is nativeSnapshot true. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "engine/engine.h"
+#include "engine/memsnap.h"
+#include "sandbox/runtime.h"
+#include "sys/criu.h"
+#include "sys/netlink.h"
+#include "sys/tree.h"
+
+/* The device nodes runtime.c binds into /dev from the host. */
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
+#define MAX_EXT 16
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int why(const struct engine *d, struct cove_err *err)
+{
+	return err_set(err, COVE_ESTATE, "memory snapshots are not available on this host: %s", d->native_why);
+}
+
+int memsnap_check(const struct engine *d, const struct sandbox *sb, struct cove_err *err)
+{
+	if (!d->native_snapshot)
+		return why(d, err);
+	if (sb && sb->spec.external)
+		return err_set(err, COVE_ESTATE,
+			       "sandbox %s is an external one (isolation \"external\"): its processes are the "
+			       "host's, no memory snapshot can hold them",
+			       sb->id);
+	if (sb && sb->state != SB_RUNNING)
+		return err_set(err, COVE_ESTATE, "sandbox %s is not running: it has no processes to save", sb->id);
+	return 0;
+}
+
+static void freezer_path(const struct engine *d, const char *id, char *buf, size_t cap)
+{
+	if (d->cgroups.mode == CGROUP_V1)
+		snprintf(buf, cap, "%s/freezer/cove/%s", d->cgroups.root, id);
+	else
+		snprintf(buf, cap, "%s/cove/%s", d->cgroups.root, id);
+}
+
+/* src's bytes into a new dst (a log, from the pool to the run directory). */
+static int copy_log(const char *src, const char *dst)
+{
+	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int out = in < 0 ? -1 : open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	char buf[65536];
+	ssize_t n = 0;
+	while (out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			return -1;
+	return out < 0 || n < 0 ? -1 : 0;
+}
+
+/* A task of the frozen tree that another of its tasks traces (ptrace):
+ * criu cannot seize it, and would retry until its timeout. Its tid, or 0. */
+static pid_t traced_task(const char *freezer, pid_t *tracer)
+{
+	char p[700], line[256];
+	snprintf(p, sizeof(p), "%s/tasks", freezer);
+	FILE *f = fopen(p, "re");
+	pid_t found = 0;
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		pid_t tid = atoi(line);
+		snprintf(p, sizeof(p), "/proc/%d/status", tid);
+		FILE *st = tid > 0 ? fopen(p, "re") : NULL;
+		char l[256];
+		while (st && fgets(l, sizeof(l), st))
+			if (strncmp(l, "TracerPid:", 10) == 0 && (*tracer = atoi(l + 10)) > 0)
+				found = tid;
+		if (st)
+			fclose(st);
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct cove_err *err)
+{
+	char ext[MAX_EXT][64], freezer[600];
+	const char *extv[MAX_EXT + 1];
+	size_t n = 0;
+	for (int i = 0; runtime_host_layers[i]; i++, n++)
+		snprintf(ext[n], sizeof(ext[n]), "mnt[/%s]:%s", runtime_host_layers[i], runtime_host_layers[i]);
+	for (int i = 0; dev_nodes[i]; i++, n++)
+		snprintf(ext[n], sizeof(ext[n]), "mnt[/dev/%s]:dev-%s", dev_nodes[i], dev_nodes[i]);
+	snprintf(ext[n++], sizeof(ext[0]), "mnt[" RUNTIME_INIT_PATH "]:cove-init");
+	for (size_t i = 0; i < n; i++)
+		extv[i] = ext[i];
+	extv[n] = NULL;
+	freezer_path(d, sb->id, freezer, sizeof(freezer));
+	pid_t tracer = 0, traced = d->cgroups.mode == CGROUP_V1 ? traced_task(freezer, &tracer) : 0;
+	if (traced)
+		return err_set(err, COVE_ESTATE,
+			       "the processes of sandbox %s cannot be saved: host pid %d is traced (ptrace) by %d, "
+			       "which criu cannot take over",
+			       sb->id, traced, tracer);
+	if (mkdir(dir, 0700) < 0)
+		return err_sys(err, errno, "mkdir '%s'", dir);
+	struct criu_dump_opts o = { .pid = sb->init_pid,
+				    .images_dir = dir,
+				    .leave_running = true,
+				    .tcp_established = true,
+				    .file_locks = true,
+				    .nftables_lock = true,
+				    .empty_netns = true,
+				    .freeze_cgroup = freezer,
+				    .external = extv };
+	struct cove_err e = { 0 };
+	if (criu_dump(d->criu, &o, &e) == 0)
+		return criu_images_readable(dir, err);
+	/* The images go with the failed snapshot: the log is kept aside. */
+	char log[800], kept[700];
+	snprintf(log, sizeof(log), "%s/dump.log", dir);
+	snprintf(kept, sizeof(kept), "%s/%s.dump.log", d->run_dir, sb->id);
+	char *at = strstr(e.msg, " (log: ");
+	if (at && copy_log(log, kept) == 0)
+		snprintf(at, sizeof(e.msg) - (size_t)(at - e.msg), " (log: %s)", kept);
+	return err_set(err, COVE_ESTATE, "the processes of sandbox %s cannot be saved: %s", sb->id, e.msg);
+}
+
+int memsnap_sync(const char *dir, struct cove_err *err)
+{
+	DIR *dh = opendir(dir);
+	if (!dh)
+		return err_sys(err, errno, "open '%s'", dir);
+	struct dirent *e;
+	int rc = 0;
+	while (rc == 0 && (e = readdir(dh))) {
+		if (e->d_name[0] == '.')
+			continue;
+		int fd = openat(dirfd(dh), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 || fsync(fd) < 0)
+			rc = err_sys(err, errno, "sync '%s/%s'", dir, e->d_name);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (rc == 0 && fsync(dirfd(dh)) < 0)
+		rc = err_sys(err, errno, "sync '%s'", dir);
+	closedir(dh);
+	return rc;
+}
+
+struct restore_ctx {
+	struct runtime_config rc;
+	int report_fd; /* write end */
+};
+
+static void prepare(void *arg)
+{
+	struct restore_ctx *c = arg;
+	runtime_restore_prepare(&c->rc, c->report_fd);
+}
+
+/* The loopback up in the new network namespace, before CRIU binds the
+ * sockets that listen on it. */
+static int setup_ns(pid_t pid, void *arg)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/ns/net", pid);
+	_cleanup_close_ int ns = open(p, O_RDONLY | O_CLOEXEC);
+	int nl = ns < 0 ? -1 : netlink_open(ns);
+	if (nl < 0)
+		return -1;
+	int lo = netlink_link_index(nl, "lo");
+	int r = lo < 0 ? -1 : netlink_link_up(nl, lo);
+	close(nl);
+	return r < 0 ? -1 : 0;
+}
+
+int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, struct cove_err *err)
+{
+	char subvol[600], image[600], work[700], root[700];
+	char ext[MAX_EXT][700];
+	const char *extv[MAX_EXT + 1];
+	size_t n = 0;
+	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
+	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
+	snprintf(root, sizeof(root), "%s/root", subvol);
+	/* On the pool, where the images are reflinked in; not in the new
+	 * root, which criu sees idmapped. */
+	snprintf(work, sizeof(work), "%s/restore", d->pool.dir);
+	if (mkdir(work, 0700) < 0 && errno != EEXIST)
+		return err_sys(err, errno, "mkdir '%s'", work);
+	snprintf(work, sizeof(work), "%s/restore/%s", d->pool.dir, sb->id);
+	for (int i = 0; runtime_host_layers[i]; i++, n++)
+		snprintf(ext[n], sizeof(ext[n]), "mnt[%s]:" RUNTIME_RESTORE_EXT "/%s", runtime_host_layers[i],
+			 runtime_host_layers[i]);
+	for (int i = 0; dev_nodes[i]; i++, n++)
+		snprintf(ext[n], sizeof(ext[n]), "mnt[dev-%s]:/dev/%s", dev_nodes[i], dev_nodes[i]);
+	snprintf(ext[n++], sizeof(ext[0]), "mnt[cove-init]:" RUNTIME_RESTORE_EXT "/cove-init");
+	for (size_t i = 0; i < n; i++)
+		extv[i] = ext[i];
+	extv[n] = NULL;
+	unsigned base = UID_BASE + (unsigned)sb->slot * RUNTIME_UID_COUNT;
+	(void)tree_remove(work);
+	double t0 = mono_ms();
+	if (criu_images_shifted(images, work, base, err) < 0) {
+		(void)tree_remove(work);
+		return -1;
+	}
+	int report[2];
+	if (pipe2(report, O_CLOEXEC) < 0) {
+		(void)tree_remove(work);
+		return err_sys(err, errno, "pipe");
+	}
+	struct restore_ctx c = { .rc = { .id = sb->id,
+					 .subvol = subvol,
+					 .image = image,
+					 .uid_base = base,
+					 .init_file = d->init_file,
+					 .cgroups = &d->cgroups },
+				 .report_fd = report[1] };
+	struct criu_restore_opts o = { .images_dir = work,
+				       .root = root,
+				       .tcp_established = true,
+				       .tcp_close = true,
+				       .file_locks = true,
+				       .nftables_lock = true,
+				       .empty_netns = true,
+				       .external = extv,
+				       .prepare = prepare,
+				       .prepare_arg = &c,
+				       .prepare_fd = report[1],
+				       .setup_ns = setup_ns };
+	pid_t pid = -1;
+	double t1 = mono_ms();
+	int r = criu_restore(d->criu, &o, &pid, err);
+	log_debug("sandbox %s: images %.1f ms, criu restore %.1f ms", sb->id, t1 - t0, mono_ms() - t1);
+	close(report[1]);
+	struct cove_err why_prep = { 0 };
+	if (r < 0 && runtime_restore_reason(report[0], &why_prep))
+		*err = why_prep;
+	close(report[0]);
+	/* A failure's log stays (its error names it) until coved starts again. */
+	if (r == 0) {
+		(void)tree_remove(work);
+		sb->init_pid = pid;
+	}
+	return r;
+}
+
+/* A small sandbox (no network), snapshotted with memory, restored; the
+ * copy must be running with its cove-init answering. Everything it made
+ * goes again. */
+static int selftest_run(struct engine *d, struct cove_err *err)
+{
+	struct sandbox_spec spec = { .egress = false, .env = json_object() };
+	snprintf(spec.image, sizeof(spec.image), "host");
+	snprintf(spec.name, sizeof(spec.name), "cove-criu-selftest");
+	struct sandbox *a = NULL, *b = NULL;
+	struct snapshot *sn = NULL;
+	int r = sandbox_create(d, &spec, NULL, &a, err);
+	sandbox_spec_free(&spec);
+	if (r == 0)
+		r = snapshot_create_mem(d, a, "cove-criu-selftest", true, NULL, NULL, &sn, err);
+	if (r == 0)
+		r = snapshot_restore(d, sn, NULL, &b, err);
+	if (r == 0 && (b->state != SB_RUNNING || kill(b->init_pid, 0) < 0))
+		r = err_set(err, COVE_EINTERNAL, "the restored sandbox is not running");
+	if (b)
+		(void)sandbox_delete(d, b, NULL);
+	if (sn)
+		(void)snapshot_delete(d, sn, NULL);
+	if (a)
+		(void)sandbox_delete(d, a, NULL);
+	return r;
+}
+
+/* Whether process pid has a file open under dir. */
+static bool holds_under(pid_t pid, const char *dir)
+{
+	char p[64], link[PATH_MAX];
+	snprintf(p, sizeof(p), "/proc/%d/fd", pid);
+	DIR *dh = opendir(p);
+	struct dirent *e;
+	bool found = false;
+	size_t n = strlen(dir);
+	while (dh && !found && (e = readdir(dh))) {
+		ssize_t len = readlinkat(dirfd(dh), e->d_name, link, sizeof(link) - 1);
+		if (len > 0) {
+			link[len] = '\0';
+			found = strncmp(link, dir, n) == 0 && (link[n] == '/' || link[n] == '\0');
+		}
+	}
+	if (dh)
+		closedir(dh);
+	return found;
+}
+
+/* Whether pid is in a sandbox's cgroup: a restore's criu (which dies with
+ * coved) and the tasks it was making are; a dump's criu is not. */
+static bool in_sandbox_cgroup(pid_t pid)
+{
+	char p[64], line[512];
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
+	FILE *f = fopen(p, "re");
+	bool in = false;
+	while (f && !in && fgets(line, sizeof(line), f))
+		in = strstr(line, "/cove/sb_") != NULL;
+	if (f)
+		fclose(f);
+	return in;
+}
+
+void memsnap_wait_leftovers(struct engine *d)
+{
+	struct cove_err e = { 0 };
+	char exe[PATH_MAX], p[64];
+	if (!d->criu[0] && criu_find(d->criu, sizeof(d->criu), &e) < 0)
+		return;
+	char *want = realpath(d->criu, NULL);
+	DIR *dh = want ? opendir("/proc") : NULL;
+	struct dirent *ent;
+	while (dh && (ent = readdir(dh))) {
+		pid_t pid = atoi(ent->d_name);
+		snprintf(p, sizeof(p), "/proc/%d/exe", pid);
+		ssize_t len = pid > 0 ? readlink(p, exe, sizeof(exe) - 1) : -1;
+		if (len <= 0 || (exe[len] = '\0', strcmp(exe, want) != 0) || in_sandbox_cgroup(pid) ||
+		    !holds_under(pid, d->pool.dir))
+			continue;
+		/* A dump finishes on its own, leaving the tree as it found it
+		 * (frozen: the start thaws it after this). */
+		log_warn("coved: waiting for criu %d, which a previous coved left working on %s", pid, d->pool.dir);
+		for (int i = 0; i < 600 && kill(pid, 0) == 0; i++)
+			usleep(50000);
+	}
+	if (dh)
+		closedir(dh);
+	free(want);
+}
+
+void memsnap_selftest(struct engine *d)
+{
+	struct cove_err e = { 0 };
+	double t0 = mono_ms();
+	char work[700];
+	/* What restores cut short by a crash left. */
+	snprintf(work, sizeof(work), "%s/restore", d->pool.dir);
+	(void)tree_remove(work);
+	if (!d->criu[0] && criu_find(d->criu, sizeof(d->criu), &e) < 0) {
+		snprintf(d->native_why, sizeof(d->native_why), "%s", e.msg);
+		log_warn("coved: memory snapshots: %s", d->native_why);
+		return;
+	}
+	/* The self-test goes through the engine's own checks. */
+	d->native_snapshot = true;
+	if (selftest_run(d, &e) < 0) {
+		d->native_snapshot = false;
+		snprintf(d->native_why, sizeof(d->native_why),
+			 "the self-test at start (a sandbox dumped and restored with %s) failed: %s", d->criu, e.msg);
+		log_warn("coved: memory snapshots: %s", d->native_why);
+		return;
+	}
+	log_info("coved: memory snapshots: %s works (self-test %.0f ms)", d->criu, mono_ms() - t0);
+}
