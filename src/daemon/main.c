@@ -24,6 +24,7 @@
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "daemon/api/api.h"
 #include "daemon/daemon.h"
 #include "daemon/e2b/e2b.h"
@@ -103,7 +104,10 @@ static void usage(FILE *f)
 		   "  --storage DRIVER  btrfs, overlay or auto (default): the data root's, or on a new one\n"
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
-		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n");
+		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
+		   "  --default-disk SIZE  a sandbox's disk limit unless its create says (default 10G;\n"
+		   "                 0: none)\n"
+		   "  --no-disk-quota  no disk limits (a new pool gets no quota accounting)\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
 		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"
 		   "  --token-file PATH       the token (mode 0600, 32+ bytes; default DIR/token, made if missing)\n"
@@ -134,6 +138,8 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "request-timeout", required_argument, NULL, 'A' },
 		{ "storage", required_argument, NULL, 'S' },
 		{ "subnet", required_argument, NULL, 'N' },
+		{ "default-disk", required_argument, NULL, 'K' },
+		{ "no-disk-quota", no_argument, NULL, 'Q' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -167,6 +173,18 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 			break;
 		case 'N':
 			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
+			break;
+		case 'K':
+			if (strcmp(optarg, "0") != 0 &&
+			    (parse_size(optarg, &fe->engine->default_disk) < 0 || fe->engine->default_disk < (16u << 20))) {
+				fprintf(stderr, "coved: --default-disk: '%s' is not a size of 16M or more (or 0)\n", optarg);
+				return -1;
+			}
+			if (strcmp(optarg, "0") == 0)
+				fe->engine->default_disk = 0;
+			break;
+		case 'Q':
+			fe->engine->no_disk_quota = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -248,7 +266,7 @@ static int serve(struct daemon *fe, struct cove_err *err)
 
 int main(int argc, char **argv)
 {
-	static struct engine d = { .data_dir = "/var/lib/cove" };
+	static struct engine d = { .data_dir = "/var/lib/cove", .default_disk = 10ull << 30 };
 	static struct daemon fe = { .engine = &d, .socket_path = "/run/cove/cove.sock" };
 	char init_path[1024], self[1024];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -9,6 +9,7 @@
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "common/log.h"
+#include "engine/disk.h"
 #include "engine/engine.h"
 #include "engine/network.h"
 #include "image/host_image.h"
@@ -16,7 +17,9 @@
 #include "store/store.h"
 #include "sys/seccomp.h"
 
-#define POOL_SIZE (256ull << 30) /* sparse: only what is written takes space */
+/* A new pool file's size (less when the host has less room); it grows
+ * while the host has room (disk.c). */
+#define POOL_INITIAL (2ull << 30)
 
 struct engine *engine_ctx;
 
@@ -59,7 +62,7 @@ static int load_init(const char *path, struct cove_err *err)
 int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 {
 	char path[1024];
-	if (pool_open(&d->pool, d->data_dir, d->storage, POOL_SIZE, err) < 0)
+	if (pool_open(&d->pool, d->data_dir, d->storage, POOL_INITIAL, err) < 0 || disk_open(d, err) < 0)
 		return -1;
 	if (d->pool.fallback)
 		log_warn("coved: no btrfs pool can be had here (%s): the overlay storage driver is in use, "
@@ -90,6 +93,7 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 
 void engine_close(struct engine *d)
 {
+	disk_close(d);
 	network_close(d);
 	store_close(d->store);
 	d->store = NULL;

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "common/metrics.h"
 #include "sys/cgroup.h"
 #include "sys/pool.h"
 
@@ -24,6 +25,15 @@ struct durable_job;
 struct engine_net;
 struct sandbox_net;
 
+/* Latencies, observed where each operation completes (usage.h). */
+struct engine_metrics {
+	struct histogram create;  /* a new sandbox, from the request to running */
+	struct histogram restore; /* a sandbox from a snapshot */
+	struct histogram fork;    /* all copies of one fork */
+	struct histogram exec;    /* an exec, from its start to its exit */
+	uint64_t execs_failed;    /* execs whose command could not start */
+};
+
 struct sandbox_spec {
 	char name[64];
 	char image[64];     /* what was asked for: "host" */
@@ -31,7 +41,8 @@ struct sandbox_spec {
 	uint64_t memory;
 	uint32_t cpu_millis;
 	uint32_t pids;
-	json_t *env; /* object: name -> value */
+	uint64_t disk; /* bytes its files may take (a btrfs simple quota, disk.c); 0 = no limit */
+	json_t *env;   /* object: name -> value */
 	char cwd[1024];
 	/* The workspace folder, resolved at create: cwd (or "workdir") when
 	 * given, else the user's home in the image's /etc/passwd ("/" if
@@ -111,6 +122,11 @@ struct engine {
 	enum storage_driver storage; /* --storage: what was asked for (STORAGE_AUTO by default) */
 	char subnet[64];             /* --subnet: the sandboxes' address pool ("": the default) */
 	struct engine_net *net;      /* network.c */
+	uint64_t default_disk;       /* --default-disk: a new sandbox's disk limit (0: none) */
+	bool no_disk_quota;          /* --no-disk-quota: a new pool gets no quotas, sandboxes no limit */
+	struct event *pool_ev;       /* disk.c: the pool's growth check */
+	bool pool_stuck;             /* the pool should grow and the host has no room (logged once) */
+	struct engine_metrics metrics; /* usage.c: how long operations took */
 	/* A front end's: a sandbox is being deleted (its ID is gone from the
 	 * engine on return). */
 	void (*on_sandbox_deleted)(const char *id);
@@ -154,6 +170,8 @@ int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err);
 int sandbox_set_expiry(struct engine *d, struct sandbox *sb, int64_t expires_at, struct cove_err *err);
 int64_t sandbox_now_ms(void); /* unix ms */
 json_t *sandbox_to_json(const struct sandbox *sb);
+/* "running", "stopped", "deleting"... */
+const char *sandbox_state_name(enum sandbox_state s);
 /* Record sb's row (its spec and state) in state.db. */
 int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err);
 int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);

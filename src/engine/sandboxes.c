@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/wire.h"
+#include "engine/disk.h"
 #include "engine/engine.h"
 #include "engine/files.h"
 #include "engine/network.h"
@@ -95,6 +96,7 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	json_object_set_new(j, "workdir", s->workdir[0] ? json_string(s->workdir) : json_null());
 	if (json_object_size(s->metadata))
 		json_object_set(j, "metadata", s->metadata);
+	json_object_set_new(j, "disk", s->disk ? json_integer((json_int_t)s->disk) : json_null());
 	return j;
 }
 
@@ -144,11 +146,13 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	snprintf(s->workdir, sizeof(s->workdir), "%s", workdir ? workdir : "");
 	json_t *metadata = json_object_get(j, "metadata");
 	s->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
+	json_t *disk = json_object_get(j, "disk"); /* none in older rows: no limit */
+	s->disk = json_is_integer(disk) && json_integer_value(disk) > 0 ? (uint64_t)json_integer_value(disk) : 0;
 	json_decref(j);
 	return 0;
 }
 
-static const char *state_name(enum sandbox_state s)
+const char *sandbox_state_name(enum sandbox_state s)
 {
 	return s == SB_RUNNING ? "running" : s == SB_DELETING ? "deleting" : "stopped";
 }
@@ -157,7 +161,7 @@ json_t *sandbox_to_json(const struct sandbox *sb)
 {
 	json_t *j = sandbox_spec_to_json(&sb->spec);
 	json_object_set_new(j, "id", json_string(sb->id));
-	json_object_set_new(j, "state", json_string(state_name(sb->state)));
+	json_object_set_new(j, "state", json_string(sandbox_state_name(sb->state)));
 	json_object_set_new(j, "init_pid", json_integer(sb->init_pid));
 	char workspace[600];
 	subvol_path(engine_ctx, sb->id, workspace, sizeof(workspace));
@@ -179,7 +183,7 @@ int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	_cleanup_free_ char *spec = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	struct store_sandbox row = { .id = sb->id,
-				     .state = state_name(sb->state),
+				     .state = sandbox_state_name(sb->state),
 				     .slot = sb->slot,
 				     .init_pid = sb->init_pid,
 				     .init_start = sb->init_start,
@@ -471,7 +475,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	}
 
 	char image[600];
-	if (network_check(&sb->spec, err) < 0)
+	if (network_check(&sb->spec, err) < 0 || disk_check(d, &sb->spec, false, err) < 0)
 		goto fail;
 	/* A restored root keeps the image it was made on, whatever "host" is
 	 * today: its changes are only meaningful over that one. */
@@ -494,7 +498,8 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	if (r < 0)
 		goto fail;
 	taken = NULL; /* from here on, its failures delete the root */
-	if (!from && !sb->spec.external && write_identity(subvol, image, sb->id, err) < 0) {
+	if ((!from && !sb->spec.external && write_identity(subvol, image, sb->id, err) < 0) ||
+	    disk_limit_apply(d, sb, err) < 0) {
 		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;
 	}
@@ -551,8 +556,10 @@ int sandbox_create(struct engine *d, struct sandbox_spec *spec, const char *from
 {
 	struct runtime_pending p;
 	struct sandbox *sb;
+	double t0 = now_ms();
 	if (create_begin(d, spec, from, NULL, &sb, &p, err) < 0 || create_finish(d, sb, &p, err) < 0)
 		return -1;
+	histogram_observe(from ? &d->metrics.restore : &d->metrics.create, (now_ms() - t0) / 1e3);
 	*ret = sb;
 	return 0;
 }
@@ -830,6 +837,12 @@ static void load_one(void *arg, const struct store_sandbox *row)
 		return;
 	}
 	d->count++;
+	/* The limit is on disk with the subvolume; set again for a pool that
+	 * had no quotas before this start. */
+	if (disk_limit_apply(d, sb, &err) < 0) {
+		log_error("sandbox %s: %s", sb->id, err.msg);
+		memset(&err, 0, sizeof(err));
+	}
 	if (network_prepare(d, sb, true, NULL, &err) < 0) {
 		log_error("sandbox %s: network: %s", sb->id, err.msg);
 		memset(&err, 0, sizeof(err));

@@ -538,6 +538,8 @@ int sandbox_fork(struct engine *d, struct sandbox *sb, int count, struct sandbox
 	}
 	log_debug("sandbox %s: fork into %d: roots %.2f ms, copies %.2f ms, commit %.2f ms", sb->id, count, t1 - t0,
 		  t2 - t1, mono_ms() - t2);
+	if (ok)
+		histogram_observe(&d->metrics.fork, (mono_ms() - t0) / 1e3);
 	return ok ? 0 : -1;
 }
 

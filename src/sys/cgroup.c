@@ -30,7 +30,7 @@
 
 /* Hierarchy indexes; the first three match the CGROUP_CTRL_* bits. On v2
  * every index names the one directory. */
-enum hier { HIER_MEMORY, HIER_CPU, HIER_PIDS, HIER_FREEZER, HIER_COUNT };
+enum hier { HIER_MEMORY, HIER_CPU, HIER_PIDS, HIER_FREEZER, HIER_CPUACCT, HIER_COUNT };
 
 static const char *const ctrl_names[] = { "memory", "cpu", "pids" };
 
@@ -82,6 +82,8 @@ static int hier_list(const struct cgroup_layout *l, int out[HIER_COUNT])
 			if (l->controllers & (1u << h))
 				out[n++] = h;
 	out[n++] = HIER_FREEZER;
+	if (l->mode == CGROUP_V1 && l->cpuacct)
+		out[n++] = HIER_CPUACCT;
 	return n;
 }
 
@@ -97,7 +99,7 @@ static int fail(struct cove_err *err, int r, const char *what, const char *path)
 static int cg_path(char buf[PATH_MAX], const struct cgroup_layout *l, int h, const char *name, const char *file,
 		   struct cove_err *err)
 {
-	static const char *const hiers[] = { "memory", NULL, "pids", "freezer" };
+	static const char *const hiers[] = { "memory", NULL, "pids", "freezer", "cpuacct" };
 	const char *hier = l->mode == CGROUP_V2 ? NULL : h == HIER_CPU ? l->cpu_hier : hiers[h];
 	int n = snprintf(buf, PATH_MAX, "%s%s%s/" CGROUP_PARENT "%s%s%s%s", l->root, hier ? "/" : "", hier ? hier : "",
 			 name ? "/" : "", name ? name : "", file ? "/" : "", file ? file : "");
@@ -232,6 +234,9 @@ static int v1_check(struct cgroup_layout *l, struct cove_err *err)
 		return -ENOTSUP;
 	}
 	l->controllers = CGROUP_CTRL_ALL;
+	/* CPU time is counted by cpuacct: with cpu where they are mounted
+	 * together, else in a hierarchy of its own, joined too when there. */
+	l->cpuacct = strcmp(l->cpu_hier, "cpu") == 0 && is_v1_mount(l->root, "cpuacct");
 	return 0;
 }
 
@@ -435,4 +440,41 @@ int cgroup_oom_kills(const struct cgroup_layout *l, const char *name, uint64_t *
 	    (r = read_str(path, buf, sizeof(buf))) < 0)
 		return r;
 	return keyed_get(buf, "oom_kill", ret);
+}
+
+/* One number from a file of the sandbox's cgroup: the whole file, or the
+ * line of key in a keyed one. */
+static int stat_get(const struct cgroup_layout *l, int h, const char *name, const char *file, const char *key,
+		    uint64_t *ret)
+{
+	char path[PATH_MAX], buf[2048];
+	int r = cg_path(path, l, h, name, file, NULL);
+	if (r < 0 || (r = read_str(path, buf, sizeof(buf))) < 0)
+		return r;
+	if (key)
+		return keyed_get(buf, key, ret);
+	return sscanf(buf, "%" SCNu64, ret) == 1 ? 0 : -EINVAL;
+}
+
+int cgroup_stats(const struct cgroup_layout *l, const char *name, struct cgroup_stats *ret)
+{
+	int r = check_name(name, NULL);
+	if (r < 0)
+		return r;
+	*ret = (struct cgroup_stats){ CGROUP_STAT_NONE, CGROUP_STAT_NONE, CGROUP_STAT_NONE, CGROUP_STAT_NONE };
+	if (l->mode == CGROUP_V2) {
+		if (stat_get(l, HIER_CPU, name, "cpu.stat", "usage_usec", &ret->cpu_ns) == 0)
+			ret->cpu_ns *= 1000;
+		(void)stat_get(l, HIER_MEMORY, name, "memory.current", NULL, &ret->memory);
+		(void)stat_get(l, HIER_MEMORY, name, "memory.peak", NULL, &ret->memory_peak);
+	} else {
+		int h = l->cpuacct ? HIER_CPUACCT : strcmp(l->cpu_hier, "cpu") != 0 ? HIER_CPU : -1;
+		if (h >= 0)
+			(void)stat_get(l, h, name, "cpuacct.usage", NULL, &ret->cpu_ns);
+		(void)stat_get(l, HIER_MEMORY, name, "memory.usage_in_bytes", NULL, &ret->memory);
+		(void)stat_get(l, HIER_MEMORY, name, "memory.max_usage_in_bytes", NULL, &ret->memory_peak);
+	}
+	(void)stat_get(l, HIER_PIDS, name, "pids.current", NULL, &ret->pids);
+	/* Without any of them, the sandbox has no cgroup (here). */
+	return ret->memory == CGROUP_STAT_NONE && ret->pids == CGROUP_STAT_NONE ? -ENOENT : 0;
 }

@@ -34,6 +34,7 @@ struct cgroup_layout {
 	enum cgroup_mode mode;
 	unsigned controllers; /* CGROUP_CTRL_* in use (v1: hierarchies joined); limits need theirs */
 	char cpu_hier[16];    /* v1: "cpu", or "cpu,cpuacct" where only that is mounted */
+	bool cpuacct;         /* v1: cpuacct is a hierarchy of its own, joined too (CPU time) */
 	char root[256];       /* "/sys/fs/cgroup" normally; tests point it at a fake tree */
 };
 
@@ -77,3 +78,15 @@ int cgroup_freeze(const struct cgroup_layout *l, const char *name, bool frozen, 
 /* How many processes the OOM killer has killed in the sandbox (v1
  * memory.oom_control's oom_kill, v2 memory.events' oom_kill); -errno. */
 int cgroup_oom_kills(const struct cgroup_layout *l, const char *name, uint64_t *ret);
+
+/* What a sandbox uses now; CGROUP_STAT_NONE for a figure this host's
+ * cgroups do not give (v1 without cpuacct: no CPU time). */
+#define CGROUP_STAT_NONE UINT64_MAX
+struct cgroup_stats {
+	uint64_t cpu_ns;      /* CPU time, user and system, since it started */
+	uint64_t memory;      /* bytes charged now (page cache included) */
+	uint64_t memory_peak; /* the most since it started */
+	uint64_t pids;        /* tasks (threads too) */
+};
+/* -ENOENT when the sandbox has no cgroup. */
+int cgroup_stats(const struct cgroup_layout *l, const char *name, struct cgroup_stats *ret);

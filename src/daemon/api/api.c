@@ -41,6 +41,7 @@ static const struct route {
 } routes[] = {
 	{ HTTP_GET, "/v1/health", h_health },
 	{ HTTP_GET, "/v1/capabilities", h_capabilities },
+	{ HTTP_GET, "/metrics", h_metrics },
 	{ HTTP_POST, "/v1/sandboxes", h_create },
 	{ HTTP_GET, "/v1/sandboxes", h_list },
 	{ HTTP_GET, "/v1/sandboxes/*", h_get },
@@ -48,6 +49,7 @@ static const struct route {
 	{ HTTP_POST, "/v1/sandboxes/*/exec", api_exec },
 	{ HTTP_POST, "/v1/sandboxes/*/timeout", h_timeout },
 	{ HTTP_PUT, "/v1/sandboxes/*/network", h_network },
+	{ HTTP_GET, "/v1/sandboxes/*/stats", h_stats },
 	{ HTTP_GET, "/v1/sandboxes/*/files", api_files_get },
 	{ HTTP_PUT | STREAMING, "/v1/sandboxes/*/files", api_files_put },
 	{ HTTP_DELETE, "/v1/sandboxes/*/files", api_files_delete },

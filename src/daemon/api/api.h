@@ -2,6 +2,8 @@
 #pragma once
 #include <stdbool.h>
 
+#include <jansson.h>
+
 #include "common/error.h"
 #include "daemon/http/httpd.h"
 
@@ -40,6 +42,12 @@ int h_history(struct http_req *req, const char *id, struct cove_err *err);
 int h_history_delete(struct http_req *req, const char *id, struct cove_err *err);
 int h_rollback(struct http_req *req, const char *id, struct cove_err *err);
 int h_branch(struct http_req *req, const char *id, struct cove_err *err);
+
+/* usage.c */
+int h_stats(struct http_req *req, const char *id, struct cove_err *err);
+int h_metrics(struct http_req *req, const char *id, struct cove_err *err);
+/* sb's usage now (usage.h's JSON). */
+json_t *api_usage_json(const struct sandbox *sb);
 
 /* locks.c */
 int h_lock_acquire(struct http_req *req, const char *id, struct cove_err *err);

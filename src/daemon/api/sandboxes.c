@@ -9,6 +9,7 @@
 #include "daemon/api/api.h"
 #include "daemon/api/reply.h"
 #include "daemon/api/request.h"
+#include "engine/disk.h"
 #include "engine/engine.h"
 #include "engine/network.h"
 #include "common/parse.h"
@@ -93,7 +94,7 @@ static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	static const char *const fields[] = { "name",    "image",     "memory",    "cpus",        "pids",
 					      "env",     "cwd",       "user",      "timeout",     "ephemeral",
 					      "isolation", "inherit_env", "network", "allow_out", "deny_out",
-					      "workdir", NULL };
+					      "workdir", "disk", NULL };
 	const char *name = "", *image = "host", *cwd = "", *user = "", *workdir = "";
 	double cpus = 1, pids = 1024;
 	s->memory = 512ull << 20;
@@ -105,6 +106,9 @@ static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	    check_env(json_object_get(j, "env"), err) < 0 || get_deadline(j, &s->expires_at, err) < 0 ||
 	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0 || parse_isolation(j, s, err) < 0 ||
 	    parse_network(j, s, err) < 0)
+		return -1;
+	if (json_object_get(j, "disk") && !json_is_null(json_object_get(j, "disk")) &&
+	    (get_size(j, "disk", &s->disk, err) < 0 || disk_check(engine_ctx, s, true, err) < 0))
 		return -1;
 	if (s->external)
 		image = "";
@@ -151,6 +155,7 @@ int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 			  "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports", 0,
 			  "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed", d->pool.loop_backed);
 	json_object_set_new(j, "network", network_modes_json());
+	json_object_set_new(j, "disk", disk_capabilities_json(d));
 	json_object_set_new(j, "backends",
 			    json_pack("{s:o, s:o}", "isolated", backend_json("isolated", true), "host",
 				      backend_json("external", false)));
@@ -195,7 +200,11 @@ int h_get(struct http_req *req, const char *id, struct cove_err *err)
 	struct sandbox *sb = api_lookup(id, err);
 	if (!sb)
 		return -1;
-	reply_json(req, 200, sandbox_to_json(sb));
+	/* One sandbox's answer has its usage; a list's has not (each costs a
+	 * few reads of the kernel's counters). */
+	json_t *j = sandbox_to_json(sb);
+	json_object_set_new(j, "usage", api_usage_json(sb));
+	reply_json(req, 200, j);
 	return 0;
 }
 
