@@ -26,6 +26,12 @@ static const struct cli_opt spec_opts[] = {
 	{ 'N', 0, "network", "MODE", "egress (the default: out through NAT, DNS) or none (loopback only)" },
 	{ 'O', 0, "allow-out", "CIDR|DOMAIN", "let out to it, before the deny list (again for more)" },
 	{ 'D', 0, "deny-out", "CIDR|DOMAIN", "keep from it (again for more); 0.0.0.0/0 makes allow-out a list" },
+	{ 'K', 0, "disk", "SIZE", "disk limit, like 10G (default: coved's --default-disk)" },
+	{ 0 },
+};
+
+static const struct cli_opt stats_opts[] = {
+	{ 's', 0, "no-stream", NULL, "one reading, then exit (so too when stdout is not a terminal)" },
 	{ 0 },
 };
 
@@ -136,7 +142,13 @@ const struct cli_cmd cli_commands[] = {
 	  "126/127 could not run). CMD and its arguments are never parsed by cove.",
 	  exec_opts, 1, "cove exec $ID --user nobody -- id -u\necho 'print(6*7)' | cove exec -i $ID -- python3" },
 	{ "ls", cmd_ls, "", "List the sandboxes.", NULL, -1, "cove ls" },
-	{ "info", cmd_info, "ID", "A sandbox, as the API's JSON.", NULL, -1, "cove info $ID" },
+	{ "info", cmd_info, "ID", "A sandbox, as the API's JSON, with what it uses now (\"usage\").", NULL, -1,
+	  "cove info $ID" },
+	{ "stats", cmd_stats, "[--no-stream] [ID...]",
+	  "What sandboxes use (all of them, or those named): CPU %, memory now, of its limit and at its peak, "
+	  "network bytes in and out, disk used of its limit, processes; refreshed every second on a terminal "
+	  "until interrupted. --json prints the API's figures (an array; a line per second when streaming).",
+	  stats_opts, -1, "cove stats --no-stream $ID\ncove stats --json $ID" },
 	{ "rm", cmd_rm, "ID...", "Delete sandboxes.", NULL, -1, "cove rm $ID" },
 	{ "network", cmd_network, "[--allow-out X]... [--deny-out Y]... [--clear] ID",
 	  "Replace a sandbox's egress policy (both lists; one not given is emptied); with no option, show its "
