@@ -188,6 +188,9 @@ class Sandbox:
     async def set_timeout(self, seconds):
         await _call(self._sb.set_timeout, seconds)
 
+    async def stats(self):
+        return await _call(self._sb.stats)
+
     async def processes(self):
         return await _call(self._sb.processes)
 

@@ -45,12 +45,13 @@ class Sandbox:
     # -- lifecycle -----------------------------------------------------------
     @classmethod
     def create(cls, image=None, name=None, memory=None, cpus=None, pids=None, env=None, cwd=None, user=None,
-               timeout=None, isolation=None, transport=None):
-        """memory in bytes or as "512M"/"1G"; timeout: seconds until coved
-        deletes it."""
+               timeout=None, isolation=None, disk=None, transport=None):
+        """memory and disk in bytes or as "512M"/"1G" (disk: the most its
+        files may take; coved's --default-disk when not given); timeout:
+        seconds until coved deletes it."""
         t = transport or default_transport()
         spec = _spec(image=image, name=name, memory=memory, cpus=cpus, pids=pids, env=env, cwd=cwd, user=user,
-                     timeout=timeout, isolation=isolation)
+                     timeout=timeout, isolation=isolation, disk=disk)
         return cls(t.call("POST", "/v1/sandboxes", json_body=spec), t)
 
     @classmethod
@@ -83,6 +84,13 @@ class Sandbox:
     @property
     def state(self):
         return self.refresh()["state"]
+
+    def stats(self):
+        """What it uses now, read from the kernel: a dict with cpu_ns,
+        cpu_seconds, memory_bytes, memory_peak_bytes, memory_limit_bytes,
+        pids, pids_limit, disk_bytes, disk_limit_bytes, net_rx_bytes,
+        net_tx_bytes (None for what it has not) and at (unix ms)."""
+        return self._transport.call("GET", self._path + "/stats")
 
     def set_timeout(self, seconds):
         self.info = self._transport.call("POST", self._path + "/timeout", json_body={"timeout": seconds})

@@ -23,6 +23,8 @@ def test_aio_sandbox_commands_and_files(coved):
             assert (await sb.refresh())["state"] == "running" and sb.info["id"] == sb.id
             await sb.set_timeout(900)
             assert sb.info["expires_at"] is not None
+            st = await sb.stats()
+            assert st["id"] == sb.id and st["pids"] >= 1 and st["memory_bytes"] > 0
             assert (await sb.capabilities()).ports is False
             loop_thread = threading.get_ident()
             chunks = []
