@@ -264,6 +264,10 @@ log "snapbench: $SNAP_N runs each, cp -a $CP_RUNS times"
 python3 "$ROOT/bench/snapbench.py" --socket "$SOCK" --pool "$DATA/pool" --scratch "$SNAPTREE" \
 	--runs "$SNAP_N" --cp-runs "$CP_RUNS" --out "$RES/snap.txt"
 
+# --- 2b'. disk limits: snapshot, restore, fork with quotas on and off ---------------
+log "diskbench: $SNAP_N runs each, limits on and off alternating"
+COVE_BUILD="$ROOT/build" python3 "$ROOT/bench/diskbench.py" --dir "$B/disk" --runs "$SNAP_N" --out "$RES/disk.txt"
+
 # --- 2c. memory snapshots: sys/criu.c next to the plain criu CLI ----------------------
 # Static: the binary is also the dumped tree's pid 1, bound into its root.
 log "building criubench"
