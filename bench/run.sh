@@ -162,6 +162,15 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	mountpoint -q "$DATA/pool" && umount -l "$DATA/pool"
+	# diskbench's two coveds, if it was interrupted (it tears them down itself)
+	for d in "$B/disk/on" "$B/disk/off"; do
+		for p in /proc/[0-9]*; do
+			tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "--socket $d/cove.sock\( \|$\)" &&
+				kill -KILL "${p#/proc/}" 2>/dev/null
+		done
+		mountpoint -q "$d/data/pool" && umount -l "$d/data/pool"
+	done
+	rm -rf "$B/disk"
 	cgroup_hybrid_undo
 	[ $rc = 0 ] || log "failed (exit $rc); cleaned up"
 	exit $rc
