@@ -72,6 +72,7 @@ static const struct cli_opt restore_opts[] = {
 	{ 'm', 0, "memory", "SIZE", "its memory limit (default: the snapshot's)" },
 	{ 'c', 0, "cpus", "N", "its CPU limit" },
 	{ 'p', 0, "pids", "N", "its process limit" },
+	{ 'K', 0, "disk", "SIZE", "its disk limit" },
 	{ 'P', 0, "portable", NULL, "SNAPSHOT is a portable JSON file (- for stdin): a new sandbox with its files" },
 	{ 'D', 0, "path", "DIR", "(--portable) the folder to make them in (default: the workspace)" },
 	{ 0 },

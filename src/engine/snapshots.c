@@ -390,6 +390,8 @@ int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct s
 		spec.cpu_millis = overrides->cpu_millis;
 	if (overrides && overrides->pids)
 		spec.pids = overrides->pids;
+	if (overrides && overrides->disk)
+		spec.disk = overrides->disk;
 	char files[700];
 	d->snapshot_store->ops->files_path(d->snapshot_store, sn->id, files, sizeof(files));
 	int r = sandbox_create(d, &spec, files, ret, err);

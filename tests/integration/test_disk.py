@@ -116,6 +116,16 @@ def test_limit_survives_snapshot_restore_fork(cv):
             assert ok, (s, out)
             ok, res = _after_rm_small_write_works(cv, s)
             assert ok, res
+        # A restore may ask for another limit; a bad one is a 400.
+        st, r2 = cv.api("POST", "/v1/snapshots/%s/restore" % sn["id"], {"disk": "32M"})
+        assert st == 201 and r2["disk"] == 32 << 20, (st, r2)
+        made.append(r2["id"])
+        st, j = cv.api("POST", "/v1/snapshots/%s/restore" % sn["id"], {"disk": "abc"})
+        assert st == 400, (st, j)
+        r = cv.cli("restore", "--disk", "48M", sn["id"])
+        assert r.returncode == 0, r
+        made.append(r.stdout.decode().strip())
+        assert _get(cv, made[-1])["disk"] == 48 << 20
         cv.api("DELETE", "/v1/snapshots/" + sn["id"])
     finally:
         for s in made:

@@ -267,10 +267,10 @@ class Snapshot:
         self.info = self._transport.call("GET", "/v1/snapshots/" + self.id)
         return self.info
 
-    def restore(self, name=None, memory=None, cpus=None, pids=None):
-        """A new sandbox on the snapshot's files."""
+    def restore(self, name=None, memory=None, cpus=None, pids=None, disk=None):
+        """A new sandbox on the snapshot's files (its limits, unless given)."""
         j = self._transport.call("POST", "/v1/snapshots/%s/restore" % self.id,
-                                 json_body=_spec(name=name, memory=memory, cpus=cpus, pids=pids))
+                                 json_body=_spec(name=name, memory=memory, cpus=cpus, pids=pids, disk=disk))
         return Sandbox(j, self._transport)
 
     def delete(self):
