@@ -17,7 +17,7 @@
 #include "sys/btrfs.h"
 
 #define POOL_MAX (1ull << 40)  /* 1 TiB: the most a pool grows to */
-#define POOL_CHECK_SECONDS 2   /* how often the pool's free space is looked at */
+#define POOL_CHECK_MS 500 /* how often the pool's free space is looked at (a statvfs) */
 #define DISK_MIN (16ull << 20) /* the smallest limit: an empty root takes some */
 
 static void subvol_of(const struct engine *d, const char *id, char *buf, size_t n)
@@ -102,7 +102,7 @@ int disk_open(struct engine *d, struct cove_err *err)
 			 d->pool.img, (unsigned long long)(missing >> 20));
 	pool_check(d);
 	d->pool_ev = event_new(d->base, -1, EV_PERSIST, on_pool_check, d);
-	struct timeval tv = { POOL_CHECK_SECONDS, 0 };
+	struct timeval tv = { 0, POOL_CHECK_MS * 1000 };
 	if (!d->pool_ev || event_add(d->pool_ev, &tv) < 0)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	return 0;

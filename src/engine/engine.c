@@ -19,7 +19,7 @@
 
 /* A new pool file's size (less when the host has less room); it grows
  * while the host has room (disk.c). */
-#define POOL_INITIAL (2ull << 30)
+#define POOL_INITIAL (1ull << 30)
 
 struct engine *engine_ctx;
 

@@ -40,10 +40,10 @@ uint64_t pool_host_room(uint64_t host_avail, uint64_t host_total)
 
 uint64_t pool_grow_step(uint64_t size, uint64_t free, uint64_t max)
 {
-	/* Headroom: a fifth of the pool, at least 1 GiB; the step a quarter,
-	 * at least 2 GiB, so growth is rare and a burst of writes between
-	 * two checks still finds room. */
-	uint64_t headroom = size / 5 > GIB ? size / 5 : GIB;
+	/* Headroom: a fifth of the pool, at least 512 MiB (a new 1 GiB pool
+	 * has more); the step a quarter, at least 2 GiB, so growth is rare
+	 * and a burst of writes between two checks still finds room. */
+	uint64_t headroom = size / 5 > GIB / 2 ? size / 5 : GIB / 2;
 	if (free >= headroom || size >= max)
 		return 0;
 	uint64_t step = size / 4 > 2 * GIB ? size / 4 : 2 * GIB;

@@ -210,3 +210,20 @@ def test_pool_is_allocated_and_held_to_the_host(_shared):
             cv.teardown()
         subprocess.run(["umount", "-l", mnt], capture_output=True)
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_pool_grows_while_the_host_has_room(_shared):
+    """A new pool is 1 GiB, allocated; a sandbox that writes 1.5 GB into
+    it finds room, the pool having grown meanwhile (and said so)."""
+    cv = Coved(args=["--default-disk", "0"]).start()
+    try:
+        img = os.path.join(cv.data, "pool.img")
+        assert os.stat(img).st_size == 1 << 30 and _pool_allocated(cv) >= 1 << 30
+        sid = cv.create()
+        r = cv.sh(sid, ["sh", "-c", "dd if=/dev/zero of=/root/big bs=1M count=1500 2>&1; echo rc=$?"], timeout=300)
+        assert "rc=0" in r["stdout"], r
+        st = os.stat(img)
+        assert st.st_size > 1 << 30 and st.st_blocks * 512 >= st.st_size, st
+        assert "pool grown by" in cv.read_log(), cv.read_log()
+    finally:
+        cv.teardown()

@@ -307,6 +307,7 @@ static void test_quotas(struct pool *p)
 static void test_grow(struct pool *p)
 {
 	CHECK1(pool_grow_step(8 * GIB, 4 * GIB, 1024 * GIB) == 0, "a pool with headroom does not grow");
+	CHECK1(pool_grow_step(GIB, GIB * 8 / 10, 1024 * GIB) == 0, "nor a new 1 GiB one");
 	CHECK1(pool_grow_step(8 * GIB, GIB / 2, 1024 * GIB) == 2 * GIB, "one short of it grows by 2 GiB");
 	CHECK1(pool_grow_step(40 * GIB, 4 * GIB, 1024 * GIB) == 10 * GIB, "a large one by a quarter");
 	CHECK1(pool_grow_step(8 * GIB, 0, 9 * GIB) == GIB, "never past the maximum");
@@ -316,14 +317,18 @@ static void test_grow(struct pool *p)
 	struct pool_growth g;
 	struct cove_err err = { 0 };
 	struct statfs before, after;
+	CHECK1(statfs(p->dir, &before) == 0 && pool_grow(p, 1024 * GIB, &g, &err) == 0 && g.grown == 0,
+	       "a fresh 1 GiB pool has its headroom (%s)", err.msg);
+	CHECK1(write_mib(pathf("%s/fill", p->dir), 600) == 0, "write 600 MiB into it");
 	CHECK1(statfs(p->dir, &before) == 0 && pool_grow(p, 1024 * GIB, &g, &err) == 0,
-	       "pool_grow on a 1 GiB pool (%s)", err.msg);
+	       "pool_grow on the 1 GiB pool, short of headroom now (%s)", err.msg);
 	CHECK1(g.grown == 2 * GIB && g.size == 3 * GIB, "it grew by 2 GiB (%llu)", (unsigned long long)g.grown);
 	struct stat st;
 	CHECK1(stat(p->img, &st) == 0 && (uint64_t)st.st_size == 3 * GIB && (uint64_t)st.st_blocks * 512 >= 3 * GIB,
 	       "the file is 3 GiB, allocated");
 	CHECK1(statfs(p->dir, &after) == 0 && after.f_blocks > before.f_blocks + (GIB / after.f_bsize),
 	       "btrfs took the new space online");
+	(void)unlink(pathf("%s/fill", p->dir));
 }
 
 static void test_pool_lifecycle(const char *data)
