@@ -17,7 +17,7 @@
 #include "sys/btrfs.h"
 
 #define POOL_MAX (1ull << 40)  /* 1 TiB: the most a pool grows to */
-#define POOL_CHECK_MS 500 /* how often the pool's free space is looked at (a statvfs) */
+#define POOL_CHECK_MS 250      /* how often the pool's free space is looked at (a statvfs, a sysfs read) */
 #define DISK_MIN (16ull << 20) /* the smallest limit: an empty root takes some */
 
 static void subvol_of(const struct engine *d, const char *id, char *buf, size_t n)

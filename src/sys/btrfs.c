@@ -281,17 +281,17 @@ int btrfs_subvol_delete(const char *path)
 #define BTRFS_QUOTA_CTL_ENABLE_SIMPLE_QUOTA 4
 #endif
 
-/* /sys/fs/btrfs/<fsid>/qgroups/<rest> for the file system of fd. */
-static int btrfs_qgroups_sysfs(int fd, const char *rest, char *buf, size_t n)
+/* /sys/fs/btrfs/<fsid>/<dir>/<rest> for the file system of fd. */
+static int btrfs_sysfs(int fd, const char *dir, const char *rest, char *buf, size_t n)
 {
 	struct btrfs_ioctl_fs_info_args fi = { 0 };
 	if (ioctl(fd, BTRFS_IOC_FS_INFO, &fi) < 0)
 		return -errno;
 	const uint8_t *u = fi.fsid;
-	int len = snprintf(
-		buf, n, "/sys/fs/btrfs/%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x/qgroups/%s",
-		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15],
-		rest);
+	int len = snprintf(buf, n,
+			   "/sys/fs/btrfs/%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x/%s/%s",
+			   u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+			   u[14], u[15], dir, rest);
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
@@ -315,7 +315,7 @@ int btrfs_quota_mode(const char *path)
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	int r = btrfs_qgroups_sysfs(fd, "mode", file, sizeof(file));
+	int r = btrfs_sysfs(fd, "qgroups", "mode", file, sizeof(file));
 	if (r < 0)
 		return r;
 	/* No qgroups directory: quotas are off. */
@@ -381,7 +381,7 @@ int btrfs_qgroup_usage(const char *path, uint64_t *ret_used, uint64_t *ret_limit
 	int r = btrfs_subvol_id(fd, &id);
 	snprintf(rest, sizeof(rest), "0_%llu/referenced", (unsigned long long)id);
 	if (r == 0)
-		r = btrfs_qgroups_sysfs(fd, rest, file, sizeof(file));
+		r = btrfs_sysfs(fd, "qgroups", rest, file, sizeof(file));
 	if (r == 0)
 		r = btrfs_read_line(file, line, sizeof(line));
 	if (r < 0)
@@ -391,12 +391,12 @@ int btrfs_qgroup_usage(const char *path, uint64_t *ret_used, uint64_t *ret_limit
 	 * and counted in referenced only at the commit: both, as the limit
 	 * sees them. */
 	snprintf(rest, sizeof(rest), "0_%llu/rsv_data", (unsigned long long)id);
-	if (btrfs_qgroups_sysfs(fd, rest, file, sizeof(file)) == 0 && btrfs_read_line(file, line, sizeof(line)) == 0)
+	if (btrfs_sysfs(fd, "qgroups", rest, file, sizeof(file)) == 0 && btrfs_read_line(file, line, sizeof(line)) == 0)
 		*ret_used += strtoull(line, NULL, 10);
 	if (!ret_limit)
 		return 0;
 	snprintf(rest, sizeof(rest), "0_%llu/max_referenced", (unsigned long long)id);
-	r = btrfs_qgroups_sysfs(fd, rest, file, sizeof(file));
+	r = btrfs_sysfs(fd, "qgroups", rest, file, sizeof(file));
 	if (r == 0)
 		r = btrfs_read_line(file, line, sizeof(line));
 	/* "none", or bytes. */
@@ -428,4 +428,19 @@ int btrfs_device_path(const char *path, char *buf, size_t n)
 		return -errno;
 	int len = snprintf(buf, n, "%s", (const char *)di->path);
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+int btrfs_data_reserved(const char *path, uint64_t *ret)
+{
+	char file[256], line[32];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = btrfs_sysfs(fd, "allocation/data", "bytes_may_use", file, sizeof(file));
+	if (r == 0)
+		r = btrfs_read_line(file, line, sizeof(line));
+	if (r < 0)
+		return r;
+	*ret = strtoull(line, NULL, 10);
+	return 0;
 }

@@ -101,6 +101,11 @@ int pool_grow(struct pool *p, uint64_t max, struct pool_growth *ret, struct cove
 		return err_sys(err, -r, "statvfs '%s'", p->img);
 	ret->size = (uint64_t)st.st_size;
 	ret->free = (uint64_t)pv.f_bavail * pv.f_frsize;
+	/* A burst of writes sits in the page cache, reserved and not yet
+	 * taken from statfs's free: what it will take is counted now. */
+	uint64_t reserved = 0;
+	if (btrfs_data_reserved(p->dir, &reserved) == 0)
+		ret->free = ret->free > reserved ? ret->free - reserved : 0;
 	ret->host_avail = avail;
 	ret->host_reserve = pool_host_reserve(total);
 	uint64_t step = pool_grow_step(ret->size, ret->free, max);
