@@ -92,9 +92,9 @@ static void stats_cpu(json_t *now, json_t *before)
 					 json_integer_value(json_object_get(b, "at")))
 			      : 0;
 		if (json_is_integer(c0) && json_is_integer(c1) && dt > 0)
-			json_object_set_new(
-				s, "cpu_percent",
-				json_real((double)(json_integer_value(c1) - json_integer_value(c0)) / (dt * 1e6) * 100));
+			json_object_set_new(s, "cpu_percent",
+					    json_real((double)(json_integer_value(c1) - json_integer_value(c0)) /
+						      (dt * 1e6) * 100));
 		else
 			json_object_set_new(s, "cpu_percent", json_null());
 	}
@@ -113,8 +113,8 @@ static void pair(json_t *a, json_t *b, char *buf, size_t n)
 
 static void stats_table(json_t *now, FILE *f)
 {
-	static const char *const head[] = { "ID", ">CPU %", ">MEM USAGE / LIMIT", ">MEM %", ">PEAK", ">NET I/O",
-					    ">DISK / LIMIT", ">PIDS" };
+	static const char *const head[] = { "ID",    ">CPU %",   ">MEM USAGE / LIMIT", ">MEM %",
+					    ">PEAK", ">NET I/O", ">DISK / LIMIT",      ">PIDS" };
 	struct table t;
 	const char *id;
 	json_t *s;

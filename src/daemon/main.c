@@ -175,9 +175,10 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
 			break;
 		case 'K':
-			if (strcmp(optarg, "0") != 0 &&
-			    (parse_size(optarg, &fe->engine->default_disk) < 0 || fe->engine->default_disk < (16u << 20))) {
-				fprintf(stderr, "coved: --default-disk: '%s' is not a size of 16M or more (or 0)\n", optarg);
+			if (strcmp(optarg, "0") != 0 && (parse_size(optarg, &fe->engine->default_disk) < 0 ||
+							 fe->engine->default_disk < (16u << 20))) {
+				fprintf(stderr, "coved: --default-disk: '%s' is not a size of 16M or more (or 0)\n",
+					optarg);
 				return -1;
 			}
 			if (strcmp(optarg, "0") == 0)

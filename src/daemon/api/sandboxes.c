@@ -91,10 +91,10 @@ static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err
 
 static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 {
-	static const char *const fields[] = { "name",    "image",     "memory",    "cpus",        "pids",
-					      "env",     "cwd",       "user",      "timeout",     "ephemeral",
+	static const char *const fields[] = { "name",      "image",       "memory",  "cpus",      "pids",
+					      "env",       "cwd",         "user",    "timeout",   "ephemeral",
 					      "isolation", "inherit_env", "network", "allow_out", "deny_out",
-					      "workdir", "disk", NULL };
+					      "workdir",   "disk",        NULL };
 	const char *name = "", *image = "host", *cwd = "", *user = "", *workdir = "";
 	double cpus = 1, pids = 1024;
 	s->memory = 512ull << 20;
