@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 
+import covetest
 import test_network as net_test
 from covetest import wait_until
 
@@ -197,5 +198,46 @@ def test_cli_stats_and_info(cv):
         assert r.returncode == 1 and b"sb_aaaaaaaaaaaa" in r.stderr, r
         r = cv.cli("info", sid)
         assert r.returncode == 0 and json.loads(r.stdout)["usage"]["disk_limit_bytes"] == 64 << 20, r
+    finally:
+        cv.api("DELETE", "/v1/sandboxes/" + sid)
+
+
+def test_cli_stats_refreshes_on_a_terminal(cv):
+    """On a terminal, cove stats redraws its table (home, clear) each
+    second until interrupted; --no-stream there prints one."""
+    import os
+    import pty
+    import signal
+    import time
+    sid = cv.create(network="none")
+    try:
+        def run(*args, seconds):
+            master, slave = pty.openpty()
+            env = dict(os.environ, COVE_SOCKET=cv.socket, COVE_DATA=cv.data)
+            p = subprocess.Popen([covetest.COVE, "stats", *args, sid], stdout=slave, stderr=slave,
+                                 stdin=subprocess.DEVNULL, env=env)
+            os.close(slave)
+            out = b""
+            deadline = time.time() + seconds
+            while time.time() < deadline and p.poll() is None:
+                time.sleep(0.1)
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+            rc = p.wait(timeout=30)
+            while True:
+                try:
+                    b = os.read(master, 65536)
+                except OSError:
+                    break
+                if not b:
+                    break
+                out += b
+            os.close(master)
+            return rc, out.decode()
+        rc, out = run(seconds=4)
+        assert rc == 0, (rc, out)
+        assert out.count("\x1b[H\x1b[J") >= 2 and out.count(sid) >= 2, out
+        rc, out = run("--no-stream", seconds=30)
+        assert rc == 0 and "\x1b[H" not in out and out.count(sid) == 1, out
     finally:
         cv.api("DELETE", "/v1/sandboxes/" + sid)
