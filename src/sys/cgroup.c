@@ -81,9 +81,9 @@ static int hier_list(const struct cgroup_layout *l, int out[HIER_COUNT])
 		for (int h = HIER_MEMORY; h <= HIER_PIDS; h++)
 			if (l->controllers & (1u << h))
 				out[n++] = h;
-	out[n++] = HIER_FREEZER;
 	if (l->mode == CGROUP_V1 && l->cpuacct)
 		out[n++] = HIER_CPUACCT;
+	out[n++] = HIER_FREEZER;
 	return n;
 }
 
@@ -234,9 +234,9 @@ static int v1_check(struct cgroup_layout *l, struct cove_err *err)
 		return -ENOTSUP;
 	}
 	l->controllers = CGROUP_CTRL_ALL;
-	/* CPU time is counted by cpuacct: with cpu where they are mounted
-	 * together, else in a hierarchy of its own, joined too when there. */
-	l->cpuacct = strcmp(l->cpu_hier, "cpu") == 0 && is_v1_mount(l->root, "cpuacct");
+	/* CPU time (cgroup_cpu_usage): in cpu's hierarchy when they share one,
+	 * else in cpuacct's, joined too when mounted. */
+	l->cpuacct = strcmp(l->cpu_hier, "cpu,cpuacct") != 0 && is_v1_mount(l->root, "cpuacct");
 	return 0;
 }
 
@@ -431,6 +431,28 @@ int cgroup_count_procs(const struct cgroup_layout *l, const char *name)
 	return procs_scan(path, false);
 }
 
+int cgroup_cpu_usage(const struct cgroup_layout *l, const char *name, uint64_t *ret)
+{
+	char path[PATH_MAX], buf[1024];
+	bool v1 = l->mode == CGROUP_V1;
+	int r = check_name(name, NULL);
+	if (r < 0)
+		return r;
+	if (v1 && !l->cpuacct && strcmp(l->cpu_hier, "cpu,cpuacct") != 0)
+		return -ENOTSUP;
+	if ((r = cg_path(path, l, v1 && l->cpuacct ? HIER_CPUACCT : HIER_CPU, name, v1 ? "cpuacct.usage" : "cpu.stat",
+			 NULL)) < 0 ||
+	    (r = read_str(path, buf, sizeof(buf))) < 0)
+		return r;
+	if (v1)
+		return sscanf(buf, "%" SCNu64, ret) == 1 ? 0 : -EINVAL;
+	uint64_t usec;
+	if ((r = keyed_get(buf, "usage_usec", &usec)) < 0)
+		return r;
+	*ret = usec * 1000;
+	return 0;
+}
+
 int cgroup_oom_kills(const struct cgroup_layout *l, const char *name, uint64_t *ret)
 {
 	char path[PATH_MAX], buf[1024];
@@ -462,15 +484,12 @@ int cgroup_stats(const struct cgroup_layout *l, const char *name, struct cgroup_
 	if (r < 0)
 		return r;
 	*ret = (struct cgroup_stats){ CGROUP_STAT_NONE, CGROUP_STAT_NONE, CGROUP_STAT_NONE, CGROUP_STAT_NONE };
+	if (cgroup_cpu_usage(l, name, &ret->cpu_ns) < 0)
+		ret->cpu_ns = CGROUP_STAT_NONE;
 	if (l->mode == CGROUP_V2) {
-		if (stat_get(l, HIER_CPU, name, "cpu.stat", "usage_usec", &ret->cpu_ns) == 0)
-			ret->cpu_ns *= 1000;
 		(void)stat_get(l, HIER_MEMORY, name, "memory.current", NULL, &ret->memory);
 		(void)stat_get(l, HIER_MEMORY, name, "memory.peak", NULL, &ret->memory_peak);
 	} else {
-		int h = l->cpuacct ? HIER_CPUACCT : strcmp(l->cpu_hier, "cpu") != 0 ? HIER_CPU : -1;
-		if (h >= 0)
-			(void)stat_get(l, h, name, "cpuacct.usage", NULL, &ret->cpu_ns);
 		(void)stat_get(l, HIER_MEMORY, name, "memory.usage_in_bytes", NULL, &ret->memory);
 		(void)stat_get(l, HIER_MEMORY, name, "memory.max_usage_in_bytes", NULL, &ret->memory_peak);
 	}

@@ -34,7 +34,7 @@ struct cgroup_layout {
 	enum cgroup_mode mode;
 	unsigned controllers; /* CGROUP_CTRL_* in use (v1: hierarchies joined); limits need theirs */
 	char cpu_hier[16];    /* v1: "cpu", or "cpu,cpuacct" where only that is mounted */
-	bool cpuacct;         /* v1: cpuacct is a hierarchy of its own, joined too (CPU time) */
+	bool cpuacct;         /* v1: a cpuacct hierarchy of its own, used too (CPU time) */
 	char root[256];       /* "/sys/fs/cgroup" normally; tests point it at a fake tree */
 };
 
@@ -74,6 +74,10 @@ int cgroup_count_procs(const struct cgroup_layout *l, const char *name);
 
 /* Freeze or thaw the sandbox (for consistent snapshots and sleep). */
 int cgroup_freeze(const struct cgroup_layout *l, const char *name, bool frozen, struct cove_err *err);
+
+/* The CPU time the sandbox's processes used, in ns (v1 cpuacct.usage, v2
+ * cpu.stat's usage_usec); -ENOTSUP on a v1 host without cpuacct, -errno. */
+int cgroup_cpu_usage(const struct cgroup_layout *l, const char *name, uint64_t *ret);
 
 /* How many processes the OOM killer has killed in the sandbox (v1
  * memory.oom_control's oom_kill, v2 memory.events' oom_kill); -errno. */

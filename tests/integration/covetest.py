@@ -166,7 +166,7 @@ class Coved:
 
 
 ID_RE = re.compile(r"^sb_[a-z2-7]{12}$")
-CGROUP_HIERARCHIES = ("memory", "pids", "cpu", "freezer", "cpuacct")
+CGROUP_HIERARCHIES = ("memory", "pids", "cpu", "cpuacct", "freezer")
 
 
 def cgroup_dirs(sid):

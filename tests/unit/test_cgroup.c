@@ -190,6 +190,11 @@ static void test_v2_fake(void)
 	CHECK_STR(slurp(at(root, "cove/sb1/cgroup.procs")), "4242", "pid written to cgroup.procs");
 	CHECK_ONCE(cgroup_count_procs(&l, "sb1") == 1, "count_procs");
 	CHECK_ONCE(cgroup_oom_kills(&l, "sb1", &oom) == 0 && oom == 2, "oom_kill from memory.events");
+	CHECK_ONCE(cgroup_freeze(&l, "sb1", true, &err) == 0, "v2 freeze: %s", err.msg);
+	CHECK_STR(slurp(at(root, "cove/sb1/cgroup.freeze")), "1", "cgroup.freeze = 1");
+	put(at(root, "cove/sb1/cgroup.events"), "populated 1\nfrozen 0\n");
+	CHECK_ONCE(cgroup_freeze(&l, "sb1", false, &err) == 0, "v2 thaw: %s", err.msg);
+	CHECK_STR(slurp(at(root, "cove/sb1/cgroup.freeze")), "0", "cgroup.freeze = 0");
 	struct cgroup_stats cs;
 	put(at(root, "cove/sb1/cpu.stat"), "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n");
 	put(at(root, "cove/sb1/memory.current"), "4096\n");
@@ -199,11 +204,6 @@ static void test_v2_fake(void)
 			   cs.memory_peak == 8192 && cs.pids == 3,
 		   "v2 stats: cpu, memory now and peak, pids");
 	CHECK_ONCE(cgroup_stats(&l, "nosuch", &cs) == -ENOENT, "stats of a sandbox without a cgroup: ENOENT");
-	CHECK_ONCE(cgroup_freeze(&l, "sb1", true, &err) == 0, "v2 freeze: %s", err.msg);
-	CHECK_STR(slurp(at(root, "cove/sb1/cgroup.freeze")), "1", "cgroup.freeze = 1");
-	put(at(root, "cove/sb1/cgroup.events"), "populated 1\nfrozen 0\n");
-	CHECK_ONCE(cgroup_freeze(&l, "sb1", false, &err) == 0, "v2 thaw: %s", err.msg);
-	CHECK_STR(slurp(at(root, "cove/sb1/cgroup.freeze")), "0", "cgroup.freeze = 0");
 
 	/* Zero limits write nothing: no interface file is needed. */
 	lim = (struct cgroup_limits){ 0 };
