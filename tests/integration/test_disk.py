@@ -7,6 +7,7 @@ snapshots, restores, forks and a restart of coved keep the limit; bad input
 is a 400 that changes nothing; the overlay driver says it cannot limit."""
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 
@@ -225,5 +226,27 @@ def test_pool_grows_while_the_host_has_room(_shared):
         st = os.stat(img)
         assert st.st_size > 1 << 30 and st.st_blocks * 512 >= st.st_size, st
         assert "pool grown by" in cv.read_log(), cv.read_log()
+    finally:
+        cv.teardown()
+
+
+def test_a_sparse_pool_of_an_older_coved_is_allocated_at_start(_shared):
+    """An older coved made the pool file sparse: a start allocates its
+    holes when the host has the room (none would be left for a sandbox to
+    fill the host's disk with)."""
+    cv = Coved().start()
+    try:
+        img = os.path.join(cv.data, "pool.img")
+        cv.kill(signal.SIGTERM)
+        subprocess.run(["umount", os.path.join(cv.data, "pool")], check=True)
+        os.truncate(img, 3 << 30)  # a 2 GiB hole at its end
+        st = os.stat(img)
+        assert st.st_blocks * 512 < st.st_size
+        cv.start()
+        st = os.stat(img)
+        assert st.st_size == 3 << 30 and st.st_blocks * 512 >= st.st_size, st
+        sid = cv.create(disk="64M")
+        ok, out = _refused(cv, sid)
+        assert ok, out
     finally:
         cv.teardown()
