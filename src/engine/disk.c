@@ -100,6 +100,10 @@ int disk_open(struct engine *d, struct cove_err *err)
 		log_warn("coved: '%s' is sparse, and %llu MiB of it have no space on the host's disk, which has not "
 			 "that much room: sandboxes may fill the host's disk (move the data root to a larger disk)",
 			 d->pool.img, (unsigned long long)(missing >> 20));
+	/* A coved that died between a growth's allocation and its resize
+	 * left the file larger than the file system: it takes it now. */
+	if ((r = pool_take_new_size(&d->pool)) < 0)
+		log_error("coved: resize the pool at '%s': %s", d->pool.dir, strerror(-r));
 	pool_check(d);
 	d->pool_ev = event_new(d->base, -1, EV_PERSIST, on_pool_check, d);
 	struct timeval tv = { 0, POOL_CHECK_MS * 1000 };

@@ -77,6 +77,9 @@ struct pool_growth {
  * resized online); ret says what it found and did. No-op (0) for other
  * pools. -errno with err. */
 int pool_grow(struct pool *p, uint64_t max, struct pool_growth *ret, struct cove_err *err);
+/* The loop device and btrfs take the whole of the pool file (after it
+ * grew; at start, after a crash between a growth's two steps). -errno. */
+int pool_take_new_size(const struct pool *p);
 /* Allocate the holes of a pool file made sparse (an older coved's) when
  * the host has room; *ret_missing: the bytes still without host space. */
 int pool_fill(const struct pool *p, uint64_t *ret_missing);

@@ -70,8 +70,7 @@ int pool_allocate(int fd, uint64_t from, uint64_t to)
 	return fallocate(fd, 0, (off_t)from, (off_t)(to - from)) < 0 ? -errno : 0;
 }
 
-/* The loop device and btrfs follow the file's new size. */
-static int pool_take_new_size(const struct pool *p)
+int pool_take_new_size(const struct pool *p)
 {
 	char dev[64];
 	int r = btrfs_device_path(p->dir, dev, sizeof(dev));
