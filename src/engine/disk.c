@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "common/log.h"
 #include "engine/disk.h"
@@ -124,5 +126,17 @@ json_t *disk_capabilities_json(const struct engine *d)
 	json_t *j = json_pack("{s:b, s:I}", "limits", d->pool.quotas, "default",
 			      (json_int_t)(d->pool.quotas ? d->default_disk : 0));
 	json_object_set_new(j, "reason", d->pool.quotas ? json_null() : json_string(d->pool.no_quotas));
+	/* The pool: how large, how much is left, and whether the host's disk
+	 * stopped its growth (its sandboxes' writes fail when it is full). */
+	struct statvfs sv;
+	struct stat st;
+	bool known = statvfs(d->pool.dir, &sv) == 0;
+	json_object_set_new(j, "pool_bytes",
+			    d->pool.loop_backed && stat(d->pool.img, &st) == 0 ? json_integer((json_int_t)st.st_size)
+			    : known ? json_integer((json_int_t)(sv.f_blocks * sv.f_frsize))
+				    : json_null());
+	json_object_set_new(j, "pool_free_bytes",
+			    known ? json_integer((json_int_t)(sv.f_bavail * sv.f_frsize)) : json_null());
+	json_object_set_new(j, "pool_cannot_grow", json_boolean(d->pool_stuck));
 	return j;
 }

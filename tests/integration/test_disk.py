@@ -50,6 +50,8 @@ def test_capabilities_say_disk_limits(cv):
     st, j = cv.api("GET", "/v1/capabilities")
     assert st == 200 and j["disk"]["limits"] is True and j["disk"]["reason"] is None, j
     assert j["disk"]["default"] == 10 << 30, j
+    assert j["disk"]["pool_bytes"] >= 1 << 30 and 0 < j["disk"]["pool_free_bytes"] < j["disk"]["pool_bytes"], j
+    assert j["disk"]["pool_cannot_grow"] is False, j
 
 
 def test_write_past_the_limit_fails_and_the_sandbox_goes_on(cv):
@@ -204,6 +206,8 @@ def test_pool_is_allocated_and_held_to_the_host(_shared):
         vfs = os.statvfs(mnt)
         assert vfs.f_bavail * vfs.f_frsize >= 48 << 20, vfs  # the host kept its reserve (64M)
         assert wait_until(lambda: "cannot grow" in cv.read_log(), 30), cv.read_log()
+        caps = cv.api("GET", "/v1/capabilities")[1]["disk"]
+        assert caps["pool_cannot_grow"] is True and caps["pool_bytes"] == st.st_size, caps
         ok, res = _after_rm_small_write_works(cv, sid)
         assert ok, res
     finally:
