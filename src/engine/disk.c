@@ -41,14 +41,19 @@ int disk_check(const struct engine *d, struct sandbox_spec *spec, bool asked, st
 	return 0;
 }
 
-int disk_limit_apply(const struct engine *d, const struct sandbox *sb, struct cove_err *err)
+int disk_limit_set(const struct engine *d, const char *id, uint64_t bytes, struct cove_err *err)
 {
 	char subvol[600];
 	if (!d->pool.quotas)
 		return 0;
-	subvol_of(d, sb->id, subvol, sizeof(subvol));
-	int r = btrfs_qgroup_limit(subvol, sb->spec.disk);
+	subvol_of(d, id, subvol, sizeof(subvol));
+	int r = btrfs_qgroup_limit(subvol, bytes);
 	return r < 0 ? err_sys(err, -r, "limit the disk of '%s'", subvol) : 0;
+}
+
+int disk_limit_apply(const struct engine *d, const struct sandbox *sb, struct cove_err *err)
+{
+	return disk_limit_set(d, sb->id, sb->spec.disk, err);
 }
 
 int disk_usage(const struct engine *d, const struct sandbox *sb, uint64_t *ret_used)

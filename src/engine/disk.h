@@ -21,6 +21,9 @@ int disk_check(const struct engine *d, struct sandbox_spec *spec, bool asked, st
 /* Set sb's limit (spec.disk) on its subvolume: at every create, restore and
  * fork (a new subvolume has none of its own), and at load. */
 int disk_limit_apply(const struct engine *d, const struct sandbox *sb, struct cove_err *err);
+/* The same with a limit of bytes on sandbox id's subvolume (a warm pool's
+ * sandbox handed out with a create's limit). */
+int disk_limit_set(const struct engine *d, const char *id, uint64_t bytes, struct cove_err *err);
 /* The bytes sb wrote itself (its qgroup's); -EOPNOTSUPP without quotas. */
 int disk_usage(const struct engine *d, const struct sandbox *sb, uint64_t *ret_used);
 /* capabilities' "disk": {limits, default, reason}. */

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "engine/disk.h"
 #include "engine/engine.h"
+#include "engine/template.h"
 #include "engine/network.h"
 #include "image/host_image.h"
 #include "store/snapshot_store.h"
@@ -94,6 +95,7 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 void engine_close(struct engine *d)
 {
 	disk_close(d);
+	templates_close(d);
 	network_close(d);
 	store_close(d->store);
 	d->store = NULL;

@@ -100,13 +100,19 @@ static const struct {
 	  offsetof(struct sandbox_usage, net_tx), 1 },
 };
 
+/* A sandbox the API lists: not being deleted, not waiting in a warm pool. */
+static bool listed(const struct sandbox *sb)
+{
+	return sb && sb->state != SB_DELETING && !sb->spec.pooled;
+}
+
 static void sandboxes_write(const struct engine *d, FILE *f)
 {
 	struct sandbox_usage *u = calloc(MAX_SANDBOXES, sizeof(*u));
 	if (!u)
 		return;
 	for (int i = 0; i < MAX_SANDBOXES; i++)
-		if (d->sandboxes[i] && d->sandboxes[i]->state != SB_DELETING)
+		if (listed(d->sandboxes[i]))
 			sandbox_usage_get(d, d->sandboxes[i], &u[i]);
 	for (size_t k = 0; k < ARRAY_SIZE(families); k++) {
 		metrics_header(f, families[k].name, families[k].type, families[k].help);
@@ -114,7 +120,7 @@ static void sandboxes_write(const struct engine *d, FILE *f)
 			const struct sandbox *sb = d->sandboxes[i];
 			uint64_t v;
 			memcpy(&v, (const char *)&u[i] + families[k].offset, sizeof(v));
-			if (!sb || sb->state == SB_DELETING || v == USAGE_NONE)
+			if (!listed(sb) || v == USAGE_NONE)
 				continue;
 			char labels[40];
 			snprintf(labels, sizeof(labels), "id=\"%s\"", sb->id);
@@ -128,14 +134,19 @@ static void states_write(const struct engine *d, FILE *f)
 {
 	static const enum sandbox_state states[] = { SB_RUNNING, SB_STOPPED };
 	metrics_header(f, "cove_sandboxes", "gauge", "Sandboxes, by state.");
+	int warm = 0;
 	for (size_t k = 0; k < ARRAY_SIZE(states); k++) {
 		int n = 0;
 		for (int i = 0; i < MAX_SANDBOXES; i++)
-			n += d->sandboxes[i] && d->sandboxes[i]->state == states[k];
+			n += listed(d->sandboxes[i]) && d->sandboxes[i]->state == states[k];
 		char labels[40];
 		snprintf(labels, sizeof(labels), "state=\"%s\"", sandbox_state_name(states[k]));
 		metrics_sample(f, "cove_sandboxes", labels, n);
 	}
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		warm += d->sandboxes[i] && d->sandboxes[i]->spec.pooled && d->sandboxes[i]->state != SB_DELETING;
+	metrics_header(f, "cove_warm_sandboxes", "gauge", "Sandboxes waiting in warm pools, not handed out yet.");
+	metrics_sample(f, "cove_warm_sandboxes", NULL, warm);
 }
 
 void engine_metrics_write(const struct engine *d, FILE *f)

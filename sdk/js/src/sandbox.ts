@@ -22,10 +22,29 @@ export interface SandboxOptions {
   /** Seconds until coved deletes the sandbox. */
   timeout?: number;
   isolation?: 'isolated' | 'external';
+  /** A template (or its name) whose fields the sandbox inherits, those
+   * given here winning; from its warm pool when one fits (info.from_pool). */
+  template?: string | { name: string };
+  /** A start command, kept running (argv, or a shell string). */
+  start?: string | string[];
+  /** A readiness check that create waits for. */
+  ready?: ReadyCheck;
+  network?: 'egress' | 'none';
+  allow_out?: string[];
+  deny_out?: string[];
   /** The most its files may take: bytes, or a size string like "10G"
    * (default: coved's --default-disk). */
   disk?: number | string;
   transport?: Transport;
+}
+
+/** Exactly one of port, url (http://127.0.0.1:PORT/PATH inside the
+ * sandbox) or cmd; timeout in seconds (default 30). */
+export interface ReadyCheck {
+  port?: number;
+  url?: string;
+  cmd?: string | string[];
+  timeout?: number;
 }
 
 /** What a sandbox uses, read from the kernel at `at` (unix ms); null for
@@ -78,7 +97,7 @@ export interface LockOptions {
   timeoutMs?: number;
 }
 
-function clean<T extends object>(o: T): Partial<T> {
+export function clean<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
@@ -291,9 +310,10 @@ export class Sandbox {
 
 /** Creates and starts a sandbox; the caller destroys it. */
 export async function createSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
-  const { transport, ...spec } = opts;
+  const { transport, template, ...spec } = opts;
   const t = transport ?? defaultTransport();
-  const body = clean({ ...spec, env: spec.env && clean(spec.env) });
+  const name = typeof template === 'object' ? template.name : template;
+  const body = clean({ ...spec, template: name, env: spec.env && clean(spec.env) });
   return Sandbox.of(await t.call('POST', '/v1/sandboxes', { json: body }), t);
 }
 
