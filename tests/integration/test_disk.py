@@ -257,3 +257,23 @@ def test_a_sparse_pool_of_an_older_coved_is_allocated_at_start(_shared):
         assert ok, out
     finally:
         cv.teardown()
+
+
+def test_a_warm_pool_sandbox_gets_the_create_s_limit(_shared):
+    """A sandbox handed out from a warm pool (coved --warm) takes the
+    create's disk limit, or the default."""
+    cv = Coved(args=["--warm", "2", "--default-disk", "96M"]).start()
+    try:
+        assert wait_until(lambda: cv.api("GET", "/v1/capabilities")[1]["warm_pool"]["ready"] >= 2, 60)
+        st, a = cv.api("POST", "/v1/sandboxes", {"disk": "64M"})
+        assert st == 201 and a["from_pool"] is True and a["disk"] == 64 << 20, (st, a)
+        ok, out = _refused(cv, a["id"])
+        assert ok, out
+        assert wait_until(lambda: cv.api("GET", "/v1/capabilities")[1]["warm_pool"]["ready"] >= 1, 60)
+        st, b = cv.api("POST", "/v1/sandboxes", {})
+        assert st == 201 and b["from_pool"] is True and b["disk"] == 96 << 20, (st, b)
+        assert cv.api("GET", "/v1/sandboxes/%s/stats" % b["id"])[1]["disk_limit_bytes"] == 96 << 20
+        r = cv.sh(b["id"], ["sh", "-c", "dd if=/dev/zero of=/root/big bs=1M count=120 2>&1; echo rc=$?"])
+        assert "rc=0" not in r["stdout"] and any(m in r["stdout"] for m in FULL), r
+    finally:
+        cv.teardown()
