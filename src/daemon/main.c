@@ -125,29 +125,51 @@ static void usage(FILE *f)
 		   "                          after its first byte (default 60)\n");
 }
 
+/* --no-disk-quota, and --default-disk: a size of 16M or more, or 0 (no
+ * limit). */
+static int parse_disk_option(struct engine *d, const char *name, const char *arg)
+{
+	if (strcmp(name, "no-disk-quota") == 0) {
+		d->no_disk_quota = true;
+		return 0;
+	}
+	if (strcmp(arg, "0") == 0) {
+		d->default_disk = 0;
+		return 0;
+	}
+	if (parse_size(arg, &d->default_disk) < 0 || d->default_disk < (16u << 20)) {
+		fprintf(stderr, "coved: --default-disk: '%s' is not a size of 16M or more (or 0)\n", arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* coved's options. 'A': an option of access.c, which finds it by name;
+ * 'K': a disk option (parse_disk_option). */
+static const struct option coved_opts[] = {
+	{ "data", required_argument, NULL, 'd' },
+	{ "socket", required_argument, NULL, 's' },
+	{ "init", required_argument, NULL, 'i' },
+	{ "debug", no_argument, NULL, 'D' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "listen", required_argument, NULL, 'A' },
+	{ "token-file", required_argument, NULL, 'A' },
+	{ "max-header-bytes", required_argument, NULL, 'A' },
+	{ "max-body-bytes", required_argument, NULL, 'A' },
+	{ "max-connections", required_argument, NULL, 'A' },
+	{ "idle-timeout", required_argument, NULL, 'A' },
+	{ "request-timeout", required_argument, NULL, 'A' },
+	{ "storage", required_argument, NULL, 'S' },
+	{ "subnet", required_argument, NULL, 'N' },
+	{ "default-disk", required_argument, NULL, 'K' },
+	{ "no-disk-quota", no_argument, NULL, 'K' },
+	{ "warm", required_argument, NULL, 'W' },
+	{ 0 },
+};
+
 static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path, size_t cap)
 {
-	/* 'A': an option of access.c, which finds it by name. */
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "init", required_argument, NULL, 'i' },
-		{ "debug", no_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "listen", required_argument, NULL, 'A' },
-		{ "token-file", required_argument, NULL, 'A' },
-		{ "max-header-bytes", required_argument, NULL, 'A' },
-		{ "max-body-bytes", required_argument, NULL, 'A' },
-		{ "max-connections", required_argument, NULL, 'A' },
-		{ "idle-timeout", required_argument, NULL, 'A' },
-		{ "request-timeout", required_argument, NULL, 'A' },
-		{ "storage", required_argument, NULL, 'S' },
-		{ "subnet", required_argument, NULL, 'N' },
-		{ "default-disk", required_argument, NULL, 'K' },
-		{ "no-disk-quota", no_argument, NULL, 'Q' },
-		{ "warm", required_argument, NULL, 'W' },
-		{ 0 },
-	};
+	const struct option *opts = coved_opts;
 	struct cove_err err = { 0 };
 	int c, longindex = 0;
 	while ((c = getopt_long(argc, argv, "", opts, &longindex)) != -1) {
@@ -181,17 +203,8 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
 			break;
 		case 'K':
-			if (strcmp(optarg, "0") != 0 && (parse_size(optarg, &fe->engine->default_disk) < 0 ||
-							 fe->engine->default_disk < (16u << 20))) {
-				fprintf(stderr, "coved: --default-disk: '%s' is not a size of 16M or more (or 0)\n",
-					optarg);
+			if (parse_disk_option(fe->engine, opts[longindex].name, optarg) < 0)
 				return -1;
-			}
-			if (strcmp(optarg, "0") == 0)
-				fe->engine->default_disk = 0;
-			break;
-		case 'Q':
-			fe->engine->no_disk_quota = true;
 			break;
 		case 'W': {
 			char *end;
