@@ -33,6 +33,7 @@ struct engine_metrics {
 	struct histogram create;  /* a new sandbox, from the request to running */
 	struct histogram restore; /* a sandbox from a snapshot */
 	struct histogram fork;    /* all copies of one fork */
+	struct histogram warm;    /* a create handed out from a warm pool */
 	struct histogram exec;    /* an exec, from its start to its exit */
 	uint64_t execs_failed;    /* execs whose command could not start */
 };

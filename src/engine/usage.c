@@ -154,10 +154,11 @@ void engine_metrics_write(const struct engine *d, FILE *f)
 	const struct engine_metrics *m = &d->metrics;
 	states_write(d, f);
 	metrics_header(f, "cove_sandbox_create_seconds", "histogram",
-		       "Time to create a sandbox, until it runs (new ones, restores, forks).");
+		       "Time to create a sandbox, until it runs (new ones, restores, forks, hand-outs of warm pools).");
 	metrics_histogram(f, "cove_sandbox_create_seconds", "kind=\"new\"", &m->create);
 	metrics_histogram(f, "cove_sandbox_create_seconds", "kind=\"restore\"", &m->restore);
 	metrics_histogram(f, "cove_sandbox_create_seconds", "kind=\"fork\"", &m->fork);
+	metrics_histogram(f, "cove_sandbox_create_seconds", "kind=\"warm\"", &m->warm);
 	metrics_header(f, "cove_exec_seconds", "histogram", "Time of an exec, from its start to its exit.");
 	metrics_histogram(f, "cove_exec_seconds", NULL, &m->exec);
 	metrics_header(f, "cove_exec_failed_total", "counter", "Execs whose command could not be started.");

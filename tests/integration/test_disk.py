@@ -6,6 +6,7 @@ ENOSPC and goes on working; the host and other sandboxes are untouched;
 snapshots, restores, forks and a restart of coved keep the limit; bad input
 is a 400 that changes nothing; the overlay driver says it cannot limit."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -275,5 +276,14 @@ def test_a_warm_pool_sandbox_gets_the_create_s_limit(_shared):
         assert cv.api("GET", "/v1/sandboxes/%s/stats" % b["id"])[1]["disk_limit_bytes"] == 96 << 20
         r = cv.sh(b["id"], ["sh", "-c", "dd if=/dev/zero of=/root/big bs=1M count=120 2>&1; echo rc=$?"])
         assert "rc=0" not in r["stdout"] and any(m in r["stdout"] for m in FULL), r
+        # The hand-outs are observed as creates of kind "warm"; the pool's
+        # waiting sandboxes are counted apart, not as running ones.
+        c = cv.conn()
+        c.request("GET", "/metrics")
+        text = c.getresponse().read().decode()
+        c.close()
+        assert 'cove_sandbox_create_seconds_count{kind="warm"} 2' in text, text
+        assert re.search(r"^cove_warm_sandboxes [0-9]+$", text, re.M), text
+        assert 'cove_sandboxes{state="running"} 2' in text, text
     finally:
         cv.teardown()
