@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "engine/disk.h"
@@ -70,7 +71,10 @@ static void pool_check(struct engine *d)
 {
 	struct cove_err err = { 0 };
 	struct pool_growth g;
-	if (pool_grow(&d->pool, POOL_MAX, &g, &err) < 0) {
+	uint64_t reserved = 0;
+	if (d->pool_reserved_fd >= 0)
+		(void)btrfs_data_reserved(d->pool_reserved_fd, &reserved);
+	if (pool_grow(&d->pool, POOL_MAX, reserved, &g, &err) < 0) {
 		log_error("coved: pool: %s", err.msg);
 		return;
 	}
@@ -94,6 +98,7 @@ static void on_pool_check(evutil_socket_t fd, short what, void *arg)
 
 int disk_open(struct engine *d, struct cove_err *err)
 {
+	d->pool_reserved_fd = -1;
 	pool_quotas(&d->pool, !d->no_disk_quota);
 	if (!d->pool.quotas)
 		log_info("coved: no disk limits: %s", d->pool.no_quotas);
@@ -111,6 +116,7 @@ int disk_open(struct engine *d, struct cove_err *err)
 	 * left the file larger than the file system: it takes it now. */
 	if ((r = pool_take_new_size(&d->pool)) < 0)
 		log_error("coved: resize the pool at '%s': %s", d->pool.dir, strerror(-r));
+	d->pool_reserved_fd = btrfs_data_reserved_open(d->pool.dir);
 	pool_check(d);
 	d->pool_ev = event_new(d->base, -1, EV_PERSIST, on_pool_check, d);
 	struct timeval tv = { 0, POOL_CHECK_MS * 1000 };
@@ -121,9 +127,14 @@ int disk_open(struct engine *d, struct cove_err *err)
 
 void disk_close(struct engine *d)
 {
-	if (d->pool_ev)
-		event_free(d->pool_ev);
+	/* pool_ev: a loop-backed pool's, which opened pool_reserved_fd. */
+	if (!d->pool_ev)
+		return;
+	event_free(d->pool_ev);
 	d->pool_ev = NULL;
+	if (d->pool_reserved_fd >= 0)
+		close(d->pool_reserved_fd);
+	d->pool_reserved_fd = -1;
 }
 
 json_t *disk_capabilities_json(const struct engine *d)

@@ -141,6 +141,7 @@ struct engine {
 	bool no_disk_quota;          /* --no-disk-quota: a new pool gets no quotas, sandboxes no limit */
 	struct event *pool_ev;       /* disk.c: the pool's growth check */
 	bool pool_stuck;             /* the pool should grow and the host has no room (logged once) */
+	int pool_reserved_fd;        /* disk.c: btrfs_data_reserved's sysfs file, or < 0 */
 	struct engine_metrics metrics; /* usage.c: how long operations took */
 	struct template *templates;  /* templates.c, by name */
 	int warm;                    /* --warm: the default pool's size (plain creates of "host") */

@@ -430,17 +430,27 @@ int btrfs_device_path(const char *path, char *buf, size_t n)
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
-int btrfs_data_reserved(const char *path, uint64_t *ret)
+int btrfs_data_reserved_open(const char *path)
 {
-	char file[256], line[32];
+	char file[256];
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	int r = btrfs_sysfs(fd, "allocation/data", "bytes_may_use", file, sizeof(file));
-	if (r == 0)
-		r = btrfs_read_line(file, line, sizeof(line));
 	if (r < 0)
 		return r;
+	int kfd = open(file, O_RDONLY | O_CLOEXEC);
+	return kfd < 0 ? -errno : kfd;
+}
+
+int btrfs_data_reserved(int kfd, uint64_t *ret)
+{
+	char line[32];
+	/* A sysfs attribute is made anew by each read from offset 0. */
+	ssize_t n = pread(kfd, line, sizeof(line) - 1, 0);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	line[n] = '\0';
 	*ret = strtoull(line, NULL, 10);
 	return 0;
 }

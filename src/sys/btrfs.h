@@ -39,8 +39,10 @@ int btrfs_qgroup_limit(const char *path, uint64_t bytes);
  * -ENOENT when quotas are off. */
 int btrfs_qgroup_usage(const char *path, uint64_t *ret_used, uint64_t *ret_limit);
 /* Data space reserved by writes not yet written out (statfs counts it as
- * free until they are): the file system's allocation/data/bytes_may_use. */
-int btrfs_data_reserved(const char *path, uint64_t *ret);
+ * free until they are): the file system's allocation/data/bytes_may_use,
+ * opened once (an fd, or -errno) and read again at will. */
+int btrfs_data_reserved_open(const char *path);
+int btrfs_data_reserved(int kfd, uint64_t *ret);
 /* Grow the file system mounted at path to the whole of its (one) device. */
 int btrfs_resize_max(const char *path);
 /* The path of device 1 of the file system at path ("/dev/loop3"). */

@@ -72,11 +72,12 @@ struct pool_growth {
 	uint64_t grown;                    /* bytes added now */
 	bool stuck;                        /* it should grow and the host has no room */
 };
-/* Grow a loop-backed pool that is short of free space by a step, within
- * max and the host's room (the file allocated, the loop device and btrfs
+/* Grow a loop-backed pool that is short of free space (less reserved:
+ * what writes not yet written out will take, btrfs_data_reserved) by a
+ * step, within max and the host's room (the file allocated, the loop device and btrfs
  * resized online); ret says what it found and did. No-op (0) for other
  * pools. -errno with err. */
-int pool_grow(struct pool *p, uint64_t max, struct pool_growth *ret, struct cove_err *err);
+int pool_grow(struct pool *p, uint64_t max, uint64_t reserved, struct pool_growth *ret, struct cove_err *err);
 /* The loop device and btrfs take the whole of the pool file (after it
  * grew; at start, after a crash between a growth's two steps). -errno. */
 int pool_take_new_size(const struct pool *p);

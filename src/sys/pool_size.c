@@ -84,7 +84,7 @@ int pool_take_new_size(const struct pool *p)
 	return btrfs_resize_max(p->dir);
 }
 
-int pool_grow(struct pool *p, uint64_t max, struct pool_growth *ret, struct cove_err *err)
+int pool_grow(struct pool *p, uint64_t max, uint64_t reserved, struct pool_growth *ret, struct cove_err *err)
 {
 	struct statvfs pv;
 	struct stat st;
@@ -92,8 +92,9 @@ int pool_grow(struct pool *p, uint64_t max, struct pool_growth *ret, struct cove
 	memset(ret, 0, sizeof(*ret));
 	if (!p->loop_backed)
 		return 0;
-	_cleanup_close_ int fd = open(p->img, O_RDWR | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || statvfs(p->dir, &pv) < 0)
+	/* No fd is opened unless it grows: a check leaves coved's fds as
+	 * they were at every instant. */
+	if (stat(p->img, &st) < 0 || statvfs(p->dir, &pv) < 0)
 		return err_sys(err, errno, "pool '%s'", p->img);
 	int r = pool_host_space(p->img, &avail, &total);
 	if (r < 0)
@@ -102,9 +103,7 @@ int pool_grow(struct pool *p, uint64_t max, struct pool_growth *ret, struct cove
 	ret->free = (uint64_t)pv.f_bavail * pv.f_frsize;
 	/* A burst of writes sits in the page cache, reserved and not yet
 	 * taken from statfs's free: what it will take is counted now. */
-	uint64_t reserved = 0;
-	if (btrfs_data_reserved(p->dir, &reserved) == 0)
-		ret->free = ret->free > reserved ? ret->free - reserved : 0;
+	ret->free = ret->free > reserved ? ret->free - reserved : 0;
 	ret->host_avail = avail;
 	ret->host_reserve = pool_host_reserve(total);
 	uint64_t step = pool_grow_step(ret->size, ret->free, max);
@@ -117,6 +116,9 @@ int pool_grow(struct pool *p, uint64_t max, struct pool_growth *ret, struct cove
 		ret->stuck = true;
 		return 0;
 	}
+	_cleanup_close_ int fd = open(p->img, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return err_sys(err, errno, "open '%s'", p->img);
 	r = pool_allocate(fd, ret->size, ret->size + step);
 	if (r < 0) {
 		/* Whatever part was allocated stays beyond the size the file
