@@ -71,6 +71,11 @@ int h_stats(struct http_req *req, const char *id, struct cove_err *err);
 int h_metrics(struct http_req *req, const char *id, struct cove_err *err);
 /* sb's usage now (usage.h's JSON). */
 json_t *api_usage_json(const struct sandbox *sb);
+/* ports.c */
+int h_ports_open(struct http_req *req, const char *id, struct cove_err *err);
+int h_ports_list(struct http_req *req, const char *id, struct cove_err *err);
+int h_port_close(struct http_req *req, const char *id, struct cove_err *err);
+int h_port_forward(struct http_req *req, const char *id, struct cove_err *err);
 
 /* locks.c */
 int h_lock_acquire(struct http_req *req, const char *id, struct cove_err *err);
