@@ -30,7 +30,6 @@ void http_stats_count(int status)
 	stats.responses[status >= 100 && status < 600 ? status / 100 : 0]++;
 }
 
-
 static void write_head(struct http_req *req, int status, const char *reason)
 {
 	struct evbuffer *out = bufferevent_get_output(req->conn->bev);
