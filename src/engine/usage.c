@@ -130,17 +130,28 @@ static void sandboxes_write(const struct engine *d, FILE *f)
 	free(u);
 }
 
+/* Every state the engine has a name for, once (values past the last one
+ * fall back to a name seen already), but "deleting": gone from the API. */
+#define STATES_MAX 16
+
 static void states_write(const struct engine *d, FILE *f)
 {
-	static const enum sandbox_state states[] = { SB_RUNNING, SB_STOPPED };
+	const char *seen[STATES_MAX];
+	int nseen = 0, warm = 0;
 	metrics_header(f, "cove_sandboxes", "gauge", "Sandboxes, by state.");
-	int warm = 0;
-	for (size_t k = 0; k < ARRAY_SIZE(states); k++) {
+	for (int k = 0; k < STATES_MAX; k++) {
+		const char *name = sandbox_state_name((enum sandbox_state)k);
+		bool dup = strcmp(name, "deleting") == 0;
+		for (int i = 0; i < nseen && !dup; i++)
+			dup = strcmp(seen[i], name) == 0;
+		if (dup)
+			continue;
+		seen[nseen++] = name;
 		int n = 0;
 		for (int i = 0; i < MAX_SANDBOXES; i++)
-			n += listed(d->sandboxes[i]) && d->sandboxes[i]->state == states[k];
+			n += listed(d->sandboxes[i]) && (int)d->sandboxes[i]->state == k;
 		char labels[40];
-		snprintf(labels, sizeof(labels), "state=\"%s\"", sandbox_state_name(states[k]));
+		snprintf(labels, sizeof(labels), "state=\"%s\"", name);
 		metrics_sample(f, "cove_sandboxes", labels, n);
 	}
 	for (int i = 0; i < MAX_SANDBOXES; i++)

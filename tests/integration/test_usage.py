@@ -152,6 +152,9 @@ def test_metrics_parse_and_count_up(cv):
     try:
         m0 = _parse(_metrics(cv))
         assert m0[("cove_sandboxes", 'state="running"')] >= 1, m0
+        states = sorted(l for (n, l) in m0 if n == "cove_sandboxes")
+        assert 'state="stopped"' in states and not any("deleting" in l for l in states), states
+        assert len(states) == len(set(states)), states
         assert cv.exec(sid, ["true"])["exit_code"] == 0
         assert cv.api("GET", "/v1/sandboxes/sb_aaaaaaaaaaaa")[0] == 404
         other = cv.create(network="none")
