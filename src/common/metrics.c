@@ -63,17 +63,3 @@ void metrics_histogram(FILE *f, const char *name, const char *labels, const stru
 	snprintf(full, sizeof(full), "%s_count", name);
 	metrics_sample(f, full, labels, (double)h->count);
 }
-
-void metrics_label_value(const char *value, char *buf, size_t cap)
-{
-	size_t n = 0;
-	for (const char *p = value; *p && n + 3 < cap; p++) {
-		if (*p == '\\' || *p == '"' || *p == '\n') {
-			buf[n++] = '\\';
-			buf[n++] = *p == '\n' ? 'n' : *p;
-		} else {
-			buf[n++] = *p;
-		}
-	}
-	buf[cap ? n : 0] = '\0';
-}

@@ -20,11 +20,9 @@ struct histogram {
 void histogram_observe(struct histogram *h, double seconds);
 
 /* Writers of Prometheus text to f. name is a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*),
- * labels either NULL or the inside of the braces, already escaped
- * (metrics_label_value). */
+ * labels either NULL or the inside of the braces, its values needing no
+ * escape (IDs, fixed words). */
 void metrics_header(FILE *f, const char *name, const char *type, const char *help);
 void metrics_sample(FILE *f, const char *name, const char *labels, double value);
 /* A histogram's _bucket (cumulative, with le), _sum and _count lines. */
 void metrics_histogram(FILE *f, const char *name, const char *labels, const struct histogram *h);
-/* value escaped for a label ("\\", "\"", "\n") into buf. */
-void metrics_label_value(const char *value, char *buf, size_t cap);
