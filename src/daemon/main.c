@@ -186,36 +186,38 @@ static void engine_option(struct engine *e, const char *name, const char *arg)
 	}
 }
 
+/* coved's options. 'A': an option of access.c, which finds it by name;
+ * 'K': a disk option (parse_disk_option); 'G': engine_option's. */
+static const struct option coved_opts[] = {
+	{ "data", required_argument, NULL, 'd' },
+	{ "socket", required_argument, NULL, 's' },
+	{ "init", required_argument, NULL, 'i' },
+	{ "debug", no_argument, NULL, 'D' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "listen", required_argument, NULL, 'A' },
+	{ "token-file", required_argument, NULL, 'A' },
+	{ "max-header-bytes", required_argument, NULL, 'A' },
+	{ "max-body-bytes", required_argument, NULL, 'A' },
+	{ "max-connections", required_argument, NULL, 'A' },
+	{ "idle-timeout", required_argument, NULL, 'A' },
+	{ "request-timeout", required_argument, NULL, 'A' },
+	{ "storage", required_argument, NULL, 'S' },
+	{ "default-disk", required_argument, NULL, 'K' },
+	{ "no-disk-quota", no_argument, NULL, 'K' },
+	{ "subnet", required_argument, NULL, 'G' },
+	{ "resolv-conf", required_argument, NULL, 'G' },
+	{ "proxy-listen", required_argument, NULL, 'P' },
+	{ "proxy-domain", required_argument, NULL, 'P' },
+	{ "warm", required_argument, NULL, 'W' },
+	{ "registry-auth", required_argument, NULL, 'G' },
+	{ "insecure-registry", required_argument, NULL, 'G' },
+	{ "image-helper", required_argument, NULL, 'G' },
+	{ 0 },
+};
+
 static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path, size_t cap)
 {
-	/* 'A': an option of access.c, which finds it by name; 'K': a disk
-	 * option (parse_disk_option). */
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "init", required_argument, NULL, 'i' },
-		{ "debug", no_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "listen", required_argument, NULL, 'A' },
-		{ "token-file", required_argument, NULL, 'A' },
-		{ "max-header-bytes", required_argument, NULL, 'A' },
-		{ "max-body-bytes", required_argument, NULL, 'A' },
-		{ "max-connections", required_argument, NULL, 'A' },
-		{ "idle-timeout", required_argument, NULL, 'A' },
-		{ "request-timeout", required_argument, NULL, 'A' },
-		{ "storage", required_argument, NULL, 'S' },
-		{ "default-disk", required_argument, NULL, 'K' },
-		{ "no-disk-quota", no_argument, NULL, 'K' },
-		{ "subnet", required_argument, NULL, 'G' },
-		{ "resolv-conf", required_argument, NULL, 'G' },
-		{ "proxy-listen", required_argument, NULL, 'P' },
-		{ "proxy-domain", required_argument, NULL, 'P' },
-		{ "warm", required_argument, NULL, 'W' },
-		{ "registry-auth", required_argument, NULL, 'G' },
-		{ "insecure-registry", required_argument, NULL, 'G' },
-		{ "image-helper", required_argument, NULL, 'G' },
-		{ 0 },
-	};
+	const struct option *opts = coved_opts;
 	struct cove_err err = { 0 };
 	int c, longindex = 0;
 	while ((c = getopt_long(argc, argv, "", opts, &longindex)) != -1) {
