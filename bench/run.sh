@@ -164,6 +164,15 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	mountpoint -q "$DATA/pool" && umount -l "$DATA/pool"
+	# diskbench's two coveds, if it was interrupted (it tears them down itself)
+	for d in "$B/disk/on" "$B/disk/off"; do
+		for p in /proc/[0-9]*; do
+			tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "--socket $d/cove.sock\( \|$\)" &&
+				kill -KILL "${p#/proc/}" 2>/dev/null
+		done
+		mountpoint -q "$d/data/pool" && umount -l "$d/data/pool"
+	done
+	rm -rf "$B/disk"
 	cgroup_hybrid_undo
 	[ $rc = 0 ] || log "failed (exit $rc); cleaned up"
 	exit $rc
@@ -266,7 +275,11 @@ log "snapbench: $SNAP_N runs each, cp -a $CP_RUNS times"
 python3 "$ROOT/bench/snapbench.py" --socket "$SOCK" --pool "$DATA/pool" --scratch "$SNAPTREE" \
 	--runs "$SNAP_N" --cp-runs "$CP_RUNS" --out "$RES/snap.txt"
 
-# --- 2b'. ports: through coved's port proxy next to the same server direct, wrk ---------
+# --- 2b'. disk limits: snapshot, restore, fork with quotas on and off ---------------
+log "diskbench: $SNAP_N runs each, limits on and off alternating"
+COVE_BUILD="$ROOT/build" python3 "$ROOT/bench/diskbench.py" --dir "$B/disk" --runs "$SNAP_N" --out "$RES/disk.txt"
+
+# --- 2b''. ports: through coved's port proxy next to the same server direct, wrk ---------
 if have wrk; then
 	log "building tinyhttpd; portbench: wrk and a WebSocket echo, direct and through the proxy"
 	cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra "$ROOT/bench/tinyhttpd.c" -o "$B/tinyhttpd"

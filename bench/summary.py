@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The summary table of a bench/run.sh run, as markdown, from its results
 directory: api.txt (apibench's "key value" lines), snap.txt (snapbench's, in
-ms), criu.txt (criubench's, in ms), warm.txt (warmbench's, in ms), life.txt
-(lifebench's, in ms), run.json,
+ms), criu.txt (criubench's, in ms), disk.txt (diskbench's, in ms), warm.txt
+(warmbench's, in ms), life.txt (lifebench's, in ms), run.json,
 exec.json and warm.json (hyperfine),
 machine.txt.
 Usage: summary.py RESULTS_DIR"""
@@ -48,6 +48,7 @@ snap = load_snap()
 ports = load_api("ports.txt") if os.path.exists(os.path.join(res, "ports.txt")) else None
 criu = load_api("criu.txt") if os.path.exists(os.path.join(res, "criu.txt")) else None
 memsnap = load_api("memsnap.txt") if os.path.exists(os.path.join(res, "memsnap.txt")) else None
+disk = load_api("disk.txt") if os.path.exists(os.path.join(res, "disk.txt")) else None
 warm = load_api("warm.txt") if os.path.exists(os.path.join(res, "warm.txt")) else None
 life = load_api("life.txt") if os.path.exists(os.path.join(res, "life.txt")) else None
 warm_hf = load_hf("warm") if os.path.exists(os.path.join(res, "warm.json")) else None
@@ -167,6 +168,19 @@ if criu:
         p(f"| zstd -{lv} of the page images ({criu['criu.pages_mib']:.1f} → {criu[k + '.mib']:.1f} MiB) | "
           f"compress +{criu[k + '.compress_ms']:.1f}, decompress +{criu[k + '.decompress_ms']:.1f} | | |")
     p("")
+if disk:
+    p("### Disk limits: a sandbox of 10,000 files + 100 MiB, btrfs simple quotas on and off (bench/diskbench.py)")
+    p("")
+    p(f"Two coveds side by side, runs alternating: one whose pool counts simple quotas (the sandbox limited to "
+      f"10G), one started with `--no-disk-quota`; {disk['disk_on.snapshot.runs']:.0f} runs each.")
+    p("")
+    p("| operation | limits on p50 / p95 ms | limits off p50 / p95 ms | on ÷ off (p50) |")
+    p("|---|---:|---:|---:|")
+    for op, label in (("snapshot", "snapshot"), ("restore", "restore"), ("fork1", "fork into 1")):
+        on, off = f"disk_on.{op}", f"disk_off.{op}"
+        p(f"| {label} | **{disk[on + '.p50']:.2f}** / {disk[on + '.p95']:.2f} | {disk[off + '.p50']:.2f} / "
+          f"{disk[off + '.p95']:.2f} | {disk[on + '.p50'] / disk[off + '.p50']:.2f}× |")
+    p("")
 if sdk:
     p("### The SDKs: exec `true` in a running sandbox, next to what they wrap (bench/sdkbench.py)")
     p("")
@@ -285,6 +299,12 @@ if memsnap:
     i = memsnap["idle.memory.p50"]
     target("memory snapshot of an idle small sandbox ≤ 50 ms, p50",
            f"{i:.1f} ms (files only: {memsnap['idle.files.p50']:.1f} ms)", i <= 50)
+if disk:
+    for op in ("snapshot", "restore", "fork1"):
+        on, off = disk[f"disk_on.{op}.p50"], disk[f"disk_off.{op}.p50"]
+        # as they are without: within 20% or 2 ms, whichever is larger (the load of 8 helpers moves a few ms)
+        target(f"{op} with disk limits as without (p50 within 1.2× or +2 ms)", f"{on:.2f} vs {off:.2f} ms",
+               on <= max(1.2 * off, off + 2))
 if io:
     target("read a file through the API ≥ 1 GB/s", f"{io['read.api_mbps']:.0f} MB/s ({io['read.mib']:.0f} MiB)",
            io["read.api_mbps"] >= 1000)

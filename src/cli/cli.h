@@ -95,6 +95,7 @@ int cmd_resume(struct cli *cli, int argc, char **argv);
 int cmd_archive(struct cli *cli, int argc, char **argv);
 int cmd_reboot(struct cli *cli, int argc, char **argv);
 int cmd_events(struct cli *cli, int argc, char **argv);
+int cmd_stats(struct cli *cli, int argc, char **argv);
 /* cmd_network.c; cli_add_list appends value to the array obj[key]. */
 int cmd_network(struct cli *cli, int argc, char **argv);
 int cli_add_list(json_t *obj, const char *key, const char *value);

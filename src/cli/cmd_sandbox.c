@@ -165,6 +165,11 @@ int cli_parse_spec(struct cli *cli, const char *verb, json_t *spec)
 		case 'D':
 			cli_add_list(spec, c == 'O' ? "allow_out" : "deny_out", optarg);
 			break;
+		case 'K':
+			if (parse_size(optarg, &size) < 0)
+				return cli_usage_error(verb, "bad --disk '%s' (like 10G or 512M)", optarg), -1;
+			json_object_set_new(spec, "disk", json_integer((json_int_t)size));
+			break;
 		case 'T':
 			json_object_set_new(spec, "template", json_string(optarg));
 			break;

@@ -172,6 +172,12 @@ int cmd_restore(struct cli *cli, int argc, char **argv)
 		case 'p':
 			json_object_set_new(body, "pids", json_integer(atoi(v)));
 			break;
+		case 'K':
+			if (parse_size(v, &size) < 0)
+				r = cli_usage_error("restore", "bad --disk '%s' (like 10G or 512M)", v);
+			else
+				json_object_set_new(body, "disk", json_integer((json_int_t)size));
+			break;
 		default: /* --path is for --portable */
 			r = cli_usage_error("restore", "--path is for --portable");
 		}

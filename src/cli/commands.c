@@ -30,6 +30,7 @@ static const struct cli_opt spec_opts[] = {
 	{ 'N', 0, "network", "MODE", "egress (the default: out through NAT, DNS) or none (loopback only)" },
 	{ 'O', 0, "allow-out", "CIDR|DOMAIN", "let out to it, before the deny list (again for more)" },
 	{ 'D', 0, "deny-out", "CIDR|DOMAIN", "keep from it (again for more); 0.0.0.0/0 makes allow-out a list" },
+	{ 'K', 0, "disk", "SIZE", "disk limit, like 10G (default: coved's --default-disk)" },
 	{ 'T', 0, "template", "NAME", "start from a template: its fields, but for those given here" },
 	{ 'S', 0, "start", "CMD", "a start command (a shell line), kept running in the background" },
 	{ 'R', 0, "ready-port", "PORT", "ready once PORT listens inside (create waits for it)" },
@@ -60,6 +61,11 @@ static const struct cli_opt template_opts[] = {
 	{ 'Y', 0, "ready-timeout", "SECONDS", "how long a create waits for ready (default 30)" },
 	{ 'L', 0, "idle-timeout", "SECONDS", "idle time before a sandbox of it sleeps" },
 	{ 'W', 0, "warm", "N", "keep N sandboxes of it started and ready (0 to 64)" },
+	{ 0 },
+};
+
+static const struct cli_opt stats_opts[] = {
+	{ 's', 0, "no-stream", NULL, "one reading, then exit (so too when stdout is not a terminal)" },
 	{ 0 },
 };
 
@@ -107,6 +113,7 @@ static const struct cli_opt restore_opts[] = {
 	{ 'm', 0, "memory", "SIZE", "its memory limit (default: the snapshot's)" },
 	{ 'c', 0, "cpus", "N", "its CPU limit" },
 	{ 'p', 0, "pids", "N", "its process limit" },
+	{ 'K', 0, "disk", "SIZE", "its disk limit" },
 	{ 'P', 0, "portable", NULL, "SNAPSHOT is a portable JSON file (- for stdin): a new sandbox with its files" },
 	{ 'D', 0, "path", "DIR", "(--portable) the folder to make them in (default: the workspace)" },
 	{ 0 },
@@ -210,7 +217,13 @@ const struct cli_cmd cli_commands[] = {
 	  "126/127 could not run). CMD and its arguments are never parsed by cove.",
 	  exec_opts, 1, "cove exec $ID --user nobody -- id -u\necho 'print(6*7)' | cove exec -i $ID -- python3" },
 	{ "ls", cmd_ls, "", "List the sandboxes.", NULL, -1, "cove ls" },
-	{ "info", cmd_info, "ID", "A sandbox, as the API's JSON.", NULL, -1, "cove info $ID" },
+	{ "info", cmd_info, "ID", "A sandbox, as the API's JSON, with what it uses now (\"usage\").", NULL, -1,
+	  "cove info $ID" },
+	{ "stats", cmd_stats, "[--no-stream] [ID...]",
+	  "What sandboxes use (all of them, or those named): CPU %, memory now, of its limit and at its peak, "
+	  "network bytes in and out, disk used of its limit, processes; refreshed every second on a terminal "
+	  "until interrupted. --json prints the API's figures (an array; a line per second when streaming).",
+	  stats_opts, -1, "cove stats --no-stream $ID\ncove stats --json $ID" },
 	{ "rm", cmd_rm, "ID...", "Delete sandboxes.", NULL, -1, "cove rm $ID" },
 	{ "pause", cmd_pause, "ID...",
 	  "Pause sandboxes: their processes frozen, their memory kept. Any request that needs one (exec, files, "

@@ -25,6 +25,7 @@
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "daemon/api/api.h"
 #include "daemon/daemon.h"
 #include "daemon/e2b/e2b.h"
@@ -111,6 +112,9 @@ static void usage(FILE *f)
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
 		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
+		   "  --default-disk SIZE  a sandbox's disk limit unless its create says (default 10G;\n"
+		   "                 0: none)\n"
+		   "  --no-disk-quota  no disk limits (a new pool gets no quota accounting)\n"
 		   "  --resolv-conf PATH  the host's resolvers, for sandboxes' DNS and the egress proxy\n"
 		   "                      (default /etc/resolv.conf)\n"
 		   "  --proxy-listen ADDR:PORT  the port proxy: sandboxes' open ports as URLs\n"
@@ -138,6 +142,25 @@ static void usage(FILE *f)
 		   "  --idle-timeout S        close a connection idle between requests (default 60)\n"
 		   "  --request-timeout S     close a connection whose request is not whole S seconds\n"
 		   "                          after its first byte (default 60)\n");
+}
+
+/* --no-disk-quota, and --default-disk: a size of 16M or more, or 0 (no
+ * limit). */
+static int parse_disk_option(struct engine *d, const char *name, const char *arg)
+{
+	if (strcmp(name, "no-disk-quota") == 0) {
+		d->no_disk_quota = true;
+		return 0;
+	}
+	if (strcmp(arg, "0") == 0) {
+		d->default_disk = 0;
+		return 0;
+	}
+	if (parse_size(arg, &d->default_disk) < 0 || d->default_disk < (16u << 20)) {
+		fprintf(stderr, "coved: --default-disk: '%s' is not a size of 16M or more (or 0)\n", arg);
+		return -1;
+	}
+	return 0;
 }
 
 /* The options that are a whole number from 0: --warm (sandboxes),
@@ -187,7 +210,9 @@ static void engine_option(struct engine *e, const char *name, const char *arg)
 	}
 }
 
-/* 'A': an option of access.c, which finds it by name. */
+/* coved's options. 'A': an option of access.c, which finds it by name;
+ * 'K': a disk option (parse_disk_option); 'L': parse_lifecycle_option's;
+ * 'G': engine_option's. */
 static const struct option coved_options[] = {
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
@@ -202,6 +227,8 @@ static const struct option coved_options[] = {
 	{ "idle-timeout", required_argument, NULL, 'A' },
 	{ "request-timeout", required_argument, NULL, 'A' },
 	{ "storage", required_argument, NULL, 'S' },
+	{ "default-disk", required_argument, NULL, 'K' },
+	{ "no-disk-quota", no_argument, NULL, 'K' },
 	{ "subnet", required_argument, NULL, 'G' },
 	{ "resolv-conf", required_argument, NULL, 'G' },
 	{ "default-idle-timeout", required_argument, NULL, 'L' },
@@ -248,6 +275,10 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 					optarg);
 				return -1;
 			}
+			break;
+		case 'K':
+			if (parse_disk_option(fe->engine, coved_options[longindex].name, optarg) < 0)
+				return -1;
 			break;
 		case 'L':
 			if (parse_lifecycle_option(fe->engine, coved_options[longindex].name, optarg) < 0)
@@ -359,7 +390,8 @@ int main(int argc, char **argv)
 {
 	static struct engine d = { .data_dir = "/var/lib/cove",
 				   .default_idle_timeout = 900,
-				   .default_archive_after = 86400 };
+				   .default_archive_after = 86400,
+				   .default_disk = 10ull << 30 };
 	static struct daemon fe = { .engine = &d, .socket_path = "/run/cove/cove.sock" };
 	char init_path[1024], self[1024];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -11,6 +11,7 @@
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "common/log.h"
+#include "engine/disk.h"
 #include "engine/engine.h"
 #include "engine/images.h"
 #include "engine/template.h"
@@ -20,7 +21,9 @@
 #include "store/store.h"
 #include "sys/seccomp.h"
 
-#define POOL_SIZE (256ull << 30) /* sparse: only what is written takes space */
+/* A new pool file's size (less when the host has less room); it grows
+ * while the host has room (disk.c). */
+#define POOL_INITIAL (1ull << 30)
 
 struct engine *engine_ctx;
 
@@ -110,7 +113,7 @@ static int write_init_file(struct engine *d, struct cove_err *err)
 int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 {
 	char path[1024];
-	if (pool_open(&d->pool, d->data_dir, d->storage, POOL_SIZE, err) < 0)
+	if (pool_open(&d->pool, d->data_dir, d->storage, POOL_INITIAL, err) < 0 || disk_open(d, err) < 0)
 		return -1;
 	if (d->pool.fallback)
 		log_warn("coved: no btrfs pool can be had here (%s): the overlay storage driver is in use, "
@@ -142,6 +145,7 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 void engine_close(struct engine *d)
 {
 	events_close_all(d);
+	disk_close(d);
 	templates_close(d);
 	images_close(d);
 	network_close(d);

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "common/metrics.h"
 #include "sys/cgroup.h"
 #include "sys/pool.h"
 
@@ -28,6 +29,16 @@ struct launch;
 struct template;
 struct warm;
 
+/* Latencies, observed where each operation completes (usage.h). */
+struct engine_metrics {
+	struct histogram create;  /* a new sandbox, from the request to running */
+	struct histogram restore; /* a sandbox from a snapshot */
+	struct histogram fork;    /* all copies of one fork */
+	struct histogram warm;    /* a create handed out from a warm pool */
+	struct histogram exec;    /* an exec, from its start to its exit */
+	uint64_t execs_failed;    /* execs whose command could not start */
+};
+
 struct sandbox_spec {
 	char name[64];
 	char image[320];    /* what was asked for: "host", or an image's reference or ID */
@@ -41,7 +52,8 @@ struct sandbox_spec {
 	uint64_t memory;
 	uint32_t cpu_millis;
 	uint32_t pids;
-	json_t *env; /* object: name -> value */
+	uint64_t disk; /* bytes its files may take (a btrfs simple quota, disk.c); 0 = no limit */
+	json_t *env;   /* object: name -> value */
 	char cwd[1024];
 	/* The workspace folder, resolved at create: cwd (or "workdir") when
 	 * given, else the user's home in the image's /etc/passwd ("/" if
@@ -169,6 +181,12 @@ struct engine {
 	bool native_snapshot;
 	char native_why[400];
 	const char *mem_from;
+	uint64_t default_disk;       /* --default-disk: a new sandbox's disk limit (0: none) */
+	bool no_disk_quota;          /* --no-disk-quota: a new pool gets no quotas, sandboxes no limit */
+	struct event *pool_ev;       /* disk.c: the pool's growth check */
+	bool pool_stuck;             /* the pool should grow and the host has no room (logged once) */
+	int pool_reserved_fd;        /* disk.c: btrfs_data_reserved's sysfs file, or < 0 */
+	struct engine_metrics metrics; /* usage.c: how long operations took */
 	struct template *templates;  /* templates.c, by name */
 	int warm;                    /* --warm: the default pool's size (plain creates of "host") */
 	struct warm *default_pool;   /* its pool (warm.c), or NULL */
@@ -287,8 +305,8 @@ int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *nam
 void snapshot_criu_dir(const struct engine *d, const char *id, char *buf, size_t cap);
 /* Refused (409) while a checkpoint names it (history.c). */
 int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err);
-/* A new sandbox from sn; overrides (name, memory, cpu_millis, pids when
- * set, i.e. non-empty or non-zero) replace the snapshot's. */
+/* A new sandbox from sn; overrides (name, memory, cpu_millis, pids, disk
+ * when set, i.e. non-empty or non-zero) replace the snapshot's. */
 int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct sandbox_spec *overrides,
 		     struct sandbox **ret, struct cove_err *err);
 /* count independent copies of sb, from one frozen instant: ret (count

@@ -119,6 +119,7 @@ static void send_data(struct exec *e, int i, const char *buf, size_t n)
 
 static void finish(struct exec *e)
 {
+	histogram_observe(&engine_ctx->metrics.exec, elapsed_ms(e) / 1e3);
 	if (e->out) {
 		struct out_exit x = {
 			.pid = e->pid, .status = e->status, .timed_out = e->timed_out, .duration_ms = elapsed_ms(e)
@@ -325,6 +326,7 @@ void exec_on_spawn_failed(struct sandbox *sb, uint32_t seq, int stage, int errnu
 	int code = (stage == WIRE_STAGE_EXEC || stage == WIRE_STAGE_CWD || stage == WIRE_STAGE_USER) ? COVE_EINVAL
 												     : COVE_EINTERNAL;
 	err_set(&err, code, "%s: %s", wire_stage_name(stage), strerror(errnum));
+	engine_ctx->metrics.execs_failed++;
 	close_output(e, &err);
 	exec_free(e);
 }

@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/wire.h"
+#include "engine/disk.h"
 #include "engine/engine.h"
 #include "engine/memsnap.h"
 #include "engine/files.h"
@@ -429,7 +430,8 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	}
 
 	char image[600];
-	if (network_check(&sb->spec, err) < 0 || lifecycle_make_room(d, NULL, err) < 0)
+	if (network_check(&sb->spec, err) < 0 || disk_check(d, &sb->spec, false, err) < 0 ||
+	    lifecycle_make_room(d, NULL, err) < 0)
 		goto fail;
 	/* A restored root keeps the image it was made on, whatever "host" is
 	 * today: its changes are only meaningful over that one. A new one
@@ -453,8 +455,9 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	if (r < 0)
 		goto fail;
 	taken = NULL; /* from here on, its failures delete the root */
-	if (!from && !sb->spec.external &&
-	    (write_identity(subvol, image, sb->id, err) < 0 || image_root_prepare(&sb->spec, image, subvol, err) < 0)) {
+	if ((!from && !sb->spec.external &&
+	     (write_identity(subvol, image, sb->id, err) < 0 || image_root_prepare(&sb->spec, image, subvol, err) < 0)) ||
+	    disk_limit_apply(d, sb, err) < 0) {
 		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;
 	}
@@ -517,8 +520,10 @@ int sandbox_create(struct engine *d, struct sandbox_spec *spec, const char *from
 {
 	struct runtime_pending p;
 	struct sandbox *sb;
+	double t0 = now_ms();
 	if (create_begin(d, spec, from, NULL, &sb, &p, err) < 0 || create_finish(d, sb, &p, err) < 0)
 		return -1;
+	histogram_observe(from ? &d->metrics.restore : &d->metrics.create, (now_ms() - t0) / 1e3);
 	*ret = sb;
 	return 0;
 }
@@ -766,6 +771,12 @@ static void load_one(void *arg, const struct store_sandbox *row)
 		return;
 	}
 	d->count++;
+	/* The limit is on disk with the subvolume; set again for a pool that
+	 * had no quotas before this start. */
+	if (disk_limit_apply(d, sb, &err) < 0) {
+		log_error("sandbox %s: %s", sb->id, err.msg);
+		memset(&err, 0, sizeof(err));
+	}
 	bool paused = strcmp(row->state, "paused") == 0;
 	if (strcmp(row->state, "archived") == 0) {
 		sb->state = SB_ARCHIVED;

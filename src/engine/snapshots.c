@@ -467,6 +467,8 @@ int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct s
 		spec.cpu_millis = overrides->cpu_millis;
 	if (overrides && overrides->pids)
 		spec.pids = overrides->pids;
+	if (overrides && overrides->disk)
+		spec.disk = overrides->disk;
 	char files[700], images[700];
 	d->snapshot_store->ops->files_path(d->snapshot_store, sn->id, files, sizeof(files));
 	snapshot_criu_dir(d, sn->id, images, sizeof(images));
@@ -655,6 +657,8 @@ int sandbox_fork(struct engine *d, struct sandbox *sb, int count, bool memory, s
 	}
 	log_debug("sandbox %s: fork into %d: roots %.2f ms, copies %.2f ms, commit %.2f ms", sb->id, count, t1 - t0,
 		  t2 - t1, mono_ms() - t2);
+	if (ok)
+		histogram_observe(&d->metrics.fork, (mono_ms() - t0) / 1e3);
 	return ok ? 0 : -1;
 }
 

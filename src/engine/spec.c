@@ -38,6 +38,7 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	json_object_set_new(j, "workdir", s->workdir[0] ? json_string(s->workdir) : json_null());
 	if (json_object_size(s->metadata))
 		json_object_set(j, "metadata", s->metadata);
+	json_object_set_new(j, "disk", s->disk ? json_integer((json_int_t)s->disk) : json_null());
 	lifecycle_spec_to_json(s, j);
 	json_object_set_new(j, "start", s->start ? json_incref(s->start) : json_null());
 	json_object_set_new(j, "ready", s->ready ? json_incref(s->ready) : json_null());
@@ -95,6 +96,8 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	snprintf(s->workdir, sizeof(s->workdir), "%s", workdir ? workdir : "");
 	json_t *metadata = json_object_get(j, "metadata");
 	s->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
+	json_t *disk = json_object_get(j, "disk"); /* none in older rows: no limit */
+	s->disk = json_is_integer(disk) && json_integer_value(disk) > 0 ? (uint64_t)json_integer_value(disk) : 0;
 	lifecycle_spec_from_json(j, s);
 	json_t *start = json_object_get(j, "start"), *ready = json_object_get(j, "ready");
 	s->start = json_is_array(start) ? json_incref(start) : NULL;

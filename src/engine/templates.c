@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/log.h"
@@ -242,9 +243,15 @@ int template_create_sandbox(struct engine *d, struct template *t, struct sandbox
 			    bool *ret_pooled, struct cove_err *err)
 {
 	struct warm *w = t ? t->pool : d->default_pool;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	snprintf(spec->template, sizeof(spec->template), "%s", t ? t->name : "");
 	int r = warm_take(d, w, spec, ret, err);
 	*ret_pooled = r == 1;
+	if (r == 1) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		histogram_observe(&d->metrics.warm, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	}
 	if (r != 0)
 		return r < 0 ? -1 : 0;
 	return template_create_cold(d, t, spec, ret, err);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "engine/disk.h"
 #include "engine/engine.h"
 #include "engine/network.h"
 #include "engine/template.h"
@@ -258,6 +259,10 @@ static int hand_out(struct engine *d, struct sandbox *sb, struct sandbox_spec *s
 	if ((spec->memory != sb->spec.memory || spec->cpu_millis != sb->spec.cpu_millis ||
 	     spec->pids != sb->spec.pids) &&
 	    cgroup_create(&d->cgroups, sb->id, &lim, err) < 0)
+		return -1;
+	/* The create's disk limit (coved's default when it names none). */
+	if (disk_check(d, spec, false, err) < 0 ||
+	    (spec->disk != sb->spec.disk && disk_limit_set(d, sb->id, spec->disk, err) < 0))
 		return -1;
 	if (apply_policy(d, sb, spec, err) < 0)
 		return -1;

@@ -9,6 +9,7 @@
 #include <linux/btrfs.h>
 #include <linux/magic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <linux/openat2.h>
 #include <stdlib.h>
@@ -273,4 +274,183 @@ int btrfs_subvol_delete(const char *path)
 	if (dfd < 0)
 		return dfd;
 	return btrfs_destroy_tree(dfd, leaf, 0);
+}
+
+/* Not in the uapi headers of older systems (Linux 6.7 added it). */
+#ifndef BTRFS_QUOTA_CTL_ENABLE_SIMPLE_QUOTA
+#define BTRFS_QUOTA_CTL_ENABLE_SIMPLE_QUOTA 4
+#endif
+
+/* /sys/fs/btrfs/<fsid>/<dir>/<rest> for the file system of fd. */
+static int btrfs_sysfs(int fd, const char *dir, const char *rest, char *buf, size_t n)
+{
+	struct btrfs_ioctl_fs_info_args fi = { 0 };
+	if (ioctl(fd, BTRFS_IOC_FS_INFO, &fi) < 0)
+		return -errno;
+	const uint8_t *u = fi.fsid;
+	int len = snprintf(buf, n,
+			   "/sys/fs/btrfs/%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x/%s/%s",
+			   u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+			   u[14], u[15], dir, rest);
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+/* The first line of a small sysfs file into buf, without its newline. */
+static int btrfs_read_line(const char *path, char *buf, size_t n)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t k = read(fd, buf, n - 1);
+	if (k < 0)
+		return -errno;
+	buf[k] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+int btrfs_quota_mode(const char *path)
+{
+	char file[256], mode[32];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = btrfs_sysfs(fd, "qgroups", "mode", file, sizeof(file));
+	if (r < 0)
+		return r;
+	/* No qgroups directory: quotas are off. */
+	r = btrfs_read_line(file, mode, sizeof(mode));
+	if (r == -ENOENT)
+		return BTRFS_QUOTA_OFF;
+	if (r < 0)
+		return r;
+	if (strcmp(mode, "squota") == 0)
+		return BTRFS_QUOTA_SIMPLE;
+	return strcmp(mode, "qgroup") == 0 ? BTRFS_QUOTA_FULL : BTRFS_QUOTA_OFF;
+}
+
+int btrfs_quota_enable_simple(const char *path)
+{
+	int mode = btrfs_quota_mode(path);
+	if (mode < 0 || mode == BTRFS_QUOTA_SIMPLE)
+		return mode < 0 ? mode : 0;
+	/* Full qgroups make every snapshot pay for the accounting (peers'
+	 * README: 5x slower); they are not turned into simple ones here, the
+	 * file system is someone's choice. */
+	if (mode == BTRFS_QUOTA_FULL)
+		return -EEXIST;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct btrfs_ioctl_quota_ctl_args args = { .cmd = BTRFS_QUOTA_CTL_ENABLE_SIMPLE_QUOTA };
+	return ioctl(fd, BTRFS_IOC_QUOTA_CTL, &args) < 0 ? -errno : 0;
+}
+
+/* The id of the subvolume fd is in (its qgroup is 0/<id>). */
+static int btrfs_subvol_id(int fd, uint64_t *ret)
+{
+	struct btrfs_ioctl_ino_lookup_args args = { .treeid = 0, .objectid = BTRFS_SUBVOL_ROOT_INO };
+	if (ioctl(fd, BTRFS_IOC_INO_LOOKUP, &args) < 0)
+		return -errno;
+	*ret = args.treeid;
+	return 0;
+}
+
+int btrfs_qgroup_limit(const char *path, uint64_t bytes)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* qgroupid 0: the qgroup of the subvolume fd is in. Simple quotas
+	 * charge each extent to the subvolume that wrote it, so referenced is
+	 * what the sandbox wrote itself: the limit is on that. A flag without
+	 * its value clears the limit. */
+	struct btrfs_ioctl_qgroup_limit_args args = { .qgroupid = 0 };
+	args.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+	args.lim.max_rfer = bytes ? bytes : (uint64_t)-1;
+	return ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, &args) < 0 ? -errno : 0;
+}
+
+int btrfs_qgroup_usage(const char *path, uint64_t *ret_used, uint64_t *ret_limit)
+{
+	char file[256], line[32], rest[64];
+	uint64_t id;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = btrfs_subvol_id(fd, &id);
+	snprintf(rest, sizeof(rest), "0_%llu/referenced", (unsigned long long)id);
+	if (r == 0)
+		r = btrfs_sysfs(fd, "qgroups", rest, file, sizeof(file));
+	if (r == 0)
+		r = btrfs_read_line(file, line, sizeof(line));
+	if (r < 0)
+		return r;
+	*ret_used = strtoull(line, NULL, 10);
+	/* Data written and not yet committed is reserved against the limit
+	 * and counted in referenced only at the commit: both, as the limit
+	 * sees them. */
+	snprintf(rest, sizeof(rest), "0_%llu/rsv_data", (unsigned long long)id);
+	if (btrfs_sysfs(fd, "qgroups", rest, file, sizeof(file)) == 0 && btrfs_read_line(file, line, sizeof(line)) == 0)
+		*ret_used += strtoull(line, NULL, 10);
+	if (!ret_limit)
+		return 0;
+	snprintf(rest, sizeof(rest), "0_%llu/max_referenced", (unsigned long long)id);
+	r = btrfs_sysfs(fd, "qgroups", rest, file, sizeof(file));
+	if (r == 0)
+		r = btrfs_read_line(file, line, sizeof(line));
+	/* "none", or bytes. */
+	*ret_limit = r == 0 ? strtoull(line, NULL, 10) : 0;
+	return 0;
+}
+
+int btrfs_resize_max(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct btrfs_ioctl_vol_args args = { 0 };
+	memcpy(args.name, "max", 4);
+	return ioctl(fd, BTRFS_IOC_RESIZE, &args) < 0 ? -errno : 0;
+}
+
+int btrfs_device_path(const char *path, char *buf, size_t n)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* One device, id 1: the pool's loop device. */
+	_cleanup_free_ struct btrfs_ioctl_dev_info_args *di = calloc(1, sizeof(*di));
+	if (!di)
+		return -ENOMEM;
+	di->devid = 1;
+	if (ioctl(fd, BTRFS_IOC_DEV_INFO, di) < 0)
+		return -errno;
+	int len = snprintf(buf, n, "%s", (const char *)di->path);
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+int btrfs_data_reserved_open(const char *path)
+{
+	char file[256];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = btrfs_sysfs(fd, "allocation/data", "bytes_may_use", file, sizeof(file));
+	if (r < 0)
+		return r;
+	int kfd = open(file, O_RDONLY | O_CLOEXEC);
+	return kfd < 0 ? -errno : kfd;
+}
+
+int btrfs_data_reserved(int kfd, uint64_t *ret)
+{
+	char line[32];
+	/* A sysfs attribute is made anew by each read from offset 0. */
+	ssize_t n = pread(kfd, line, sizeof(line) - 1, 0);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	line[n] = '\0';
+	*ret = strtoull(line, NULL, 10);
+	return 0;
 }

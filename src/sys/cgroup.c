@@ -471,3 +471,37 @@ int cgroup_oom_kills(const struct cgroup_layout *l, const char *name, uint64_t *
 		return r;
 	return keyed_get(buf, "oom_kill", ret);
 }
+
+/* One number from a file of the sandbox's cgroup: the whole file, or the
+ * line of key in a keyed one. */
+static int stat_get(const struct cgroup_layout *l, int h, const char *name, const char *file, const char *key,
+		    uint64_t *ret)
+{
+	char path[PATH_MAX], buf[2048];
+	int r = cg_path(path, l, h, name, file, NULL);
+	if (r < 0 || (r = read_str(path, buf, sizeof(buf))) < 0)
+		return r;
+	if (key)
+		return keyed_get(buf, key, ret);
+	return sscanf(buf, "%" SCNu64, ret) == 1 ? 0 : -EINVAL;
+}
+
+int cgroup_stats(const struct cgroup_layout *l, const char *name, struct cgroup_stats *ret)
+{
+	int r = check_name(name, NULL);
+	if (r < 0)
+		return r;
+	*ret = (struct cgroup_stats){ CGROUP_STAT_NONE, CGROUP_STAT_NONE, CGROUP_STAT_NONE, CGROUP_STAT_NONE };
+	if (cgroup_cpu_usage(l, name, &ret->cpu_ns) < 0)
+		ret->cpu_ns = CGROUP_STAT_NONE;
+	if (l->mode == CGROUP_V2) {
+		(void)stat_get(l, HIER_MEMORY, name, "memory.current", NULL, &ret->memory);
+		(void)stat_get(l, HIER_MEMORY, name, "memory.peak", NULL, &ret->memory_peak);
+	} else {
+		(void)stat_get(l, HIER_MEMORY, name, "memory.usage_in_bytes", NULL, &ret->memory);
+		(void)stat_get(l, HIER_MEMORY, name, "memory.max_usage_in_bytes", NULL, &ret->memory_peak);
+	}
+	(void)stat_get(l, HIER_PIDS, name, "pids.current", NULL, &ret->pids);
+	/* Without any of them, the sandbox has no cgroup (here). */
+	return ret->memory == CGROUP_STAT_NONE && ret->pids == CGROUP_STAT_NONE ? -ENOENT : 0;
+}

@@ -87,3 +87,15 @@ int cgroup_cpu_usage(const struct cgroup_layout *l, const char *name, uint64_t *
 /* How many processes the OOM killer has killed in the sandbox (v1
  * memory.oom_control's oom_kill, v2 memory.events' oom_kill); -errno. */
 int cgroup_oom_kills(const struct cgroup_layout *l, const char *name, uint64_t *ret);
+
+/* What a sandbox uses now; CGROUP_STAT_NONE for a figure this host's
+ * cgroups do not give (v1 without cpuacct: no CPU time). */
+#define CGROUP_STAT_NONE UINT64_MAX
+struct cgroup_stats {
+	uint64_t cpu_ns;      /* CPU time, user and system, since it started */
+	uint64_t memory;      /* bytes charged now (page cache included) */
+	uint64_t memory_peak; /* the most since it started */
+	uint64_t pids;        /* tasks (threads too) */
+};
+/* -ENOENT when the sandbox has no cgroup. */
+int cgroup_stats(const struct cgroup_layout *l, const char *name, struct cgroup_stats *ret);

@@ -137,7 +137,8 @@ static void pool_read_all(int fd, char *buf, size_t n)
 /* Format file as btrfs with mkfs.btrfs; its stderr goes into err. */
 static int pool_mkfs(const char *file, struct cove_err *err)
 {
-	char *const argv[] = { "mkfs.btrfs", "-q", "-f", (char *)file, NULL };
+	/* -K: no discard of the file, which is allocated on purpose. */
+	char *const argv[] = { "mkfs.btrfs", "-q", "-f", "-K", (char *)file, NULL };
 	int pipefd[2];
 	char out[POOL_MKFS_ERR_MAX];
 
@@ -194,10 +195,25 @@ static int pool_create_image(const char *img, int dirfd, uint64_t size_bytes, st
 	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return pool_fail(err, -errno, "create '%s'", tmp);
-	/* Sparse: the file only grows as btrfs writes to it. */
-	int r = 0;
-	if (ftruncate(fd, (off_t)size_bytes) < 0)
-		r = pool_fail(err, -errno, "size '%s' to %llu bytes", tmp, (unsigned long long)size_bytes);
+	/* Allocated whole, and no larger than the host has room for
+	 * (pool_size.c): no write into the pool ever needs host space. */
+	uint64_t avail = 0, total = 0;
+	int r = pool_host_space(tmp, &avail, &total);
+	uint64_t room = r < 0 ? 0 : pool_host_room(avail, total) / (1ull << 20) * (1ull << 20);
+	if (r == 0 && size_bytes > room)
+		size_bytes = room;
+	if (r == 0 && room < POOL_MIN_BYTES) {
+		err_set(err, COVE_EFULL,
+			"the host's disk under '%s' has %llu MiB free, and keeps %llu MiB of it: not enough for a "
+			"pool of %llu MiB",
+			tmp, (unsigned long long)(avail >> 20), (unsigned long long)(pool_host_reserve(total) >> 20),
+			POOL_MIN_BYTES >> 20);
+		r = -ENOSPC;
+	} else if (r < 0) {
+		r = pool_fail(err, r, "statvfs '%s'", tmp);
+	} else if ((r = pool_allocate(fd, 0, size_bytes)) < 0) {
+		r = pool_fail(err, r, "allocate %llu bytes for '%s'", (unsigned long long)size_bytes, tmp);
+	}
 	if (r == 0)
 		r = pool_mkfs(tmp, err);
 	if (r == 0 && fsync(fd) < 0)
@@ -342,7 +358,8 @@ static int pool_open_loop(const char *data_dir, int dirfd, const char *mnt, uint
 	 * option would let any user inside a sandbox destroy subvolumes it
 	 * can write to. No nosuid/nodev either: sandboxes bind-mount their
 	 * root file systems from here, and bind mounts inherit those flags. */
-	if (mount(dev, mnt, "btrfs", MS_NOATIME, NULL) < 0) {
+	/* nodiscard: a discard would punch holes into the allocated file. */
+	if (mount(dev, mnt, "btrfs", MS_NOATIME, "nodiscard") < 0) {
 		r = -errno;
 		(void)ioctl(lfd, LOOP_CLR_FD, 0);
 		return pool_fail(err, r, "mount '%s' (%s) on '%s'", img, dev, mnt);
@@ -474,6 +491,27 @@ static int pool_choose_driver(struct pool *p, int dirfd, const char *data_dir, e
 	return recorded ? 0 : pool_driver_write(dirfd, data_dir, p->driver, err);
 }
 
+void pool_quotas(struct pool *p, bool enable)
+{
+	if (!enable) {
+		p->no_quotas = "coved was started with --no-disk-quota";
+		if (p->loop_backed && btrfs_quota_mode(p->dir) == BTRFS_QUOTA_SIMPLE)
+			p->no_quotas = "coved was started with --no-disk-quota (the pool keeps counting)";
+	} else if (p->driver != STORAGE_BTRFS) {
+		p->no_quotas = "the overlay storage driver has no per-sandbox quota";
+	}
+	if (p->no_quotas)
+		return;
+	int r = p->loop_backed ? btrfs_quota_enable_simple(p->dir) : btrfs_quota_mode(p->dir);
+	if (r == -EEXIST || r == BTRFS_QUOTA_FULL)
+		p->no_quotas = "the pool's btrfs has full qgroups on, not simple quotas";
+	else if (!p->loop_backed && r == BTRFS_QUOTA_OFF)
+		p->no_quotas = "the data root's btrfs has no simple quotas (btrfs quota enable --simple)";
+	else if (r < 0)
+		p->no_quotas = "this kernel has no btrfs simple quotas (Linux 6.7 and later have)";
+	p->quotas = !p->no_quotas;
+}
+
 int pool_open(struct pool *ret, const char *data_dir, enum storage_driver want, uint64_t size_bytes,
 	      struct cove_err *err)
 {
@@ -519,6 +557,7 @@ int pool_open(struct pool *ret, const char *data_dir, enum storage_driver want, 
 		if (r < 0)
 			return r;
 		p.loop_backed = 1;
+		snprintf(p.img, sizeof(p.img), "%s/pool.img", data_dir);
 	}
 	*ret = p;
 	return 0;

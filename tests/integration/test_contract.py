@@ -149,6 +149,15 @@ def test_live_get_routes_answer_as_documented(cv):
         if op is None or "{" in path or item.get("parameters") or op.get("parameters"):
             continue
         content = _deref(doc, op["responses"]["200"]).get("content", {})
+        if "text/plain" in content:  # /metrics: Prometheus text (test_usage parses it)
+            c = cv.conn()
+            c.request("GET", path)
+            r = c.getresponse()
+            assert r.status == 200 and r.getheader("Content-Type").startswith("text/plain"), (path, r.status)
+            r.read()
+            c.close()
+            checked.append(path)
+            continue
         assert "application/json" in content, path + ": no application/json 200 response"
         required = _required(doc, content["application/json"]["schema"])
         assert required, path + ": the 200 schema lists no required properties"

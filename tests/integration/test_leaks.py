@@ -18,7 +18,7 @@ from covetest import wait_until
 ID_RE = re.compile(r"^sb_[a-z2-7]{12}$")
 CYCLES = 1000
 WARMUP = 50
-HIERARCHIES = ("memory", "pids", "cpu", "freezer")
+HIERARCHIES = covetest.CGROUP_HIERARCHIES
 
 
 def _status(pid, key):

@@ -252,6 +252,103 @@ static void test_timings(const char *pool)
 	report("delete (the 200-file source)", d, TIMING_RUNS);
 }
 
+/* Write n MiB to path: 0, or the -errno that stopped it. */
+static int write_mib(const char *path, int n)
+{
+	static char buf[1 << 20];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), r = 0;
+	if (fd < 0)
+		return -errno;
+	for (int i = 0; i < n && r == 0; i++)
+		for (size_t done = 0; done < sizeof(buf) && r == 0;) {
+			ssize_t k = write(fd, buf + done, sizeof(buf) - done);
+			if (k <= 0)
+				r = k < 0 ? -errno : -EIO;
+			done += k > 0 ? (size_t)k : 0;
+		}
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* Simple quotas: a limit stops a writer with EDQUOT, a snapshot does not
+ * inherit it, and space freed is writable again. */
+static void test_quotas(struct pool *p)
+{
+	char sv[PATH_MAX], snap[PATH_MAX];
+	uint64_t used = 0, limit = 0;
+	pool_quotas(p, true);
+	CHECK1(p->quotas && !p->no_quotas, "simple quotas on a loop-backed pool (%s)",
+	       p->no_quotas ? p->no_quotas : "");
+	CHECK1(btrfs_quota_mode(p->dir) == BTRFS_QUOTA_SIMPLE, "the pool's quota mode is simple");
+	CHECK1(btrfs_quota_enable_simple(p->dir) == 0, "enabling them again is a no-op");
+	pathcpy(sv, sizeof(sv), "%s/limited", p->dir);
+	pathcpy(snap, sizeof(snap), "%s/limited-snap", p->dir);
+	CHECK1(btrfs_subvol_create(sv) == 0 && btrfs_qgroup_limit(sv, 16 << 20) == 0, "limit a subvolume to 16M");
+	CHECK1(btrfs_qgroup_usage(sv, &used, &limit) == 0 && limit == 16 << 20, "its limit reads back (%llu)",
+	       (unsigned long long)limit);
+	CHECK1(write_mib(pathf("%s/big", sv), 40) == -EDQUOT, "writing 40M into it fails with EDQUOT");
+	CHECK1(btrfs_qgroup_usage(sv, &used, NULL) == 0 && used > (8u << 20) && used <= (16u << 20),
+	       "its usage is near the limit (%llu)", (unsigned long long)used);
+	CHECK1(unlink(pathf("%s/big", sv)) == 0 && write_mib(pathf("%s/small", sv), 1) == 0,
+	       "after a delete, a small write works");
+	CHECK1(btrfs_subvol_snapshot(sv, snap, false) == 0 && btrfs_qgroup_usage(snap, &used, &limit) == 0 &&
+		       limit == 0,
+	       "a snapshot has no limit of its own (the engine sets it)");
+	CHECK1(btrfs_qgroup_limit(sv, 0) == 0 && btrfs_qgroup_usage(sv, &used, &limit) == 0 && limit == 0,
+	       "limit 0 lifts it");
+	CHECK1(write_mib(pathf("%s/big", sv), 40) == 0, "and 40M fit then");
+	(void)btrfs_subvol_delete(snap);
+	(void)btrfs_subvol_delete(sv);
+}
+
+/* The pool's growth: pure steps, then a real one. */
+static void test_grow(struct pool *p)
+{
+	CHECK1(pool_grow_step(8 * GIB, 4 * GIB, 1024 * GIB) == 0, "a pool with headroom does not grow");
+	CHECK1(pool_grow_step(GIB, GIB * 8 / 10, 1024 * GIB) == 0, "nor a new 1 GiB one");
+	CHECK1(pool_grow_step(8 * GIB, GIB / 2, 1024 * GIB) == 2 * GIB, "one short of it grows by 2 GiB");
+	CHECK1(pool_grow_step(40 * GIB, 4 * GIB, 1024 * GIB) == 10 * GIB, "a large one by a quarter");
+	CHECK1(pool_grow_step(8 * GIB, 0, 9 * GIB) == GIB, "never past the maximum");
+	CHECK1(pool_host_reserve(252 * GIB) == 2 * GIB && pool_host_reserve(GIB) == 64 << 20,
+	       "the host keeps 5%%, from 64 MiB to 2 GiB");
+	CHECK1(pool_host_room(GIB, 100 * GIB) == 0, "no room when the host has less than its reserve");
+	struct pool_growth g;
+	struct cove_err err = { 0 };
+	struct statfs before, after;
+	CHECK1(statfs(p->dir, &before) == 0 && pool_grow(p, 1024 * GIB, 0, &g, &err) == 0 && g.grown == 0,
+	       "a fresh 1 GiB pool has its headroom (%s)", err.msg);
+	/* Writes not yet written out are counted as taken (statfs does not
+	 * count them until they are): 100 MiB written and not synced are in
+	 * one or the other, whenever writeback happens to run. Reserved is
+	 * read first: data moving meanwhile is counted twice, never lost. */
+	uint64_t reserved = 0;
+	struct statfs f0, f1;
+	int kfd = btrfs_data_reserved_open(p->dir);
+	int wfd = open(pathf("%s/pending", p->dir), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	static char chunk[1 << 20];
+	CHECK1(kfd >= 0 && wfd >= 0 && statfs(p->dir, &f0) == 0, "open the reserved counter");
+	for (int i = 0; wfd >= 0 && i < 100; i++)
+		(void)!write(wfd, chunk, sizeof(chunk));
+	CHECK1(kfd >= 0 && btrfs_data_reserved(kfd, &reserved) == 0 && statfs(p->dir, &f1) == 0 &&
+		       (int64_t)reserved + ((int64_t)f0.f_bavail - (int64_t)f1.f_bavail) * f1.f_bsize >= 90 << 20,
+	       "100 MiB written and not synced: reserved (%llu) or taken", (unsigned long long)reserved);
+	if (wfd >= 0)
+		close(wfd);
+	(void)unlink(pathf("%s/pending", p->dir));
+	CHECK1(statfs(p->dir, &before) == 0 && pool_grow(p, 1024 * GIB, 900ull << 20, &g, &err) == 0,
+	       "900 MiB reserved: pool_grow on the fresh pool (%s)", err.msg);
+	if (kfd >= 0)
+		close(kfd);
+	CHECK1(g.grown == 2 * GIB && g.size == 3 * GIB, "it grew by 2 GiB (%llu)", (unsigned long long)g.grown);
+	struct stat st;
+	CHECK1(stat(p->img, &st) == 0 && (uint64_t)st.st_size == 3 * GIB && (uint64_t)st.st_blocks * 512 >= 3 * GIB,
+	       "the file is 3 GiB, allocated");
+	CHECK1(statfs(p->dir, &after) == 0 && after.f_blocks > before.f_blocks + (GIB / after.f_bsize),
+	       "btrfs took the new space online");
+}
+
 static void test_pool_lifecycle(const char *data)
 {
 	struct pool p;
@@ -268,8 +365,8 @@ static void test_pool_lifecycle(const char *data)
 	pathcpy(dir, sizeof(dir), "%s", p.dir);
 	CHECK1(strcmp(dir, pathf("%s/pool", data)) == 0, "pool dir is <data>/pool");
 	CHECK1(p.loop_backed == 1, "pool is loop-backed on a non-btrfs data dir");
-	CHECK1(stat(img, &st) == 0 && (uint64_t)st.st_size == GIB && (uint64_t)st.st_blocks * 512 < GIB / 4,
-	       "pool.img is a sparse 1 GiB file");
+	CHECK1(stat(img, &st) == 0 && (uint64_t)st.st_size == GIB && (uint64_t)st.st_blocks * 512 >= GIB,
+	       "pool.img is a 1 GiB file, allocated whole (no host space needed later)");
 	CHECK1(!exists(pathf("%s.tmp", img)), "no pool.img.tmp left behind");
 	CHECK1(statfs(dir, &sfs) == 0 && sfs.f_type == (typeof(sfs.f_type))BTRFS_SUPER_MAGIC,
 	       "a btrfs is mounted at the pool dir");
@@ -279,6 +376,8 @@ static void test_pool_lifecycle(const char *data)
 	CHECK1(loops_backing(img) == 1, "one loop device backs pool.img");
 
 	test_subvolumes(dir);
+	test_quotas(&p);
+	test_grow(&p);
 	test_delete_mounted(dir);
 	test_delete_nested(dir);
 	test_timings(dir);

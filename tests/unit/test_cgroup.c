@@ -199,6 +199,15 @@ static void test_v2_fake(void)
 	put(at(root, "cove/sb1/cgroup.events"), "populated 1\nfrozen 0\n");
 	CHECK_ONCE(cgroup_freeze(&l, "sb1", false, &err) == 0, "v2 thaw: %s", err.msg);
 	CHECK_STR(slurp(at(root, "cove/sb1/cgroup.freeze")), "0", "cgroup.freeze = 0");
+	struct cgroup_stats cs;
+	put(at(root, "cove/sb1/cpu.stat"), "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n");
+	put(at(root, "cove/sb1/memory.current"), "4096\n");
+	put(at(root, "cove/sb1/memory.peak"), "8192\n");
+	put(at(root, "cove/sb1/pids.current"), "3\n");
+	CHECK_ONCE(cgroup_stats(&l, "sb1", &cs) == 0 && cs.cpu_ns == 1500000 && cs.memory == 4096 &&
+			   cs.memory_peak == 8192 && cs.pids == 3,
+		   "v2 stats: cpu, memory now and peak, pids");
+	CHECK_ONCE(cgroup_stats(&l, "nosuch", &cs) == -ENOENT, "stats of a sandbox without a cgroup: ENOENT");
 
 	/* Zero limits write nothing: no interface file is needed. */
 	lim = (struct cgroup_limits){ 0 };
@@ -323,6 +332,10 @@ static void test_v1_real(void)
 		goto out;
 	CHECK_ONCE(cgroup_enter(&l, name, child, &err) == 0, "v1 enter: %s", err.msg);
 	CHECK_ONCE(cgroup_count_procs(&l, name) == 1, "one process in the cgroup");
+	struct cgroup_stats cs;
+	CHECK_ONCE(cgroup_stats(&l, name, &cs) == 0 && cs.pids == 1 && cs.memory != CGROUP_STAT_NONE &&
+			   cs.memory_peak >= cs.memory && cs.cpu_ns != CGROUP_STAT_NONE,
+		   "v1 stats: one pid, memory, and CPU time (cpuacct%s)", l.cpuacct ? " of its own" : "");
 	CHECK_ONCE(cgroup_freeze(&l, name, true, &err) == 0, "v1 freeze: %s", err.msg);
 	CHECK_STR(slurp(at(dir[3], "freezer.state")), "FROZEN", "kernel says FROZEN");
 	CHECK_ONCE(cgroup_freeze(&l, name, false, &err) == 0, "v1 thaw: %s", err.msg);

@@ -37,6 +37,9 @@ export interface SandboxOptions {
   network?: 'egress' | 'none';
   allow_out?: string[];
   deny_out?: string[];
+  /** The most its files may take: bytes, or a size string like "10G"
+   * (default: coved's --default-disk). */
+  disk?: number | string;
   transport?: Transport;
 }
 
@@ -47,6 +50,18 @@ export interface ReadyCheck {
   url?: string;
   cmd?: string | string[];
   timeout?: number;
+}
+
+/** What a sandbox uses, read from the kernel at `at` (unix ms); null for
+ * a figure it has not (netRxBytes without a network, diskBytes without
+ * disk limits). */
+export interface SandboxStats {
+  at: number;
+  cpuNs: number | null; cpuSeconds: number | null;
+  memoryBytes: number | null; memoryPeakBytes: number | null; memoryLimitBytes: number | null;
+  pids: number | null; pidsLimit: number | null;
+  diskBytes: number | null; diskLimitBytes: number | null;
+  netRxBytes: number | null; netTxBytes: number | null;
 }
 
 export interface ExecOptions {
@@ -224,6 +239,17 @@ export class Sandbox {
 
   /** Ends every process and starts cove-init again on the same files. */
   reboot(): Promise<string> { return this.transition('reboot'); }
+
+  /** CPU time, memory now and at its peak, tasks, disk and network bytes. */
+  async stats(): Promise<SandboxStats> {
+    const j = await this.t.call('GET', `${this.base}/stats`);
+    return {
+      at: j.at, cpuNs: j.cpu_ns, cpuSeconds: j.cpu_seconds,
+      memoryBytes: j.memory_bytes, memoryPeakBytes: j.memory_peak_bytes, memoryLimitBytes: j.memory_limit_bytes,
+      pids: j.pids, pidsLimit: j.pids_limit, diskBytes: j.disk_bytes, diskLimitBytes: j.disk_limit_bytes,
+      netRxBytes: j.net_rx_bytes, netTxBytes: j.net_tx_bytes,
+    };
+  }
 
   /** Runs cmd (a shell string or an argv array) to its end. With onStdout
    * or onStderr, each chunk of output is passed to them as it comes. */

@@ -313,6 +313,20 @@ test('memory snapshots: saveSnapshot, restoreSnapshot, fork and checkpoint with 
   } finally {
     for (const s of [back, ...copies, old]) await s.destroy();
   }
+}));
+
+test('stats, and a disk limit', () => sandbox(async (sb) => {
+  assert.equal(sb.info.disk, 64 << 20);
+  const a = await sb.stats();
+  assert.equal(a.diskLimitBytes, 64 << 20);
+  assert.ok(a.pids >= 1 && a.memoryBytes > 0 && a.cpuNs >= 0 && a.at > 0);
+  const r = await sb.exec("dd if=/dev/zero of=/root/f bs=1M count=100 2>&1; python3 -c 'x = bytearray(64 << 20)'");
+  assert.match(r.stdout, /Disk quota exceeded/);
+  const b = await sb.stats();
+  assert.ok(b.diskBytes >= a.diskBytes + (32 << 20) && b.cpuNs > a.cpuNs, JSON.stringify([a, b]));
+  assert.ok(b.memoryPeakBytes >= a.memoryPeakBytes + (32 << 20));
+  await assert.rejects(createSandbox({ disk: 'abc' }), BadRequest);
+}, { disk: '64M' }));
 
 // A GET through coved's port proxy, to 127.0.0.1 with the URL's host name.
 const proxyGet = (url, headers = {}) => new Promise((resolve, reject) => {

@@ -240,6 +240,9 @@ class Sandbox:
     async def reboot(self):
         return await _call(self._sb.reboot)
 
+    async def stats(self):
+        return await _call(self._sb.stats)
+
     async def processes(self):
         return await _call(self._sb.processes)
 

@@ -64,23 +64,24 @@ class Sandbox:
     # -- lifecycle -----------------------------------------------------------
     @classmethod
     def create(cls, image=None, name=None, memory=None, cpus=None, pids=None, env=None, cwd=None, user=None,
-               timeout=None, isolation=None, template=None, start=None, ready=None, transport=None,
+               timeout=None, isolation=None, template=None, start=None, ready=None, disk=None, transport=None,
                on_timeout=None, idle_timeout=None, archive_after=None, **fields):
-        """memory in bytes or as "512M"/"1G"; timeout: seconds until coved
-        deletes it (on_timeout "pause" or "archive": pauses or archives it);
-        idle_timeout: seconds with nothing active before it is paused,
-        archive_after: seconds paused before it is archived (0: never;
-        default: coved's). template: a Template (or its name) whose fields this
-        inherits, those given here winning (from its warm pool when one
-        fits: info["from_pool"]). start: a start command; ready: a
-        readiness check ({"port": N} | {"url": U} | {"cmd": C}, "timeout")
-        that create waits for. Other API fields (network, allow_out...)
-        as keywords."""
+        """memory and disk in bytes or as "512M"/"1G" (disk: the most its
+        files may take; coved's --default-disk when not given); timeout:
+        seconds until coved deletes it (on_timeout "pause" or "archive":
+        pauses or archives it); idle_timeout: seconds with nothing active
+        before it is paused, archive_after: seconds paused before it is
+        archived (0: never; default: coved's). template: a Template (or its
+        name) whose fields this inherits, those given here winning (from its
+        warm pool when one fits: info["from_pool"]). start: a start command;
+        ready: a readiness check ({"port": N} | {"url": U} | {"cmd": C},
+        "timeout") that create waits for. Other API fields (network,
+        allow_out...) as keywords."""
         t = transport or default_transport()
         if isinstance(template, Template):
             template = template.name
         spec = _spec(image=image, name=name, memory=memory, cpus=cpus, pids=pids, env=env, cwd=cwd, user=user,
-                     timeout=timeout, isolation=isolation, template=template, start=start, ready=ready,
+                     timeout=timeout, isolation=isolation, template=template, start=start, ready=ready, disk=disk,
                      on_timeout=on_timeout, idle_timeout=idle_timeout, archive_after=archive_after, **fields)
         return cls(t.call("POST", "/v1/sandboxes", json_body=spec), t)
 
@@ -114,6 +115,13 @@ class Sandbox:
     @property
     def state(self):
         return self.refresh()["state"]
+
+    def stats(self):
+        """What it uses now, read from the kernel: a dict with cpu_ns,
+        cpu_seconds, memory_bytes, memory_peak_bytes, memory_limit_bytes,
+        pids, pids_limit, disk_bytes, disk_limit_bytes, net_rx_bytes,
+        net_tx_bytes (None for what it has not) and at (unix ms)."""
+        return self._transport.call("GET", self._path + "/stats")
 
     def set_timeout(self, seconds):
         self.info = self._transport.call("POST", self._path + "/timeout", json_body={"timeout": seconds})
@@ -339,10 +347,10 @@ class Snapshot:
         self.info = self._transport.call("GET", "/v1/snapshots/" + self.id)
         return self.info
 
-    def restore(self, name=None, memory=None, cpus=None, pids=None):
-        """A new sandbox on the snapshot's files."""
+    def restore(self, name=None, memory=None, cpus=None, pids=None, disk=None):
+        """A new sandbox on the snapshot's files (its limits, unless given)."""
         j = self._transport.call("POST", "/v1/snapshots/%s/restore" % self.id,
-                                 json_body=_spec(name=name, memory=memory, cpus=cpus, pids=pids))
+                                 json_body=_spec(name=name, memory=memory, cpus=cpus, pids=pids, disk=disk))
         return Sandbox(j, self._transport)
 
     def delete(self):

@@ -25,6 +25,8 @@ def test_aio_sandbox_commands_and_files(coved):
             assert sb.info["expires_at"] is not None
             assert await sb.pause() == "paused" and await sb.resume() == "running"
             assert await sb.archive() == "archived" and await sb.reboot() == "running"
+            st = await sb.stats()
+            assert st["id"] == sb.id and st["pids"] >= 1 and st["memory_bytes"] > 0
             assert (await sb.capabilities()).ports is True  # coved serves its port proxy
             loop_thread = threading.get_ident()
             chunks = []

@@ -171,3 +171,17 @@ def test_pause_resume_archive_reboot(coved):
         assert sb.files.read("/root/f") == b"kept\n"
         p = sb.spawn("sleep 1000", keep_awake=True)
         assert [x.get("keep_awake") for x in sb.processes() if x["pid"] == p.pid] == [True]
+
+
+def test_stats_and_disk(coved):
+    with Sandbox.create(disk="64M", memory="256M") as sb:
+        assert sb.info["disk"] == 64 << 20
+        a = sb.stats()
+        assert a["id"] == sb.id and a["disk_limit_bytes"] == 64 << 20 and a["memory_limit_bytes"] == 256 << 20
+        r = sb.run("dd if=/dev/zero of=/root/f bs=1M count=100 2>&1; python3 -c 'x = bytearray(64 << 20)'")
+        assert "Disk quota exceeded" in r.stdout, r.stdout
+        b = sb.stats()
+        assert b["disk_bytes"] >= a["disk_bytes"] + (32 << 20) and b["cpu_ns"] > a["cpu_ns"]
+        assert b["memory_peak_bytes"] >= a["memory_peak_bytes"] + (32 << 20)
+    with pytest.raises(BadRequest):
+        Sandbox.create(disk="abc")

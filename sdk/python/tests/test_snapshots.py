@@ -22,6 +22,9 @@ def test_snapshot_restore(sb):
     assert Snapshot.get(snap.id).info["sandbox"] == sb.id
     with snap.restore() as back:
         assert back.id != sb.id and back.files.read_text("state") == "before"
+        assert back.info["disk"] == sb.info["disk"]
+    with snap.restore(disk="32M") as small:
+        assert small.info["disk"] == 32 << 20 and small.stats()["disk_limit_bytes"] == 32 << 20
     assert sb.files.read_text("state") == "after"
     quick = sb.snapshot(wait_durable=False)
     deadline = time.time() + 20

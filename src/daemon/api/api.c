@@ -42,6 +42,7 @@ static const struct route {
 } routes[] = {
 	{ HTTP_GET, "/v1/health", h_health },
 	{ HTTP_GET, "/v1/capabilities", h_capabilities },
+	{ HTTP_GET, "/metrics", h_metrics },
 	{ HTTP_POST, "/v1/sandboxes", h_create },
 	{ HTTP_GET, "/v1/sandboxes", h_list },
 	{ HTTP_GET, "/v1/sandboxes/*", h_get },
@@ -54,6 +55,7 @@ static const struct route {
 	{ HTTP_POST, "/v1/sandboxes/*/archive", h_archive },
 	{ HTTP_POST, "/v1/sandboxes/*/reboot", h_reboot },
 	{ HTTP_GET, "/v1/events", h_events },
+	{ HTTP_GET, "/v1/sandboxes/*/stats", h_stats },
 	{ HTTP_POST, "/v1/sandboxes/*/ports", h_ports_open },
 	{ HTTP_GET, "/v1/sandboxes/*/ports", h_ports_list },
 	{ HTTP_DELETE, "/v1/sandboxes/*/ports/*", h_port_close },

@@ -3,6 +3,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include <jansson.h>
+
 #include "common/error.h"
 #include "daemon/http/httpd.h"
 
@@ -71,6 +73,11 @@ int h_history_delete(struct http_req *req, const char *id, struct cove_err *err)
 int h_rollback(struct http_req *req, const char *id, struct cove_err *err);
 int h_branch(struct http_req *req, const char *id, struct cove_err *err);
 
+/* usage.c */
+int h_stats(struct http_req *req, const char *id, struct cove_err *err);
+int h_metrics(struct http_req *req, const char *id, struct cove_err *err);
+/* sb's usage now (usage.h's JSON). */
+json_t *api_usage_json(const struct sandbox *sb);
 /* ports.c */
 int h_ports_open(struct http_req *req, const char *id, struct cove_err *err);
 int h_ports_list(struct http_req *req, const char *id, struct cove_err *err);

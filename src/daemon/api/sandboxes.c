@@ -9,6 +9,7 @@
 #include "daemon/api/api.h"
 #include "daemon/api/reply.h"
 #include "daemon/api/request.h"
+#include "engine/disk.h"
 #include "engine/engine.h"
 #include "engine/network.h"
 #include "daemon/proxy/proxy.h"
@@ -120,7 +121,7 @@ static const char *const create_fields[] = { "name",      "image",       "memory
 					     "env",       "cwd",         "user",    "timeout",   "ephemeral",
 					     "isolation", "inherit_env", "network", "allow_out", "deny_out",
 					     "workdir",   "start",       "ready",   "template",  "idle_timeout",
-					     "archive_after", "on_timeout", NULL };
+					     "archive_after", "on_timeout", "disk", NULL };
 
 bool api_spec_field_known(const char *key)
 {
@@ -145,6 +146,9 @@ int api_parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0 || parse_isolation(j, s, err) < 0 ||
 	    parse_network(j, s, err) < 0 || api_parse_launch(j, s, err) < 0 ||
 	    parse_lifecycle(j, s, err) < 0)
+		return -1;
+	if (json_object_get(j, "disk") && !json_is_null(json_object_get(j, "disk")) &&
+	    (get_size(j, "disk", &s->disk, err) < 0 || disk_check(engine_ctx, s, true, err) < 0))
 		return -1;
 	if (s->external)
 		image = "";
@@ -197,6 +201,7 @@ int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 		json_object_set_new(j, "nativeSnapshotReason",
 				    json_string(d->native_why[0] ? d->native_why : "the self-test has not run yet"));
 	json_object_set_new(j, "network", network_modes_json());
+	json_object_set_new(j, "disk", disk_capabilities_json(d));
 	json_object_set_new(j, "proxy", proxy_to_json());
 	/* coved --warm N: the default pool (size 0 without one). */
 	json_object_set_new(j, "warm_pool", warm_to_json(d->default_pool));
@@ -248,7 +253,11 @@ int h_get(struct http_req *req, const char *id, struct cove_err *err)
 	struct sandbox *sb = api_lookup(id, err);
 	if (!sb)
 		return -1;
-	reply_json(req, 200, sandbox_to_json(sb));
+	/* One sandbox's answer has its usage; a list's has not (each costs a
+	 * few reads of the kernel's counters). */
+	json_t *j = sandbox_to_json(sb);
+	json_object_set_new(j, "usage", api_usage_json(sb));
+	reply_json(req, 200, j);
 	return 0;
 }
 

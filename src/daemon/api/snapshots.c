@@ -9,6 +9,7 @@
 #include "daemon/api/api.h"
 #include "daemon/api/reply.h"
 #include "daemon/api/request.h"
+#include "engine/disk.h"
 #include "engine/engine.h"
 
 /* "memory": a boolean, false when absent: with it, the sandbox's
@@ -88,12 +89,13 @@ int h_snapshot_delete(struct http_req *req, const char *id, struct cove_err *err
  * snapshot's (0 / "" in o). */
 static int parse_overrides(json_t *j, struct sandbox_spec *o, struct cove_err *err)
 {
-	static const char *const fields[] = { "name", "memory", "cpus", "pids", NULL };
+	static const char *const fields[] = { "name", "memory", "cpus", "pids", "disk", NULL };
 	const char *name = "";
 	double cpus = 0, pids = 0;
 	if (check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ||
 	    get_size(j, "memory", &o->memory, err) < 0 || get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 ||
-	    get_number(j, "pids", 16, 1 << 22, &pids, err) < 0)
+	    get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 || get_size(j, "disk", &o->disk, err) < 0 ||
+	    (o->disk && disk_check(engine_ctx, o, true, err) < 0))
 		return -1;
 	if (o->memory && o->memory < (16u << 20))
 		return err_set(err, COVE_EINVAL, "'memory' must be at least 16M");

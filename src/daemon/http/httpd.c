@@ -316,6 +316,7 @@ static void refuse_too_large(struct http_conn *c)
 static void dispatch(struct http_conn *c, struct http_req *req)
 {
 	httpd_set_phase(c, PHASE_HANDLING);
+	http_stats_dispatched();
 	httpd_srv.cbs.handle(req);
 }
 

@@ -76,6 +76,17 @@ void http_listener_free(struct http_listener *l);
 /* Close every connection (their close callbacks run) and listener. */
 void http_shutdown(void);
 
+/* Answers sent, by status class: responses[2] counts 2xx... ([0]: none
+ * valid). Every request answered is one, whatever listener it came on. */
+struct http_stats {
+	uint64_t requests; /* handed to a route table (the others were refused by the server) */
+	uint64_t responses[6];
+};
+const struct http_stats *http_stats_get(void);
+/* Count an answer of status (the server does, as it writes its head). */
+void http_stats_count(int status);
+void http_stats_dispatched(void);
+
 /* The request */
 enum http_method http_req_method(const struct http_req *req);
 const char *http_req_path(const struct http_req *req);  /* as sent (not decoded); NULL if none */

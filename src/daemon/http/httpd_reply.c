@@ -13,6 +13,22 @@
 
 /* ---------------------------------------------------------------- answers */
 
+static struct http_stats stats;
+
+const struct http_stats *http_stats_get(void)
+{
+	return &stats;
+}
+
+void http_stats_dispatched(void)
+{
+	stats.requests++;
+}
+
+void http_stats_count(int status)
+{
+	stats.responses[status >= 100 && status < 600 ? status / 100 : 0]++;
+}
 
 static void write_head(struct http_req *req, int status, const char *reason)
 {
@@ -25,6 +41,7 @@ static void write_head(struct http_req *req, int status, const char *reason)
 		evhttp_add_header(&req->out_headers, "Connection", "close");
 	else if (req->minor == 0)
 		evhttp_add_header(&req->out_headers, "Connection", "keep-alive");
+	http_stats_count(status);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, reason);
 	for (h = req->out_headers.tqh_first; h; h = h->next.tqe_next) /* TAILQ_FOREACH */
 		evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);

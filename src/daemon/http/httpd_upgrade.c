@@ -113,6 +113,7 @@ int http_upgrade(struct http_req *req, const char *protocol, const struct http_r
 	struct http_conn *c = req->conn;
 	if (req->reply != REPLY_NONE || req->state != READ_DONE || c->closed)
 		return -1;
+	http_stats_count(101);
 	evbuffer_add_printf(bufferevent_get_output(c->bev),
 			    "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", protocol);
 	req->reply = REPLY_UPGRADED; /* no answer any more, and no next request */
