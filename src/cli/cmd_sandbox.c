@@ -97,6 +97,22 @@ static int parse_launch(const char *verb, int c, const char *optarg, json_t *spe
 
 /* The sandbox options given into spec; 0, or -1 after a usage error.
  * Options it does not know are left to the caller. */
+/* The options whose value is the create's field as it is: coved checks
+ * them (an image, template or on_timeout name, "external" or "isolated",
+ * a network mode) and says what is wrong. */
+static const char *string_field(int opt)
+{
+	static const struct {
+		int opt;
+		const char *field;
+	} fields[] = { { 'I', "image" },      { 'w', "cwd" },       { 'u', "user" },    { 'n', "name" },
+		       { 'Z', "on_timeout" }, { 'X', "isolation" }, { 'N', "network" }, { 'T', "template" } };
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (fields[i].opt == opt)
+			return fields[i].field;
+	return NULL;
+}
+
 int cli_parse_spec(struct cli *cli, const char *verb, json_t *spec)
 {
 	int c;
@@ -106,10 +122,12 @@ int cli_parse_spec(struct cli *cli, const char *verb, json_t *spec)
 	long whole;
 	const char *optarg;
 	while ((c = cli_next_opt(cli, &optarg)) != -1) {
+		const char *field = string_field(c);
+		if (field) {
+			json_object_set_new(spec, field, json_string(optarg));
+			continue;
+		}
 		switch (c) {
-		case 'I':
-			json_object_set_new(spec, "image", json_string(optarg));
-			break;
 		case 'm':
 			if (parse_size(optarg, &size) < 0)
 				return cli_usage_error(verb, "bad --memory '%s' (like 512M or 2G)", optarg), -1;
@@ -127,15 +145,6 @@ int cli_parse_spec(struct cli *cli, const char *verb, json_t *spec)
 			if (cli_add_env(spec, optarg) < 0)
 				return cli_usage_error(verb, "bad --env '%s' (want NAME=VALUE)", optarg), -1;
 			break;
-		case 'w':
-			json_object_set_new(spec, "cwd", json_string(optarg));
-			break;
-		case 'u':
-			json_object_set_new(spec, "user", json_string(optarg));
-			break;
-		case 'n':
-			json_object_set_new(spec, "name", json_string(optarg));
-			break;
 		case 't':
 			if (parse_seconds(optarg, &seconds) < 0)
 				return cli_usage_error(verb, "bad --timeout '%s' (seconds)", optarg), -1;
@@ -149,17 +158,8 @@ int cli_parse_spec(struct cli *cli, const char *verb, json_t *spec)
 				       -1;
 			json_object_set_new(spec, c == 'i' ? "idle_timeout" : "archive_after", json_integer(whole));
 			break;
-		case 'Z': /* coved checks the name */
-			json_object_set_new(spec, "on_timeout", json_string(optarg));
-			break;
-		case 'X': /* "external" or "isolated": coved says what else is wrong */
-			json_object_set_new(spec, "isolation", json_string(optarg));
-			break;
 		case 'E':
 			json_object_set_new(spec, "inherit_env", json_true());
-			break;
-		case 'N': /* coved checks the mode and the lists */
-			json_object_set_new(spec, "network", json_string(optarg));
 			break;
 		case 'O':
 		case 'D':
@@ -169,9 +169,6 @@ int cli_parse_spec(struct cli *cli, const char *verb, json_t *spec)
 			if (parse_size(optarg, &size) < 0)
 				return cli_usage_error(verb, "bad --disk '%s' (like 10G or 512M)", optarg), -1;
 			json_object_set_new(spec, "disk", json_integer((json_int_t)size));
-			break;
-		case 'T':
-			json_object_set_new(spec, "template", json_string(optarg));
 			break;
 		default:
 			if (parse_launch(verb, c, optarg, spec) < 0)

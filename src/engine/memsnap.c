@@ -130,7 +130,9 @@ int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct c
 	char ext[MAX_EXT][64], freezer[600];
 	const char *extv[MAX_EXT + 1];
 	size_t n = 0;
-	for (int i = 0; runtime_host_layers[i]; i++, n++)
+	/* The host image's /usr and /opt are external mounts (an OCI image has none). */
+	bool host_layers = strncmp(sb->spec.image_dir, "host-", 5) == 0;
+	for (int i = 0; host_layers && runtime_host_layers[i]; i++, n++)
 		snprintf(ext[n], sizeof(ext[n]), "mnt[/%s]:%s", runtime_host_layers[i], runtime_host_layers[i]);
 	for (int i = 0; dev_nodes[i]; i++, n++)
 		snprintf(ext[n], sizeof(ext[n]), "mnt[/dev/%s]:dev-%s", dev_nodes[i], dev_nodes[i]);
@@ -258,6 +260,7 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 					 .subvol = subvol,
 					 .image = image,
 					 .uid_base = base,
+					 .host_layers = strncmp(sb->spec.image_dir, "host-", 5) == 0,
 					 .init_file = d->init_file,
 					 .cgroups = &d->cgroups },
 				 .report_fd = report[1] };

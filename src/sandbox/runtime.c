@@ -721,14 +721,14 @@ int runtime_connect(pid_t init_pid, bool external, const char *path, struct cove
  * its own (see mount_root): the root at root/, the host layers beside it at
  * ext/<layer>, where criu binds them in (they are external mounts of the
  * dump). Then it waits to be killed: its mount namespace is entered. */
-static void restore_overlays(int userns, int ready)
+static void restore_overlays(bool host_layers, int userns, int ready)
 {
 	char lower[64], target[64];
 	become_sandbox_root(userns);
 	if (unshare(CLONE_NEWNS) < 0)
 		fail("unshare mount namespace");
 	mount_overlay("lower/image/rootfs", "root", "root");
-	for (int i = 0; runtime_host_layers[i]; i++) {
+	for (int i = 0; host_layers && runtime_host_layers[i]; i++) {
 		snprintf(lower, sizeof(lower), "lower/%s", runtime_host_layers[i]);
 		snprintf(target, sizeof(target), RUNTIME_RESTORE_EXT "/%s", runtime_host_layers[i]);
 		mount_overlay(lower, runtime_host_layers[i], target);
@@ -751,7 +751,7 @@ void runtime_restore_prepare(const struct runtime_config *c, int report_fd)
 	 * user namespace) can reach them: not under the data root's 0700
 	 * directories. */
 	mountf("tmpfs", RUNTIME_RESTORE_EXT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16k");
-	for (int i = 0; runtime_host_layers[i]; i++) {
+	for (int i = 0; c->host_layers && runtime_host_layers[i]; i++) {
 		snprintf(p, sizeof(p), RUNTIME_RESTORE_EXT "/%s", runtime_host_layers[i]);
 		if (mkdir(p, 0755) < 0)
 			fail("mkdir '%s'", p);
@@ -767,7 +767,7 @@ void runtime_restore_prepare(const struct runtime_config *c, int report_fd)
 	if (pid < 0)
 		fail("fork");
 	if (pid == 0)
-		restore_overlays(userns, ready[1]);
+		restore_overlays(c->host_layers, userns, ready[1]);
 	close(ready[1]);
 	char ch;
 	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", pid);

@@ -128,8 +128,11 @@ static int remove_dir(struct pool_store *p, const char *dir)
 	int r = storage_delete(p->driver, path);
 	if (r < 0 && r != -ENOENT && !(r == -EINVAL && rmdir(path) == 0))
 		return r;
-	snprintf(path, sizeof(path), "%s/criu", dir); /* a memory snapshot's images */
-	r = tree_remove(path);
+	/* A memory snapshot's images. Looked for first: tree_remove opens it,
+	 * and an entry removed while coved is out of descriptors (a fork's
+	 * failed copy) has none, and must still go. */
+	snprintf(path, sizeof(path), "%s/criu", dir);
+	r = access(path, F_OK) == 0 ? tree_remove(path) : -errno;
 	if (r < 0 && r != -ENOENT)
 		return r;
 	snprintf(path, sizeof(path), "%s/" MANIFEST, dir);

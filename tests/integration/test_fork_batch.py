@@ -37,8 +37,8 @@ def test_fork_failing_part_way_leaves_nothing(_cv):
         st, j = cv.api("GET", "/v1/sandboxes")
         assert [s["id"] for s in j["sandboxes"]] == [sid], j
         # Deleted copies finish their deletion once their inits are gone.
-        assert wait_until(lambda: _dirs(cv, "sandboxes") == roots, 10), (_dirs(cv, "sandboxes"), roots)
-        assert _dirs(cv, "snapshots") == snaps
+        assert wait_until(lambda: _dirs(cv, "sandboxes") == roots, 10), (_dirs(cv, "sandboxes"), roots, cv.read_log()[-1500:])
+        assert _dirs(cv, "snapshots") == snaps, (_dirs(cv, "snapshots"), snaps)
         # With room again, the same fork works and its copies have the files.
         subprocess.run(["prlimit", "--pid", str(pid), "--nofile=%s:%s" % tuple(was)], check=True)
         st, j = cv.api("POST", "/v1/sandboxes/%s/fork" % sid, {"count": 20})
