@@ -9,7 +9,8 @@ read/write and with splice.
 
   requests/s with wrk (keep-alive, --threads x --conns, default 2 x 16) and p50
   latency (1 connection), medians of rounds of every way in back to back,
-  with --pin split: wrk on CPU 0, everything it talks to on CPU 1; for two
+  with --pin split: wrk on CPU 0, everything it talks to on CPU 1 (same:
+  all on CPU 1); for two
   servers in the sandbox: tinyhttpd (C,
   epoll: the proxy's own cost shows) and Python's http.server (HTTP/1.1,
   a dev server as users run them);
@@ -71,13 +72,15 @@ def api(sock, method, path, body=None, raw=None):
     return json.loads(data) if data else None
 
 
-CLIENT_CPU, SERVER_CPU = 0, 1  # --pin split: the client on one core, everything it talks to on the other
+# --pin split: the client on one core, everything it talks to on the
+# other; --pin same: everything on one core; --pin none: the scheduler's
+CPUS = {"split": (0, 1), "same": (1, 1)}
 
 
 def wrk(url, host, threads, conns, secs, pin, latency=False):
     cmd = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % secs, "-H", "Host: " + host]
-    if pin == "split":
-        cmd = ["taskset", "-c", str(CLIENT_CPU)] + cmd
+    if pin in CPUS:
+        cmd = ["taskset", "-c", str(CPUS[pin][0])] + cmd
     out = subprocess.run(cmd + (["--latency"] if latency else []) + [url], capture_output=True, text=True,
                          timeout=secs + 60).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
@@ -164,7 +167,7 @@ def free_port():
 
 
 def pinned(cmd, pin):
-    return ["taskset", "-c", str(SERVER_CPU)] + cmd if pin == "split" else cmd
+    return ["taskset", "-c", str(CPUS[pin][1])] + cmd if pin in CPUS else cmd
 
 
 def start_nginx(workdir, addr, ports, pin):
@@ -212,10 +215,10 @@ def set_affinity(pid, cpus):
 
 
 def in_sandbox(cmd, pin):
-    if pin != "split":
+    if pin not in CPUS:
         return cmd
     return ["python3", "-c", "import os, sys; os.sched_setaffinity(0, {%d}); os.execvp(sys.argv[1], sys.argv[1:])"
-            % SERVER_CPU] + cmd
+            % CPUS[pin][1]] + cmd
 
 
 def main():
@@ -229,15 +232,16 @@ def main():
     ap.add_argument("--ws", type=int, default=2000)
     ap.add_argument("--threads", type=int, default=2, help="wrk's threads (requests/s)")
     ap.add_argument("--conns", type=int, default=16, help="wrk's connections (requests/s)")
-    ap.add_argument("--pin", choices=("none", "split"), default="none",
-                    help="split: wrk and the WebSocket client on CPU 0; coved, the peers and the servers on CPU 1")
+    ap.add_argument("--pin", choices=("none", "split", "same"), default="none",
+                    help="split: wrk and the WebSocket client on CPU 0; coved, the peers and the servers on CPU 1; "
+                    "same: all on CPU 1")
     ap.add_argument("--workdir", default="/var/tmp/cove-portbench")
     a = ap.parse_args()
     caps = api(a.socket, "GET", "/v1/capabilities")
     assert caps["capabilities"]["ports"], "coved serves no port proxy"
     pport = caps["proxy"]["port"]
     pid = coved_pid(a.socket)
-    old_mask = set_affinity(pid, {SERVER_CPU}) if a.pin == "split" else None
+    old_mask = set_affinity(pid, {CPUS[a.pin][1]}) if a.pin in CPUS else None
     sb = api(a.socket, "POST", "/v1/sandboxes", {})
     sid, addr = sb["id"], sb["network"]["address"]
     res, procs = {}, []
@@ -268,8 +272,8 @@ def main():
         for way in ways.values():
             for where in way.values():
                 wait_direct(*where)
-        if a.pin == "split":
-            os.sched_setaffinity(0, {CLIENT_CPU})  # the WebSocket client
+        if a.pin in CPUS:
+            os.sched_setaffinity(0, {CPUS[a.pin][0]})  # the WebSocket client
         res.update(measure(a, ways, hosts))
     finally:
         for proc in procs:

@@ -269,7 +269,7 @@ if have wrk; then
 	log "building tinyhttpd; portbench: wrk and a WebSocket echo, direct and through the proxy"
 	cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra "$ROOT/bench/tinyhttpd.c" -o "$B/tinyhttpd"
 	cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra "$ROOT/bench/tcprelay.c" -o "$B/tcprelay"
-	for pin in none split; do
+	for pin in none split same; do
 		python3 "$ROOT/bench/portbench.py" --socket "$SOCK" --tinyhttpd "$B/tinyhttpd" --relay "$B/tcprelay" \
 			--pin "$pin" --workdir "$B/portbench" --out "$RES/ports-$pin.txt" | tee "$RES/ports-$pin-report.txt" >&2
 	done

@@ -44,7 +44,7 @@ api = load_api()
 io = load_api("io.txt") if os.path.exists(os.path.join(res, "io.txt")) else None
 sdk = load_api("sdk.txt") if os.path.exists(os.path.join(res, "sdk.txt")) else None
 snap = load_snap()
-ports_runs = [(pin, load_api(f"ports-{pin}.txt")) for pin in ("none", "split")
+ports_runs = [(pin, load_api(f"ports-{pin}.txt")) for pin in ("none", "split", "same")
               if os.path.exists(os.path.join(res, f"ports-{pin}.txt"))]
 criu = load_api("criu.txt") if os.path.exists(os.path.join(res, "criu.txt")) else None
 warm = load_api("warm.txt") if os.path.exists(os.path.join(res, "warm.txt")) else None
@@ -262,7 +262,7 @@ if sdk:
     target("TypeScript SDK exec `true` within +0.3 ms of node's http", f"{sdk['sdk.ts.over']:+.3f} ms",
            sdk["sdk.ts.over"] <= 0.3)
 for pin, ports in ports_runs:
-    how = "wrk anywhere" if pin == "none" else "wrk on CPU 0, the rest on CPU 1"
+    how = {"none": "unpinned", "split": "wrk on CPU 0, the rest on CPU 1", "same": "all on CPU 1"}[pin]
     for name, label in (("tiny", "a C epoll server"), ("py", "Python's http.server")):
         k = name + "_cove_"
         r, d, x = ports[k + "ratio"], ports[name + "_direct_rps"], ports[k + "rps"]

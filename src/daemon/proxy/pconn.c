@@ -351,16 +351,39 @@ static bool dropped(const struct head_field *f)
 	return false;
 }
 
+/* A head being written into a buffer of cap bytes; len past cap: too
+ * long (nothing written past it). */
+struct hbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static void put(struct hbuf *b, const char *s, size_t n)
+{
+	if (b->len + n <= b->cap)
+		memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static void put_str(struct hbuf *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+/* The head as it goes on, built with copies (no printf, no allocation) and
+ * written at once when nothing waits before it. */
 static int forward_head(struct pconn *c, const struct http_head *h)
 {
-	static struct evbuffer *out; /* the loop's: a head is built, then passed */
-	if (!out && !(out = evbuffer_new()))
-		return -1;
-	evbuffer_drain(out, evbuffer_get_length(out));
-	char tok[HEAD_TOKEN_MAX + 1], buf[PROXY_MAX_HEAD];
+	char tok[HEAD_TOKEN_MAX + 1], buf[PROXY_MAX_HEAD], head[PROXY_MAX_HEAD + 256];
+	struct hbuf b = { head, 0, sizeof(head) };
 	if (head_take_param(h->target, h->target_len, PROXY_TOKEN_NAME, tok, buf, sizeof(buf)) < 0)
 		return -1;
-	evbuffer_add_printf(out, "%.*s %s HTTP/1.%d\r\n", (int)h->method_len, h->method, buf, h->minor);
+	put(&b, h->method, h->method_len);
+	put(&b, " ", 1);
+	put_str(&b, buf);
+	char version[] = " HTTP/1.x\r\n";
+	version[8] = (char)('0' + h->minor);
+	put(&b, version, sizeof(version) - 1);
 	for (int i = 0; i < h->n_fields; i++) {
 		const struct head_field *f = &h->fields[i];
 		if (dropped(f))
@@ -368,14 +391,31 @@ static int forward_head(struct pconn *c, const struct http_head *h)
 		if (f->name_len == 6 && strncasecmp(f->name, "Cookie", 6) == 0) {
 			if (head_take_cookie(f->value, f->value_len, PROXY_TOKEN_NAME, tok, buf, sizeof(buf)) < 0)
 				return -1;
-			if (buf[0])
-				evbuffer_add_printf(out, "Cookie: %s\r\n", buf);
+			if (buf[0]) {
+				put_str(&b, "Cookie: ");
+				put_str(&b, buf);
+				put(&b, "\r\n", 2);
+			}
 			continue;
 		}
-		evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len, f->value);
+		put(&b, f->name, f->name_len);
+		put(&b, ": ", 2);
+		put(&b, f->value, f->value_len);
+		put(&b, "\r\n", 2);
 	}
-	evbuffer_add_printf(out, "X-Forwarded-For: %s\r\nX-Forwarded-Proto: http\r\n\r\n", c->peer);
-	pass(c->up, out, evbuffer_get_length(out));
+	put_str(&b, "X-Forwarded-For: ");
+	put_str(&b, c->peer);
+	put_str(&b, "\r\nX-Forwarded-Proto: http\r\n\r\n");
+	if (b.len > b.cap)
+		return -1;
+	struct evbuffer *out = bufferevent_get_output(c->up);
+	size_t done = 0;
+	if (evbuffer_get_length(out) == 0) {
+		ssize_t w = write(bufferevent_getfd(c->up), head, b.len);
+		done = w > 0 ? (size_t)w : 0;
+	}
+	if (done < b.len)
+		evbuffer_add(out, head + done, b.len - done);
 	return 0;
 }
 
