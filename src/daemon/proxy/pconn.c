@@ -24,9 +24,12 @@
 #define FIRST_HEAD_TIMEOUT 60 /* seconds for a new connection's first head */
 #define LINE_MAX_BYTES 4096   /* a chunk-size or trailer line */
 #define ANSWER_HEAD_MAX (64u << 10)
-/* At most, per read: 64 KiB less room for libevent's chain header, which
- * would double the chain's allocation. */
-#define READ_SIZE ((64u << 10) - 256)
+/* Per read: 4 KiB, or 64 KiB after a read that filled its 4 KiB (a
+ * stream), each less room for libevent's chain header, which would double
+ * the chain's allocation. A connection that trickles (a slow head) holds
+ * 4 KiB, not 64. */
+#define READ_SMALL (4096u - 256)
+#define READ_BIG ((64u << 10) - 256)
 
 static void cli_read(struct pconn *c);
 static void cli_write(struct bufferevent *bev, void *arg);
@@ -41,17 +44,20 @@ static void nodelay(int fd)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* One read of fd into in, for the readable event of a side: 0 when bytes
- * came, -1 when none yet, else the bufferevent events it means (the end,
- * an error in errno, the first head's deadline). */
-static short read_side(int fd, short what, struct evbuffer *in)
+/* One read of fd into in, for the readable event of a side (*big: its
+ * last read filled READ_SMALL): 0 when bytes came, -1 when none yet, else
+ * the bufferevent events it means (the end, an error in errno, the first
+ * head's deadline). */
+static short read_side(int fd, short what, struct evbuffer *in, bool *big)
 {
 	struct evbuffer_iovec v;
+	size_t want = *big ? READ_BIG : READ_SMALL;
 	ssize_t n = -1;
 	errno = what & EV_TIMEOUT ? ETIMEDOUT : ENOMEM;
-	if (!(what & EV_TIMEOUT) && evbuffer_reserve_space(in, READ_SIZE, &v, 1) == 1)
-		n = read(fd, v.iov_base, v.iov_len < READ_SIZE ? v.iov_len : READ_SIZE);
+	if (!(what & EV_TIMEOUT) && evbuffer_reserve_space(in, (ev_ssize_t)want, &v, 1) == 1)
+		n = read(fd, v.iov_base, v.iov_len < want ? v.iov_len : want);
 	if (n > 0) {
+		*big = (size_t)n >= READ_SMALL;
 		v.iov_len = (size_t)n;
 		evbuffer_commit_space(in, &v, 1);
 		return 0;
@@ -67,7 +73,7 @@ static void readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct pconn *c = arg;
 	bool up = c->up_rd && fd == event_get_fd(c->up_rd);
-	short ev = read_side(fd, what, up ? c->up_in : c->cli_in);
+	short ev = read_side(fd, what, up ? c->up_in : c->cli_in, up ? &c->up_big : &c->cli_big);
 	if (ev == 0)
 		up ? up_read(c) : cli_read(c);
 	else if (ev > 0)

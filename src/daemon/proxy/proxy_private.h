@@ -43,8 +43,9 @@ struct pconn {
 	 * each side; the bufferevents only write. */
 	struct event *cli_rd, *up_rd;
 	struct evbuffer *cli_in, *up_in;
-	char peer[64]; /* the client's address, for X-Forwarded-For */
-	char id[16];   /* the sandbox and port the first request chose */
+	bool cli_big, up_big; /* the side streams: 64 KiB reads (pconn.c) */
+	char peer[64];        /* the client's address, for X-Forwarded-For */
+	char id[16];          /* the sandbox and port the first request chose */
 	int port;
 	enum pstate state;
 	uint64_t remaining;
