@@ -313,7 +313,9 @@ static int connect_up(struct pconn *c, struct sandbox *sb)
 	bufferevent_enable(c->up, EV_WRITE);
 	ports_activity(engine_ctx, c->id, +1);
 	reading(c, c->up_rd, true);
-	reading(c, c->cli_rd, true); /* the first head's deadline is over */
+	/* The first head's deadline is over (an event_add without one would
+	 * leave it). */
+	event_remove_timer(c->cli_rd);
 	return 0;
 }
 
