@@ -268,7 +268,7 @@ python3 "$ROOT/bench/snapbench.py" --socket "$SOCK" --pool "$DATA/pool" --scratc
 
 # --- 2b'. ports: through coved's port proxy next to the same server direct, wrk ---------
 if have wrk; then
-	log "building tinyhttpd; portbench: wrk and a WebSocket echo, direct and through the proxy"
+	log "building tinyhttpd and tcprelay; portbench: wrk and a WebSocket echo, direct, through the proxy, nginx and the relay"
 	cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra "$ROOT/bench/tinyhttpd.c" -o "$B/tinyhttpd"
 	cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra "$ROOT/bench/tcprelay.c" -o "$B/tcprelay"
 	for pin in none split same; do
