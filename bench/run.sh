@@ -281,10 +281,13 @@ COVE_BUILD="$ROOT/build" python3 "$ROOT/bench/diskbench.py" --dir "$B/disk" --ru
 
 # --- 2b''. ports: through coved's port proxy next to the same server direct, wrk ---------
 if have wrk; then
-	log "building tinyhttpd; portbench: wrk and a WebSocket echo, direct and through the proxy"
+	log "building tinyhttpd and tcprelay; portbench: wrk and a WebSocket echo, direct, through the proxy, nginx and the relay"
 	cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra "$ROOT/bench/tinyhttpd.c" -o "$B/tinyhttpd"
-	python3 "$ROOT/bench/portbench.py" --socket "$SOCK" --tinyhttpd "$B/tinyhttpd" --out "$RES/ports.txt" |
-		tee "$RES/ports-report.txt" >&2
+	cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra "$ROOT/bench/tcprelay.c" -o "$B/tcprelay"
+	for pin in none split same; do
+		python3 "$ROOT/bench/portbench.py" --socket "$SOCK" --tinyhttpd "$B/tinyhttpd" --relay "$B/tcprelay" \
+			--pin "$pin" --workdir "$B/portbench" --out "$RES/ports-$pin.txt" | tee "$RES/ports-$pin-report.txt" >&2
+	done
 else
 	log "portbench skipped: no wrk (sh scripts/deps.sh)"
 fi

@@ -45,7 +45,8 @@ api = load_api()
 io = load_api("io.txt") if os.path.exists(os.path.join(res, "io.txt")) else None
 sdk = load_api("sdk.txt") if os.path.exists(os.path.join(res, "sdk.txt")) else None
 snap = load_snap()
-ports = load_api("ports.txt") if os.path.exists(os.path.join(res, "ports.txt")) else None
+ports_runs = [(pin, load_api(f"ports-{pin}.txt")) for pin in ("none", "split", "same")
+              if os.path.exists(os.path.join(res, f"ports-{pin}.txt"))]
 criu = load_api("criu.txt") if os.path.exists(os.path.join(res, "criu.txt")) else None
 memsnap = load_api("memsnap.txt") if os.path.exists(os.path.join(res, "memsnap.txt")) else None
 disk = load_api("disk.txt") if os.path.exists(os.path.join(res, "disk.txt")) else None
@@ -318,18 +319,23 @@ if sdk:
            sdk["sdk.python.over"] <= 0.3)
     target("TypeScript SDK exec `true` within +0.3 ms of node's http", f"{sdk['sdk.ts.over']:+.3f} ms",
            sdk["sdk.ts.over"] <= 0.3)
-if ports:
+for pin, ports in ports_runs:
+    how = {"none": "unpinned", "split": "wrk on CPU 0, the rest on CPU 1", "same": "all on CPU 1"}[pin]
     for name, label in (("tiny", "a C epoll server"), ("py", "Python's http.server")):
-        r, d, x = ports[name + "_ratio"], ports[name + "_direct_rps"], ports[name + "_proxy_rps"]
-        target(f"port URL requests/s ≥ 80% of direct ({label}, wrk keep-alive)",
-               f"{100 * r:.0f}% ({x:.0f} vs {d:.0f}/s)", r >= 0.8)
-        a = ports[name + "_added_p50_us"]
-        target(f"port URL added p50 latency ≤ 100 µs ({label})",
-               f"{a:+.0f} µs ({ports[name + '_direct_p50_s'] * 1e6:.0f} → {ports[name + '_proxy_p50_s'] * 1e6:.0f} µs)",
-               a <= 100)
-    w = ports["ws_ratio"]
-    target("WebSocket echo round trip through the proxy ≤ 1.2× direct",
-           f"{w:.2f}× ({ports['ws_proxy_p50_us']:.0f} vs {ports['ws_direct_p50_us']:.0f} µs)", w <= 1.2)
+        k = name + "_cove_"
+        r, d, x = ports[k + "ratio"], ports[name + "_direct_rps"], ports[k + "rps"]
+        peers = ", ".join(f"{w} {100 * ports[f'{name}_{w}_ratio']:.0f}%" for w in ("nginx", "relay", "splice")
+                          if f"{name}_{w}_ratio" in ports)
+        target(f"port URL requests/s ≥ 80% of direct ({label}, wrk keep-alive, {how})",
+               f"{100 * r:.0f}% ({x:.0f} vs {d:.0f}/s; {peers})", r >= 0.8)
+        a = ports[k + "added_p50_us"]
+        target(f"port URL added p50 latency ≤ 100 µs ({label}, {how})",
+               f"{a:+.0f} µs ({ports[name + '_direct_p50_us']:.0f} → {ports[k + 'p50_us']:.0f} µs)", a <= 100)
+    w = ports["ws_cove_ratio"]
+    peers = ", ".join(f"{p} {ports[f'ws_{p}_ratio']:.2f}×" for p in ("nginx", "relay", "splice")
+                      if f"ws_{p}_ratio" in ports)
+    target(f"WebSocket echo round trip through the proxy ≤ 1.2× direct ({how})",
+           f"{w:.2f}× ({ports['ws_cove_p50_us']:.0f} vs {ports['ws_direct_p50_us']:.0f} µs; {peers})", w <= 1.2)
 failed = [(name, r) for g in (run, exe, warm_hf or {}) for name, r in g.items() if any(c != 0 for c in r.get("exit_codes", []))]
 if failed:
     p("")

@@ -24,11 +24,17 @@
 #define FIRST_HEAD_TIMEOUT 60 /* seconds for a new connection's first head */
 #define LINE_MAX_BYTES 4096   /* a chunk-size or trailer line */
 #define ANSWER_HEAD_MAX (64u << 10)
+/* Per read: 4 KiB, or 64 KiB after a read that filled its 4 KiB (a
+ * stream), each less room for libevent's chain header, which would double
+ * the chain's allocation. A connection that trickles (a slow head) holds
+ * 4 KiB, not 64. */
+#define READ_SMALL (4096u - 256)
+#define READ_BIG ((64u << 10) - 256)
 
-static void cli_read(struct bufferevent *bev, void *arg);
+static void cli_read(struct pconn *c);
 static void cli_write(struct bufferevent *bev, void *arg);
 static void cli_event(struct bufferevent *bev, short what, void *arg);
-static void up_read(struct bufferevent *bev, void *arg);
+static void up_read(struct pconn *c);
 static void up_write(struct bufferevent *bev, void *arg);
 static void up_event(struct bufferevent *bev, short what, void *arg);
 
@@ -38,14 +44,73 @@ static void nodelay(int fd)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/* One read of fd into in, for the readable event of a side (*big: its
+ * last read filled READ_SMALL): 0 when bytes came, -1 when none yet, else
+ * the bufferevent events it means (the end, an error in errno, the first
+ * head's deadline). */
+static short read_side(int fd, short what, struct evbuffer *in, bool *big)
+{
+	struct evbuffer_iovec v;
+	size_t want = *big ? READ_BIG : READ_SMALL;
+	ssize_t n = -1;
+	errno = what & EV_TIMEOUT ? ETIMEDOUT : ENOMEM;
+	if (!(what & EV_TIMEOUT) && evbuffer_reserve_space(in, (ev_ssize_t)want, &v, 1) == 1)
+		n = read(fd, v.iov_base, v.iov_len < want ? v.iov_len : want);
+	if (n > 0) {
+		*big = (size_t)n >= READ_SMALL;
+		v.iov_len = (size_t)n;
+		evbuffer_commit_space(in, &v, 1);
+		return 0;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return -1;
+	return BEV_EVENT_READING | (n == 0 ? BEV_EVENT_EOF : errno == ETIMEDOUT ? BEV_EVENT_TIMEOUT : BEV_EVENT_ERROR);
+}
+
+/* A side readable (the client's, or the port's: fd tells), or the client
+ * quiet too long before its first head. */
+static void readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct pconn *c = arg;
+	bool up = c->up_rd && fd == event_get_fd(c->up_rd);
+	short ev = read_side(fd, what, up ? c->up_in : c->cli_in, up ? &c->up_big : &c->cli_big);
+	if (ev == 0)
+		up ? up_read(c) : cli_read(c);
+	else if (ev > 0)
+		(up ? up_event : cli_event)(up ? c->up : c->cli, ev, c);
+}
+
+/* Reading one side (rd: c->cli_rd or c->up_rd) on or off. The client's
+ * has a deadline until its first request is through. */
+static void reading(struct pconn *c, struct event *rd, bool on)
+{
+	static const struct timeval first_head = { FIRST_HEAD_TIMEOUT, 0 };
+	if (!on)
+		event_del(rd);
+	else if (rd != c->cli_rd || c->up)
+		event_add(rd, NULL);
+	else if (!event_pending(rd, EV_READ, NULL))
+		event_add(rd, &first_head);
+}
+
 void pconn_new(struct event_base *base, int fd, const struct sockaddr *sa)
 {
 	struct pconn *c = calloc(1, sizeof(*c));
-	if (c)
+	if (c) {
 		c->cli = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!c || !c->cli) {
+		c->cli_rd = event_new(base, fd, EV_READ | EV_PERSIST, readable, c);
+		c->cli_in = evbuffer_new();
+	}
+	if (!c || !c->cli || !c->cli_rd || !c->cli_in) {
+		if (c && c->cli_rd)
+			event_free(c->cli_rd);
+		if (c && c->cli_in)
+			evbuffer_free(c->cli_in);
+		if (c && c->cli)
+			bufferevent_free(c->cli); /* closes fd */
+		else
+			close(fd);
 		free(c);
-		close(fd);
 		return;
 	}
 	netaddr_format(sa, c->peer, sizeof(c->peer));
@@ -58,16 +123,27 @@ void pconn_new(struct event_base *base, int fd, const struct sockaddr *sa)
 		c->peer[strlen(c->peer) - 1] = '\0';
 	}
 	nodelay(fd);
-	struct timeval tv = { FIRST_HEAD_TIMEOUT, 0 };
-	bufferevent_set_timeouts(c->cli, &tv, NULL);
-	bufferevent_setcb(c->cli, cli_read, cli_write, cli_event, c);
+	bufferevent_setcb(c->cli, NULL, cli_write, cli_event, c);
 	bufferevent_setwatermark(c->cli, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
-	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
+	bufferevent_enable(c->cli, EV_WRITE);
+	reading(c, c->cli_rd, true);
 	c->next = proxy.conns;
 	if (c->next)
 		c->next->prev = c;
 	proxy.conns = c;
 	proxy.count++;
+}
+
+/* The connection to the port closed, its reading with it. */
+static void up_free(struct pconn *c)
+{
+	event_free(c->up_rd);
+	evbuffer_free(c->up_in);
+	bufferevent_free(c->up);
+	c->up = NULL;
+	c->up_rd = NULL;
+	c->up_in = NULL;
+	ports_activity(engine_ctx, c->id, -1);
 }
 
 void pconn_free(struct pconn *c)
@@ -79,10 +155,10 @@ void pconn_free(struct pconn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	proxy.count--;
-	if (c->up) {
-		bufferevent_free(c->up);
-		ports_activity(engine_ctx, c->id, -1);
-	}
+	if (c->up)
+		up_free(c);
+	event_free(c->cli_rd);
+	evbuffer_free(c->cli_in);
 	bufferevent_free(c->cli);
 	explicit_bzero(c->token, sizeof(c->token));
 	free(c);
@@ -113,12 +189,9 @@ static void pass(struct bufferevent *to, struct evbuffer *from, size_t n)
 static void close_when_sent(struct pconn *c)
 {
 	c->closing = true;
-	bufferevent_disable(c->cli, EV_READ);
-	if (c->up) {
-		bufferevent_free(c->up);
-		c->up = NULL;
-		ports_activity(engine_ctx, c->id, -1);
-	}
+	reading(c, c->cli_rd, false);
+	if (c->up)
+		up_free(c);
 	if (out_len(c->cli) == 0)
 		pconn_free(c);
 }
@@ -217,16 +290,32 @@ static int connect_up(struct pconn *c, struct sandbox *sb)
 		return -1;
 	}
 	c->up = bufferevent_socket_new(proxy.base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!c->up) {
-		close(fd);
+	c->up_rd = event_new(proxy.base, fd, EV_READ | EV_PERSIST, readable, c);
+	c->up_in = evbuffer_new();
+	if (!c->up || !c->up_rd || !c->up_in) {
+		if (c->up_rd)
+			event_free(c->up_rd);
+		if (c->up_in)
+			evbuffer_free(c->up_in);
+		if (c->up)
+			bufferevent_free(c->up);
+		else
+			close(fd);
+		c->up = NULL;
+		c->up_rd = NULL;
+		c->up_in = NULL;
 		fail(c, 500, "Internal Server Error", "out of memory");
 		return -1;
 	}
 	nodelay(fd);
-	bufferevent_setcb(c->up, up_read, up_write, up_event, c);
+	bufferevent_setcb(c->up, NULL, up_write, up_event, c);
 	bufferevent_setwatermark(c->up, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
-	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	bufferevent_enable(c->up, EV_WRITE);
 	ports_activity(engine_ctx, c->id, +1);
+	reading(c, c->up_rd, true);
+	/* The first head's deadline is over (an event_add without one would
+	 * leave it). */
+	event_remove_timer(c->cli_rd);
 	return 0;
 }
 
@@ -253,8 +342,8 @@ static int first_request(struct pconn *c, const struct http_head *h)
 		return -1;
 	}
 	memcpy(c->token, p->token, sizeof(c->token));
-	/* No timeout from now on: a WebSocket or a long poll may stay quiet. */
-	bufferevent_set_timeouts(c->cli, NULL, NULL);
+	/* No timeout from now on (connect_up): a WebSocket or a long poll may
+	 * stay quiet. */
 	return connect_up(c, sb);
 }
 
@@ -270,16 +359,39 @@ static bool dropped(const struct head_field *f)
 	return false;
 }
 
+/* A head being written into a buffer of cap bytes; len past cap: too
+ * long (nothing written past it). */
+struct hbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static void put(struct hbuf *b, const char *s, size_t n)
+{
+	if (b->len + n <= b->cap)
+		memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static void put_str(struct hbuf *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+/* The head as it goes on, built with copies (no printf, no allocation) and
+ * written at once when nothing waits before it. */
 static int forward_head(struct pconn *c, const struct http_head *h)
 {
-	static struct evbuffer *out; /* the loop's: a head is built, then passed */
-	if (!out && !(out = evbuffer_new()))
-		return -1;
-	evbuffer_drain(out, evbuffer_get_length(out));
-	char tok[HEAD_TOKEN_MAX + 1], buf[PROXY_MAX_HEAD];
+	char tok[HEAD_TOKEN_MAX + 1], buf[PROXY_MAX_HEAD], head[PROXY_MAX_HEAD + 256];
+	struct hbuf b = { head, 0, sizeof(head) };
 	if (head_take_param(h->target, h->target_len, PROXY_TOKEN_NAME, tok, buf, sizeof(buf)) < 0)
 		return -1;
-	evbuffer_add_printf(out, "%.*s %s HTTP/1.%d\r\n", (int)h->method_len, h->method, buf, h->minor);
+	put(&b, h->method, h->method_len);
+	put(&b, " ", 1);
+	put_str(&b, buf);
+	char version[] = " HTTP/1.x\r\n";
+	version[8] = (char)('0' + h->minor);
+	put(&b, version, sizeof(version) - 1);
 	for (int i = 0; i < h->n_fields; i++) {
 		const struct head_field *f = &h->fields[i];
 		if (dropped(f))
@@ -287,14 +399,31 @@ static int forward_head(struct pconn *c, const struct http_head *h)
 		if (f->name_len == 6 && strncasecmp(f->name, "Cookie", 6) == 0) {
 			if (head_take_cookie(f->value, f->value_len, PROXY_TOKEN_NAME, tok, buf, sizeof(buf)) < 0)
 				return -1;
-			if (buf[0])
-				evbuffer_add_printf(out, "Cookie: %s\r\n", buf);
+			if (buf[0]) {
+				put_str(&b, "Cookie: ");
+				put_str(&b, buf);
+				put(&b, "\r\n", 2);
+			}
 			continue;
 		}
-		evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len, f->value);
+		put(&b, f->name, f->name_len);
+		put(&b, ": ", 2);
+		put(&b, f->value, f->value_len);
+		put(&b, "\r\n", 2);
 	}
-	evbuffer_add_printf(out, "X-Forwarded-For: %s\r\nX-Forwarded-Proto: http\r\n\r\n", c->peer);
-	pass(c->up, out, evbuffer_get_length(out));
+	put_str(&b, "X-Forwarded-For: ");
+	put_str(&b, c->peer);
+	put_str(&b, "\r\nX-Forwarded-Proto: http\r\n\r\n");
+	if (b.len > b.cap)
+		return -1;
+	struct evbuffer *out = bufferevent_get_output(c->up);
+	size_t done = 0;
+	if (evbuffer_get_length(out) == 0) {
+		ssize_t w = write(bufferevent_getfd(c->up), head, b.len);
+		done = w > 0 ? (size_t)w : 0;
+	}
+	if (done < b.len)
+		evbuffer_add(out, head + done, b.len - done);
 	return 0;
 }
 
@@ -411,14 +540,13 @@ static int step(struct pconn *c, struct evbuffer *in)
 	return r < 0 ? -1 : 0;
 }
 
-static void cli_read(struct bufferevent *bev, void *arg)
+static void cli_read(struct pconn *c)
 {
-	struct pconn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *in = c->cli_in;
 	while (evbuffer_get_length(in) > 0) {
 		if (c->up && out_len(c->up) >= PROXY_HIGH_WATER) {
 			/* up_write resumes it below half */
-			bufferevent_disable(c->cli, EV_READ);
+			reading(c, c->cli_rd, false);
 			return;
 		}
 		if (step(c, in) <= 0)
@@ -455,7 +583,7 @@ static void cli_write(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (c->up && !c->up_eof)
-		bufferevent_enable(c->up, EV_READ);
+		reading(c, c->up_rd, true);
 	if (c->up_eof)
 		half_close(c);
 }
@@ -465,7 +593,7 @@ static void cli_event(struct bufferevent *bev, short what, void *arg)
 	struct pconn *c = arg;
 	if ((what & BEV_EVENT_EOF) && !c->closing && c->up) {
 		c->cli_eof = true;
-		bufferevent_disable(bev, EV_READ);
+		reading(c, c->cli_rd, false);
 		half_close(c);
 		return;
 	}
@@ -504,23 +632,22 @@ static int add_cookie(struct pconn *c, struct evbuffer *in)
 	}
 }
 
-static void up_read(struct bufferevent *bev, void *arg)
+static void up_read(struct pconn *c)
 {
-	struct pconn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *in = c->up_in;
 	c->up_seen = true;
 	if (c->set_cookie && add_cookie(c, in) == 0)
 		return;
 	pass(c->cli, in, evbuffer_get_length(in));
 	if (out_len(c->cli) >= PROXY_HIGH_WATER)
-		bufferevent_disable(bev, EV_READ); /* cli_write resumes it below half */
+		reading(c, c->up_rd, false); /* cli_write resumes it below half */
 }
 
 static void up_write(struct bufferevent *bev, void *arg)
 {
 	struct pconn *c = arg;
 	if (!c->cli_eof)
-		bufferevent_enable(c->cli, EV_READ);
+		reading(c, c->cli_rd, true);
 	else
 		half_close(c);
 }
@@ -535,18 +662,25 @@ static bool retry_v6(struct pconn *c)
 	if (c->v6 || c->up_seen || !sb || ports_connect(engine_ctx, sb, c->port, true, &fd, &err) < 0)
 		return false;
 	struct bufferevent *up = bufferevent_socket_new(proxy.base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!up) {
-		close(fd);
+	struct event *rd = up ? event_new(proxy.base, fd, EV_READ | EV_PERSIST, readable, c) : NULL;
+	if (!rd) {
+		if (up)
+			bufferevent_free(up);
+		else
+			close(fd);
 		return false;
 	}
 	c->v6 = true;
 	nodelay(fd);
 	evbuffer_add_buffer(bufferevent_get_output(up), bufferevent_get_output(c->up));
+	event_free(c->up_rd);
 	bufferevent_free(c->up);
 	c->up = up;
-	bufferevent_setcb(up, up_read, up_write, up_event, c);
+	c->up_rd = rd;
+	bufferevent_setcb(up, NULL, up_write, up_event, c);
 	bufferevent_setwatermark(up, EV_WRITE, PROXY_HIGH_WATER / 2, 0);
-	bufferevent_enable(up, EV_READ | EV_WRITE);
+	bufferevent_enable(up, EV_WRITE);
+	reading(c, rd, true);
 	return true;
 }
 
@@ -560,7 +694,7 @@ static void up_event(struct bufferevent *bev, short what, void *arg)
 	bool unanswered = !c->up_seen && c->state != PS_RAW && (e == ECONNREFUSED || e == EPIPE || !e);
 	if ((what & BEV_EVENT_EOF) && !unanswered) {
 		c->up_eof = true;
-		bufferevent_disable(bev, EV_READ);
+		reading(c, c->up_rd, false);
 		half_close(c);
 		return;
 	}

@@ -38,8 +38,14 @@ enum pstate {
 struct pconn {
 	struct pconn *prev, *next;
 	struct bufferevent *cli, *up; /* up: NULL until the first head is through */
-	char peer[64];                /* the client's address, for X-Forwarded-For */
-	char id[16];                  /* the sandbox and port the first request chose */
+	/* Reading is the proxy's own (a bufferevent's costs an ioctl FIONREAD
+	 * before each read, and reads at most 4 KiB): an event and a buffer
+	 * each side; the bufferevents only write. */
+	struct event *cli_rd, *up_rd;
+	struct evbuffer *cli_in, *up_in;
+	bool cli_big, up_big; /* the side streams: 64 KiB reads (pconn.c) */
+	char peer[64];        /* the client's address, for X-Forwarded-For */
+	char id[16];          /* the sandbox and port the first request chose */
 	int port;
 	enum pstate state;
 	uint64_t remaining;
