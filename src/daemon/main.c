@@ -16,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -386,6 +387,18 @@ static void on_selftest(evutil_socket_t fd, short what, void *arg)
 	memsnap_selftest(arg);
 }
 
+/* Each sandbox holds a few descriptors in coved (its cove-init connection,
+ * pidfd, events): thousands of paused sandboxes need more than the usual
+ * soft limit, so coved takes its hard limit, as systemd does for services. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static struct engine d = { .data_dir = "/var/lib/cove",
@@ -408,6 +421,7 @@ int main(int argc, char **argv)
 	d.port_url = proxy_port_url;
 	signal(SIGPIPE, SIG_IGN);
 	umask(022);
+	raise_fd_limit();
 	/* Sandboxes' inits are re-parented to coved when their setup process
 	 * exits, so that coved, not the host's pid 1, reaps them. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);

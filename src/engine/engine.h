@@ -14,7 +14,7 @@
 #include "sys/cgroup.h"
 #include "sys/pool.h"
 
-#define MAX_SANDBOXES 4096 /* uid slots: 65536 host ids each */
+#define MAX_SANDBOXES 8192 /* uid slots: 65536 host ids each, from UID_BASE (2^28) to 2^28 + 2^29 */
 #define UID_BASE 0x10000000u
 
 struct exec;
