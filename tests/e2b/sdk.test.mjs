@@ -227,3 +227,14 @@ test('closeStdin gives the process its end of input', async () => {
   const r = await h.wait();
   assert.equal(r.stdout, 'abcend\n');
 });
+
+test("StreamInput: the SDK's own transport cannot send a client stream (no streaming bodies in fetch)", async () => {
+  const h = await sbx.commands.run('cat', { background: true, stdin: true });
+  async function* input() {
+    yield { event: { case: 'start', value: { process: { selector: { case: 'pid', value: h.pid } } } } };
+  }
+  await assert.rejects(sbx.commands.rpc.streamInput(input()), /does not support streaming request bodies/);
+  await sbx.commands.sendStdin(h.pid, 'still there\n');
+  await sbx.commands.closeStdin(h.pid);
+  assert.equal((await h.wait()).stdout, 'still there\n');
+});

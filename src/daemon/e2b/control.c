@@ -280,6 +280,22 @@ static bool matches(const struct sandbox *sb, json_t *filter, bool running, bool
 	return true;
 }
 
+/* 'state': running and paused, comma-separated; none: both. */
+static int parse_states(char *state, bool *running, bool *paused, struct cove_err *err)
+{
+	char *save = NULL;
+	*running = *paused = !state[0];
+	for (char *t = strtok_r(state, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (strcmp(t, "running") == 0)
+			*running = true;
+		else if (strcmp(t, "paused") == 0)
+			*paused = true;
+		else
+			return err_set(err, COVE_EINVAL, "'state' must be running, paused or both (comma-separated)");
+	}
+	return 0;
+}
+
 static int parse_list(const char *query, json_t **filter, bool *running, bool *paused, double *limit, int *from,
 		      struct cove_err *err)
 {
@@ -290,8 +306,8 @@ static int parse_list(const char *query, json_t **filter, bool *running, bool *p
 	    query_param(query, "limit", num, sizeof(num), err) < 0 ||
 	    query_param(query, "nextToken", token, sizeof(token), err) < 0 || parse_filter(query, filter, err) < 0)
 		return -1;
-	*running = !state[0] || strstr(state, "running");
-	*paused = !state[0] || strstr(state, "paused");
+	if (parse_states(state, running, paused, err) < 0)
+		return -1;
 	char *end;
 	*limit = num[0] ? strtod(num, &end) : E2B_MAX_LIST;
 	if (num[0] && (*end || !(*limit >= 1) || *limit > E2B_MAX_LIST))
@@ -365,6 +381,15 @@ static int extend(struct sandbox *sb, int64_t s, bool shorten, struct cove_err *
 	return sandbox_set_expiry(engine_ctx, sb, end > 0 ? end : 1, err);
 }
 
+static bool known_action(const char *action)
+{
+	static const char *const known[] = { "", "timeout", "refreshes", "connect", "pause", "resume", "metrics", NULL };
+	for (int i = 0; known[i]; i++)
+		if (strcmp(action, known[i]) == 0)
+			return true;
+	return false;
+}
+
 static int one(struct http_req *req, struct sandbox *sb, const char *action, struct cove_err *err)
 {
 	enum http_method m = http_req_method(req);
@@ -389,6 +414,8 @@ static int one(struct http_req *req, struct sandbox *sb, const char *action, str
 		e2b_error(req, 501, "%s is not supported by this coved yet", action);
 	} else if (!strcmp(action, "metrics") && m == HTTP_GET) {
 		e2b_error(req, 501, "metrics are not supported by this coved yet");
+	} else if (known_action(action)) {
+		e2b_error(req, 405, "method not allowed on '%s'", http_req_path(req));
 	} else {
 		e2b_error(req, 404, "no route '%s'", http_req_path(req));
 	}

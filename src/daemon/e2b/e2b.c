@@ -113,9 +113,13 @@ static int basic_user(struct http_req *req, char *out, size_t cap)
 	return 0;
 }
 
+/* A Connect call's path: /<package>.<Service>/<Method>. */
 static bool is_connect(const char *path)
 {
-	return strncmp(path, "/process.Process/", 17) == 0 || strncmp(path, "/filesystem.Filesystem/", 23) == 0;
+	size_t svc = strspn(path + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.");
+	const char *m = path + 1 + svc;
+	return svc > 0 && memchr(path + 1, '.', svc) && m[0] == '/' && m[1] &&
+	       strspn(m + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(m + 1);
 }
 
 /* envd's refusal in the shape of the route asked for. */
@@ -143,7 +147,7 @@ static void envd_route(struct envd_req *er)
 	else if (strncmp(p, "/filesystem.Filesystem/", 23) == 0 && m == HTTP_POST)
 		filesystem_service(er, p + 23);
 	else if (is_connect(p))
-		connect_reply_error(req, "unimplemented", "no method '%s'", p);
+		connect_reply_error(req, "unimplemented", "envd has no service or method '%s'", p);
 	else
 		e2b_error(req, 404, "no route '%s'", p);
 }

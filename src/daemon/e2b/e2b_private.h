@@ -63,6 +63,8 @@ struct connect_stream *connect_stream_new(struct http_req *req, bool process, st
 void connect_stream_abandon(struct connect_stream *cs);
 /* A stream that fails before it began: 200 and its end only. */
 void connect_stream_fail(struct http_req *req, const char *code, const char *msg);
+/* A client stream's answer: 200, msg (consumed), then its end ({}). */
+void connect_stream_reply(struct http_req *req, json_t *msg);
 /* One message (consumed) on the stream; the answer starts at the first. */
 void connect_stream_send(struct connect_stream *cs, json_t *msg);
 /* The stream's end: EOS with the error code and msg (code NULL: {}). */
@@ -71,5 +73,13 @@ void connect_stream_end(struct connect_stream *cs, const char *code, const char 
 /* process.c, filesystem.c: the services. method is after the '/'. */
 void process_service(struct envd_req *er, const char *method);
 void filesystem_service(struct envd_req *er, const char *method);
+/* filesystem.c: a request's path (key, required), absolute, into out
+ * (PATH_MAX); a watch event as envd's FilesystemEvent (NULL: not a change). */
+struct watch_event;
+int fs_request_path(struct envd_req *er, json_t *j, const char *key, char *out, struct cove_err *err);
+json_t *fs_event_json(const struct watch_event *w);
+/* watcher.c: CreateWatcher, GetWatcherEvents, RemoveWatcher (method): 0
+ * answered, or -1 with err. */
+int watcher_call(struct envd_req *er, const char *method, json_t *j, struct cove_err *err);
 /* The request's JSON: 0, or -1 answered. */
 int connect_read(struct envd_req *er, bool stream, json_t **ret);
