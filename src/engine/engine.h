@@ -52,6 +52,9 @@ struct sandbox_spec {
 	/* A front end's labels (E2B's metadata): an object of strings, or NULL
 	 * (none). Kept with the spec, shown in it only when not empty. */
 	json_t *metadata;
+	/* At create only (not kept): make user, a name, in the new root when
+	 * its image has none (E2B's 'user'); see sandbox_user_make. */
+	bool make_user;
 };
 
 enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING };
@@ -159,6 +162,12 @@ int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err);
 int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);
 void sandbox_spec_free(struct sandbox_spec *spec);
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s);
+/* A new root's user s->user (a name), with a home /home/<name> (mode
+ * 0750, its own) and a group of the same name and id (the first id from
+ * 1000 that the image's passwd and group leave free), written into the
+ * root's upper layer before it is mounted: when s->make_user is set and the
+ * image has no such user (workdir.c). */
+int sandbox_user_make(const struct sandbox_spec *s, const char *image, const char *subvol, struct cove_err *err);
 /* s->workdir, unless set, from what was asked (workdir.c). */
 void sandbox_workdir_resolve(struct sandbox_spec *s, const char *image, const char *subvol);
 /* 0, or -1 for text that is not a spec. */

@@ -494,7 +494,9 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	if (r < 0)
 		goto fail;
 	taken = NULL; /* from here on, its failures delete the root */
-	if (!from && !sb->spec.external && write_identity(subvol, image, sb->id, err) < 0) {
+	if (!from && !sb->spec.external &&
+	    (write_identity(subvol, image, sb->id, err) < 0 ||
+	     (sb->spec.make_user && sandbox_user_make(&sb->spec, image, subvol, err) < 0))) {
 		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;
 	}

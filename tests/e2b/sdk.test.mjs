@@ -61,6 +61,8 @@ test("E2B's user, its home, envs from create and per command, cwd, user root", a
   const r3 = await sbx.commands.run('whoami; id -u', { user: 'root' });
   assert.equal(r3.stdout, 'root\n0\n');
   await assert.rejects(sbx.commands.run('true', { cwd: '/no/such/dir' }));
+  const layout = await sbx.commands.run("grep -c '^user:' /etc/passwd /etc/group; stat -c '%a %U %G' /home/user; id -u");
+  assert.equal(layout.stdout.replace(/\d{4,}\n$/, 'ID\n'), '/etc/passwd:1\n/etc/group:1\n750 user user\nID\n');
 });
 
 test('background commands: list, wait, kill', async () => {

@@ -1,33 +1,21 @@
 /* E2B's control plane: sandboxes created, listed, described, extended and
  * killed, in the answers E2B's SDK takes (../shared/e2b-protocol.md,
  * section 4). A template is a cove image; E2B's 'base' is cove's 'host'
- * image with E2B's user 'user' (made in the sandbox at its create). */
+ * image with E2B's user 'user' (made in the new root by the engine at its
+ * create, sandbox_user_make, when the image has none). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include "common/cleanup.h"
 #include "daemon/api/request.h"
 #include "daemon/e2b/e2b_private.h"
 #include "engine/engine.h"
-#include "engine/process.h"
 
 #define E2B_DEFAULT_TIMEOUT 300 /* seconds, E2B's */
 #define E2B_MAX_TIMEOUT (30 * 86400)
 #define E2B_MAX_LIST 1000
-
-/* E2B's user with a home, unless the image has one: the SDK's commands
- * run as 'user' by default, and E2B code expects /home/user. Shell
- * builtins but for mkdir and chown: it is on every create's way. */
-static const char user_script[] =
-	"used=' '\n"
-	"while IFS=: read -r n x u r; do [ \"$n\" = user ] && exit 0; used=\"$used$u \"; done </etc/passwd\n"
-	"while IFS=: read -r n x g r; do used=\"$used$g \"; done </etc/group\n"
-	"u=1000; while case \"$used\" in *\" $u \"*) true ;; *) false ;; esac; do u=$((u + 1)); done\n"
-	"echo \"user:x:$u:$u::/home/user:/bin/bash\" >>/etc/passwd && echo \"user:x:$u:\" >>/etc/group &&\n"
-	"mkdir -p -m 750 /home/user && chown $u:$u /home/user\n";
 
 static void iso_time(int64_t ms, char out[32])
 {
@@ -126,6 +114,7 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 		return err_set(err, COVE_EINVAL, "bad template '%s'", tpl);
 	snprintf(s->image, sizeof(s->image), "%s", base ? "host" : tpl);
 	snprintf(s->user, sizeof(s->user), "%s", base ? E2B_USER : "");
+	s->make_user = base;
 	s->memory = 512ull << 20;
 	s->cpu_millis = 2000;
 	s->pids = 1024;
@@ -136,65 +125,7 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	return 0;
 }
 
-/* ---- create: the sandbox, then (base) its user, then the answer ---- */
-
-struct creating {
-	struct http_output ho;
-	char id[16];
-	bool ok;
-};
-
-static void creating_encode(struct http_output *ho, const struct out_event *ev)
-{
-	struct creating *c = ho->arg;
-	if (ev->type == OUT_EXIT)
-		c->ok = WIFEXITED(ev->exit->status) && WEXITSTATUS(ev->exit->status) == 0;
-}
-
-static void creating_finish(struct http_output *ho, const struct cove_err *err)
-{
-	struct creating *c = ho->arg;
-	struct sandbox *sb = sandbox_find(engine_ctx, c->id);
-	if (sb && c->ok && !err) {
-		if (ho->req)
-			e2b_json(ho->req, 201, sandbox_json(sb, true));
-		ho->req = NULL;
-		return;
-	}
-	if (sb)
-		(void)sandbox_delete(engine_ctx, sb, NULL);
-	if (ho->req)
-		e2b_error(ho->req, 500, "the sandbox's user could not be made: %s", err ? err->msg : "setup failed");
-	ho->req = NULL;
-}
-
-static void creating_free(struct http_output *ho)
-{
-	free(ho->arg);
-}
-
-static const struct http_output_route creating_route = {
-	.encode = creating_encode,
-	.finish = creating_finish,
-	.free = creating_free,
-};
-
-static int make_user(struct http_req *req, struct sandbox *sb, struct cove_err *err)
-{
-	struct creating *c = calloc(1, sizeof(*c));
-	if (!c)
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	snprintf(c->id, sizeof(c->id), "%s", sb->id);
-	json_t *argv = json_pack("[s, s, s]", "/bin/sh", "-c", user_script);
-	struct exec_request er = { .argv = argv, .user = "root", .cwd = "/", .timeout = 30, .max_output = 4096 };
-	int r = http_output_init(&c->ho, req, &creating_route, c, err);
-	if (r == 0 && (r = exec_start(sb, &er, &c->ho.out, err)) < 0)
-		http_output_abandon(&c->ho);
-	if (r < 0)
-		free(c);
-	json_decref(argv);
-	return r;
-}
+/* ---- create ---- */
 
 static int create(struct http_req *req, struct cove_err *err)
 {
@@ -203,20 +134,12 @@ static int create(struct http_req *req, struct cove_err *err)
 	struct sandbox *sb = NULL;
 	int r = j ? parse_create(j, &spec, err) : -1;
 	json_decref(j);
-	bool base = strcmp(spec.user, E2B_USER) == 0;
 	if (r == 0)
 		r = sandbox_create(engine_ctx, &spec, NULL, &sb, err);
 	sandbox_spec_free(&spec);
 	if (r < 0)
 		return -1;
-	if (!base) {
-		e2b_json(req, 201, sandbox_json(sb, true));
-		return 0;
-	}
-	if (make_user(req, sb, err) < 0) {
-		(void)sandbox_delete(engine_ctx, sb, NULL);
-		return -1;
-	}
+	e2b_json(req, 201, sandbox_json(sb, true));
 	return 0;
 }
 
