@@ -44,9 +44,9 @@ try {
     if (!r.ok) throw new Error(`${what}: ${r.status} ${await r.text()}`);
     return r.status === 204 ? null : r.json();
   };
-  // E2B's creates get cove's network "none" (allow_internet_access is not
-  // mapped yet): the native side asks for the same.
-  const NATIVE_SPEC = '{"network":"none"}';
+  // E2B's creates have the internet (cove's network "egress"), as cove's
+  // own do by default.
+  const NATIVE_SPEC = '{}';
   // Each flow returns its three steps' times.
   const native = async () => {
     const t = [performance.now()];

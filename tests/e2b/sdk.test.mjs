@@ -240,3 +240,24 @@ test("StreamInput: the SDK's own transport cannot send a client stream (no strea
   await sbx.commands.closeStdin(h.pid);
   assert.equal((await h.wait()).stdout, 'still there\n');
 });
+
+test("network options: the internet by default; allowInternetAccess and network's lists as cove's policy", async () => {
+  const native = async (id) => (await fetch(`${coved.url}/v1/sandboxes/${id}`,
+    { headers: { Authorization: `Bearer ${coved.token}` } })).json();
+  const plain = await native(sbx.sandboxId);
+  assert.equal(plain.network.mode, 'egress');
+  const closed = await Sandbox.create({ allowInternetAccess: false, network: { allowOut: ['10.77.0.0/16'] } });
+  try {
+    const n = await native(closed.sandboxId);
+    assert.deepEqual([n.network.mode, n.network.allow_out, n.network.deny_out],
+      ['egress', ['10.77.0.0/16'], ['0.0.0.0/0', '::/0']]);
+    assert.equal((await closed.commands.run('echo up')).stdout, 'up\n');
+  } finally {
+    await closed.kill();
+  }
+  const before = (await Sandbox.list().nextItems()).length;
+  await assert.rejects(Sandbox.create({ network: { denyOut: ['not a cidr!'] } }), (e) => /400/.test(e.message));
+  await assert.rejects(Sandbox.create({ network: { allowPublicTraffic: false } }), (e) => /400/.test(e.message));
+  await assert.rejects(Sandbox.create({ network: { maskRequestHost: 'x.${PORT}' } }), (e) => /400/.test(e.message));
+  assert.equal((await Sandbox.list().nextItems()).length, before, 'the refused creates made nothing');
+});

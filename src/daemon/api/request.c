@@ -78,6 +78,25 @@ int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err)
 	return 0;
 }
 
+int get_string_list(json_t *j, const char *key, size_t max, json_t **ret, struct cove_err *err)
+{
+	json_t *v = json_object_get(j, key), *it;
+	size_t i;
+	if (!v || json_is_null(v)) {
+		*ret = json_array();
+		return 0;
+	}
+	if (!json_is_array(v) || json_array_size(v) > max)
+		return err_set(err, COVE_EINVAL, "'%s' must be an array of at most %zu strings", key, max);
+	json_array_foreach(v, i, it)
+	{
+		if (!json_is_string(it))
+			return err_set(err, COVE_EINVAL, "'%s'[%zu] must be a string", key, i);
+	}
+	*ret = json_incref(v);
+	return 0;
+}
+
 int check_env(json_t *env, struct cove_err *err)
 {
 	if (!env || json_is_null(env))

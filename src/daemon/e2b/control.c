@@ -12,6 +12,7 @@
 #include "daemon/api/request.h"
 #include "daemon/e2b/e2b_private.h"
 #include "engine/engine.h"
+#include "engine/network.h"
 
 #define E2B_DEFAULT_TIMEOUT 300 /* seconds, E2B's */
 #define E2B_MAX_TIMEOUT (30 * 86400)
@@ -53,6 +54,12 @@ static json_t *sandbox_json(const struct sandbox *sb, bool with_token)
 	json_object_set_new(j, "diskSizeMB", json_integer(0));
 	json_object_set_new(j, "metadata", sb->spec.metadata ? json_deep_copy(sb->spec.metadata) : json_object());
 	json_object_set_new(j, "state", json_string(sb->state == SB_RUNNING ? "running" : "paused"));
+	if (json_array_size(sb->spec.allow_out) || json_array_size(sb->spec.deny_out))
+		json_object_set_new(j, "network",
+				    json_pack("{s:o, s:o}", "allowOut",
+					      sb->spec.allow_out ? json_deep_copy(sb->spec.allow_out) : json_array(),
+					      "denyOut",
+					      sb->spec.deny_out ? json_deep_copy(sb->spec.deny_out) : json_array()));
 	return j;
 }
 
@@ -85,15 +92,40 @@ static int check_metadata(json_t *m, struct cove_err *err)
 /* What coved cannot do yet is refused, not ignored. */
 static int check_unsupported(json_t *j, struct cove_err *err)
 {
-	json_t *auto_pause = json_object_get(j, "autoPause"), *net = json_object_get(j, "network");
-	json_t *internet = json_object_get(j, "allow_internet_access"), *mounts = json_object_get(j, "volumeMounts");
+	json_t *auto_pause = json_object_get(j, "autoPause"), *mounts = json_object_get(j, "volumeMounts");
 	if (json_is_true(auto_pause))
 		return err_set(err, COVE_EINVAL, "'autoPause' is not supported by this coved (no pause yet)");
-	if (json_is_false(internet) || (net && !json_is_null(net)))
-		return err_set(err, COVE_EINVAL,
-			       "network policies ('allow_internet_access', 'network') are not supported");
 	if (json_array_size(mounts) || json_object_get(j, "mcp"))
 		return err_set(err, COVE_EINVAL, "'volumeMounts' and 'mcp' are not supported by this coved");
+	return 0;
+}
+
+/* E2B's network options onto cove's egress policy, whose semantics are
+ * E2B's (net/policy.h): the internet by default; network.allowOut and
+ * denyOut as they are; allow_internet_access false denies every
+ * destination but allowOut's. */
+static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+{
+	static const char *const fields[] = { "allowOut", "denyOut", "allowPublicTraffic", NULL };
+	json_t *net = json_object_get(j, "network"), *internet = json_object_get(j, "allow_internet_access");
+	bool public = true;
+	if (internet && !json_is_null(internet) && !json_is_boolean(internet))
+		return err_set(err, COVE_EINVAL, "'allow_internet_access' must be a boolean");
+	if (net && !json_is_null(net) && !json_is_object(net))
+		return err_set(err, COVE_EINVAL, "'network' must be an object {allowOut, denyOut}");
+	if (json_is_object(net) &&
+	    (check_fields(net, fields, err) < 0 || get_bool(net, "allowPublicTraffic", &public, err) < 0))
+		return -1;
+	if (!public)
+		return err_set(err, COVE_EINVAL, "'network.allowPublicTraffic' false is not supported by this coved");
+	if (get_string_list(net, "allowOut", NETWORK_LIST_MAX, &s->allow_out, err) < 0 ||
+	    get_string_list(net, "denyOut", NETWORK_LIST_MAX, &s->deny_out, err) < 0)
+		return -1;
+	if (json_is_false(internet)) {
+		json_array_append_new(s->deny_out, json_string("0.0.0.0/0"));
+		json_array_append_new(s->deny_out, json_string("::/0"));
+	}
+	s->egress = true;
 	return 0;
 }
 
@@ -107,7 +139,8 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	int64_t timeout = E2B_DEFAULT_TIMEOUT;
 	if (check_fields(j, fields, err) < 0 || get_string(j, "templateID", &tpl, 63, err) < 0 ||
 	    get_timeout(j, &timeout, err) < 0 || check_env(json_object_get(j, "envVars"), err) < 0 ||
-	    check_metadata(json_object_get(j, "metadata"), err) < 0 || check_unsupported(j, err) < 0)
+	    check_metadata(json_object_get(j, "metadata"), err) < 0 || check_unsupported(j, err) < 0 ||
+	    parse_network(j, s, err) < 0)
 		return -1;
 	bool base = strcmp(tpl, "base") == 0;
 	if (!base && (strchr(tpl, '/') || tpl[0] == '.' || !tpl[0]))
@@ -306,7 +339,9 @@ static int extend(struct sandbox *sb, int64_t s, bool shorten, struct cove_err *
 
 static bool known_action(const char *action)
 {
-	static const char *const known[] = { "", "timeout", "refreshes", "connect", "pause", "resume", "metrics", NULL };
+	static const char *const known[] = {
+		"", "timeout", "refreshes", "connect", "pause", "resume", "metrics", NULL
+	};
 	for (int i = 0; known[i]; i++)
 		if (strcmp(action, known[i]) == 0)
 			return true;
