@@ -252,6 +252,12 @@ test("network options: the internet by default; allowInternetAccess and network'
     assert.deepEqual([n.network.mode, n.network.allow_out, n.network.deny_out],
       ['egress', ['10.77.0.0/16'], ['0.0.0.0/0', '::/0']]);
     assert.equal((await closed.commands.run('echo up')).stdout, 'up\n');
+    await closed.updateNetwork({ denyOut: ['10.78.0.0/16'] });
+    const u = await native(closed.sandboxId);
+    assert.deepEqual([u.network.allow_out, u.network.deny_out], [[], ['10.78.0.0/16']]);
+    await assert.rejects(closed.updateNetwork({ denyOut: ['bad cidr'] }), (e) => /400/.test(e.message));
+    assert.deepEqual((await native(closed.sandboxId)).network.deny_out, ['10.78.0.0/16'], 'a refused update changes nothing');
+    await assert.rejects(Sandbox.updateNetwork('sb_nosuchthing0', {}), (e) => e instanceof SandboxNotFoundError);
   } finally {
     await closed.kill();
   }

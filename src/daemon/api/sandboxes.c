@@ -222,19 +222,8 @@ int h_network(struct http_req *req, const char *id, struct cove_err *err)
 			? -1
 			: 0;
 	json_decref(j);
-	size_t na = json_array_size(allow), nd = json_array_size(deny);
-	const char **a = calloc(na + 1, sizeof(*a)), **dv = calloc(nd + 1, sizeof(*dv));
-	if (r == 0 && (!a || !dv))
-		r = err_set(err, COVE_EINTERNAL, "out of memory");
-	for (size_t i = 0; r == 0 && i < na; i++)
-		a[i] = json_string_value(json_array_get(allow, i));
-	for (size_t i = 0; r == 0 && i < nd; i++)
-		dv[i] = json_string_value(json_array_get(deny, i));
-	struct network_policy_req pr = { .allow_out = a, .n_allow = na, .deny_out = dv, .n_deny = nd };
 	if (r == 0)
-		r = network_set_policy(engine_ctx, sb, &pr, err);
-	free(a);
-	free(dv);
+		r = set_policy(sb, allow, deny, err);
 	json_decref(allow);
 	json_decref(deny);
 	if (r < 0)

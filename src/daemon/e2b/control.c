@@ -100,15 +100,16 @@ static int check_unsupported(json_t *j, struct cove_err *err)
 	return 0;
 }
 
-/* E2B's network options onto cove's egress policy, whose semantics are
- * E2B's (net/policy.h): the internet by default; network.allowOut and
- * denyOut as they are; allow_internet_access false denies every
- * destination but allowOut's. */
-static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+/* E2B's network options (net: {allowOut, denyOut, allowPublicTraffic},
+ * and internet: allow_internet_access) as cove's egress policy, whose
+ * semantics are E2B's (net/policy.h): the lists as they are, and
+ * allow_internet_access false denies every destination but allowOut's. */
+static int network_lists(json_t *net, json_t *internet, json_t **allow, json_t **deny, struct cove_err *err)
 {
-	static const char *const fields[] = { "allowOut", "denyOut", "allowPublicTraffic", NULL };
-	json_t *net = json_object_get(j, "network"), *internet = json_object_get(j, "allow_internet_access");
+	static const char *const fields[] = { "allowOut", "denyOut", "allowPublicTraffic", "allow_internet_access",
+					      NULL };
 	bool public = true;
+	*allow = *deny = NULL;
 	if (internet && !json_is_null(internet) && !json_is_boolean(internet))
 		return err_set(err, COVE_EINVAL, "'allow_internet_access' must be a boolean");
 	if (net && !json_is_null(net) && !json_is_object(net))
@@ -117,16 +118,34 @@ static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err
 	    (check_fields(net, fields, err) < 0 || get_bool(net, "allowPublicTraffic", &public, err) < 0))
 		return -1;
 	if (!public)
-		return err_set(err, COVE_EINVAL, "'network.allowPublicTraffic' false is not supported by this coved");
-	if (get_string_list(net, "allowOut", NETWORK_LIST_MAX, &s->allow_out, err) < 0 ||
-	    get_string_list(net, "denyOut", NETWORK_LIST_MAX, &s->deny_out, err) < 0)
+		return err_set(err, COVE_EINVAL, "'allowPublicTraffic' false is not supported by this coved");
+	if (get_string_list(net, "allowOut", NETWORK_LIST_MAX, allow, err) < 0 ||
+	    get_string_list(net, "denyOut", NETWORK_LIST_MAX, deny, err) < 0) {
+		json_decref(*allow);
+		*allow = NULL;
 		return -1;
-	if (json_is_false(internet)) {
-		json_array_append_new(s->deny_out, json_string("0.0.0.0/0"));
-		json_array_append_new(s->deny_out, json_string("::/0"));
 	}
-	s->egress = true;
+	if (json_is_false(internet)) {
+		json_array_append_new(*deny, json_string("0.0.0.0/0"));
+		json_array_append_new(*deny, json_string("::/0"));
+	}
 	return 0;
+}
+
+/* PUT /sandboxes/{id}/network: the SDK's updateNetwork, its options at
+ * the top of the body; both lists replaced. */
+static int update_network(struct http_req *req, struct sandbox *sb, struct cove_err *err)
+{
+	json_t *j = read_body(req, err), *allow = NULL, *deny = NULL;
+	int r = !j ? -1 : network_lists(j, json_object_get(j, "allow_internet_access"), &allow, &deny, err);
+	if (r == 0)
+		r = set_policy(sb, allow, deny, err);
+	json_decref(j);
+	json_decref(allow);
+	json_decref(deny);
+	if (r == 0)
+		http_send_reply(req, 204, "No Content", NULL);
+	return r;
 }
 
 static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
@@ -140,8 +159,10 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	if (check_fields(j, fields, err) < 0 || get_string(j, "templateID", &tpl, 63, err) < 0 ||
 	    get_timeout(j, &timeout, err) < 0 || check_env(json_object_get(j, "envVars"), err) < 0 ||
 	    check_metadata(json_object_get(j, "metadata"), err) < 0 || check_unsupported(j, err) < 0 ||
-	    parse_network(j, s, err) < 0)
+	    network_lists(json_object_get(j, "network"), json_object_get(j, "allow_internet_access"), &s->allow_out,
+			  &s->deny_out, err) < 0)
 		return -1;
+	s->egress = true; /* E2B's sandboxes have the internet */
 	bool base = strcmp(tpl, "base") == 0;
 	if (!base && (strchr(tpl, '/') || tpl[0] == '.' || !tpl[0]))
 		return err_set(err, COVE_EINVAL, "bad template '%s'", tpl);
@@ -339,9 +360,8 @@ static int extend(struct sandbox *sb, int64_t s, bool shorten, struct cove_err *
 
 static bool known_action(const char *action)
 {
-	static const char *const known[] = {
-		"", "timeout", "refreshes", "connect", "pause", "resume", "metrics", NULL
-	};
+	static const char *const known[] = { "",       "timeout", "refreshes", "connect", "pause",
+					     "resume", "metrics", "network",   NULL };
 	for (int i = 0; known[i]; i++)
 		if (strcmp(action, known[i]) == 0)
 			return true;
@@ -370,6 +390,8 @@ static int one(struct http_req *req, struct sandbox *sb, const char *action, str
 		e2b_json(req, 200, sandbox_json(sb, true));
 	} else if ((!strcmp(action, "pause") || !strcmp(action, "resume")) && m == HTTP_POST) {
 		e2b_error(req, 501, "%s is not supported by this coved yet", action);
+	} else if (!strcmp(action, "network") && m == HTTP_PUT) {
+		return update_network(req, sb, err);
 	} else if (!strcmp(action, "metrics") && m == HTTP_GET) {
 		e2b_error(req, 501, "metrics are not supported by this coved yet");
 	} else if (known_action(action)) {
