@@ -267,3 +267,24 @@ test("network options: the internet by default; allowInternetAccess and network'
   await assert.rejects(Sandbox.create({ network: { maskRequestHost: 'x.${PORT}' } }), (e) => /400/.test(e.message));
   assert.equal((await Sandbox.list().nextItems()).length, before, 'the refused creates made nothing');
 });
+
+test("fork: copies of the files at one instant, each its own sandbox and token; the original's own go on", async () => {
+  await sbx.files.write('/home/user/forked.txt', 'before');
+  const copies = await sbx.fork({ count: 2, timeoutMs: 60000 });
+  try {
+    assert.equal(copies.length, 2);
+    assert.ok(copies.every((c) => c instanceof Sandbox && c.sandboxId !== sbx.sandboxId));
+    assert.notEqual(copies[0].sandboxId, copies[1].sandboxId);
+    await copies[0].files.write('/home/user/forked.txt', 'copy 0');
+    assert.equal(await copies[1].files.read('/home/user/forked.txt'), 'before');
+    assert.equal(await sbx.files.read('/home/user/forked.txt'), 'before');
+    assert.equal((await copies[1].commands.run('whoami')).stdout, 'user\n');
+    const info = await copies[0].getInfo();
+    assert.ok(Math.abs(info.endAt.getTime() - (Date.now() + 60000)) < 10000);
+    assert.deepEqual(info.metadata, { suite: 'sdk', run: 'a b&c=d' });
+  } finally {
+    for (const c of copies) await c.kill();
+  }
+  await assert.rejects(Sandbox.fork('sb_nosuchthing0'), (e) => e instanceof SandboxNotFoundError);
+  await assert.rejects(sbx.fork({ count: 0 }), (e) => /400/.test(e.message));
+});

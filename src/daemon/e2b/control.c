@@ -17,6 +17,7 @@
 #define E2B_DEFAULT_TIMEOUT 300 /* seconds, E2B's */
 #define E2B_MAX_TIMEOUT (30 * 86400)
 #define E2B_MAX_LIST 1000
+#define E2B_MAX_FORK 100
 
 static void iso_time(int64_t ms, char out[32])
 {
@@ -358,6 +359,39 @@ static int extend(struct sandbox *sb, int64_t s, bool shorten, struct cove_err *
 	return sandbox_set_expiry(engine_ctx, sb, end > 0 ? end : 1, err);
 }
 
+/* POST /sandboxes/{id}/fork {timeout, count}: copies of sb's files at one
+ * frozen instant (sandbox_fork; its processes are not copied), each with
+ * its own deadline and envd token. */
+static int fork_sandbox(struct http_req *req, struct sandbox *sb, struct cove_err *err)
+{
+	static const char *const fields[] = { "timeout", "count", NULL };
+	json_t *j = read_body(req, err);
+	double count = 1;
+	int64_t timeout = E2B_DEFAULT_TIMEOUT;
+	int r = !j || check_fields(j, fields, err) < 0 || get_number(j, "count", 1, E2B_MAX_FORK, &count, err) < 0 ||
+				get_timeout(j, &timeout, err) < 0
+			? -1
+			: 0;
+	json_decref(j);
+	if (r == 0 && count != (int)count)
+		r = err_set(err, COVE_EINVAL, "'count' must be an integer from 1 to %d", E2B_MAX_FORK);
+	struct sandbox *copies[E2B_MAX_FORK];
+	if (r < 0 || sandbox_fork(engine_ctx, sb, (int)count, copies, err) < 0)
+		return -1;
+	json_t *a = json_array();
+	for (int i = 0; i < (int)count; i++) {
+		struct cove_err e = { 0 };
+		if (extend(copies[i], timeout, true, &e) == 0) {
+			json_array_append_new(a, json_pack("{s:o}", "sandbox", sandbox_json(copies[i], true)));
+			continue;
+		}
+		json_array_append_new(a, json_pack("{s:{s:i, s:s}}", "error", "code", 500, "message", e.msg));
+		(void)sandbox_delete(engine_ctx, copies[i], NULL);
+	}
+	e2b_json(req, 201, a);
+	return 0;
+}
+
 static bool known_action(const char *action)
 {
 	static const char *const known[] = { "",       "timeout", "refreshes", "connect", "pause",
@@ -390,6 +424,8 @@ static int one(struct http_req *req, struct sandbox *sb, const char *action, str
 		e2b_json(req, 200, sandbox_json(sb, true));
 	} else if ((!strcmp(action, "pause") || !strcmp(action, "resume")) && m == HTTP_POST) {
 		e2b_error(req, 501, "%s is not supported by this coved yet", action);
+	} else if (!strcmp(action, "fork") && m == HTTP_POST) {
+		return fork_sandbox(req, sb, err);
 	} else if (!strcmp(action, "network") && m == HTTP_PUT) {
 		return update_network(req, sb, err);
 	} else if (!strcmp(action, "metrics") && m == HTTP_GET) {
