@@ -86,8 +86,8 @@ test('control-plane errors are {code, message} with the status as code', async (
   assert.deepEqual([r.status, JSON.parse(r.body).code], [400, 400]);
   r = await api('POST', '/v2/sandboxes', { templateID: 'base', bogus: 1 });
   assert.equal(r.status, 400);
-  r = await api('POST', `/sandboxes/${sbx.sandboxID}/pause`, {});
-  assert.equal(JSON.parse(r.body).code, r.status);
+  r = await api('POST', '/sandboxes/sb_nosuchthing0/pause', {});
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [404, 404]);
   const list = JSON.parse((await api('GET', '/v2/sandboxes')).body);
   assert.equal(list.length, 1, 'the bad creates made nothing');
 });
