@@ -288,3 +288,16 @@ test("fork: copies of the files at one instant, each its own sandbox and token; 
   await assert.rejects(Sandbox.fork('sb_nosuchthing0'), (e) => e instanceof SandboxNotFoundError);
   await assert.rejects(sbx.fork({ count: 0 }), (e) => /400/.test(e.message));
 });
+
+test("templates: a cove image by name ('host' runs as its default user, root); an unknown one is a 400", async () => {
+  const s = await Sandbox.create('host');
+  try {
+    assert.equal((await s.getInfo()).templateId, 'host');
+    assert.equal((await s.commands.run('whoami')).stdout, 'root\n');
+  } finally {
+    await s.kill();
+  }
+  const before = (await Sandbox.list().nextItems()).length;
+  await assert.rejects(Sandbox.create('no-such/image:1'), (e) => /400/.test(e.message));
+  assert.equal((await Sandbox.list().nextItems()).length, before);
+});

@@ -1,7 +1,8 @@
 /* E2B's control plane: sandboxes created, listed, described, extended and
  * killed, in the answers E2B's SDK takes (../shared/e2b-protocol.md,
- * section 4). A template is a cove image; E2B's 'base' is cove's 'host'
- * image with E2B's user 'user' (made in the new root by the engine at its
+ * section 4). A template is a cove image, any name the engine takes (and
+ * refuses: an unknown one is a 400); E2B's 'base' is cove's 'host' image
+ * with E2B's user 'user' (made in the new root by the engine at its
  * create, sandbox_user_make, when the image has none). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ static void iso_time(int64_t ms, char out[32])
 
 static const char *template_of(const struct sandbox *sb)
 {
-	return strcmp(sb->spec.image, "host") == 0 ? "base" : sb->spec.image;
+	bool base = strcmp(sb->spec.image, "host") == 0 && strcmp(sb->spec.user, E2B_USER) == 0;
+	return base ? "base" : sb->spec.image;
 }
 
 /* The SDK's Sandbox (full: create, connect) or ListedSandbox / info. */
@@ -157,7 +159,7 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 					      "autoPauseMemory", NULL };
 	const char *tpl = "base";
 	int64_t timeout = E2B_DEFAULT_TIMEOUT;
-	if (check_fields(j, fields, err) < 0 || get_string(j, "templateID", &tpl, 63, err) < 0 ||
+	if (check_fields(j, fields, err) < 0 || get_string(j, "templateID", &tpl, sizeof(s->image) - 1, err) < 0 ||
 	    get_timeout(j, &timeout, err) < 0 || check_env(json_object_get(j, "envVars"), err) < 0 ||
 	    check_metadata(json_object_get(j, "metadata"), err) < 0 || check_unsupported(j, err) < 0 ||
 	    network_lists(json_object_get(j, "network"), json_object_get(j, "allow_internet_access"), &s->allow_out,
@@ -165,8 +167,8 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 		return -1;
 	s->egress = true; /* E2B's sandboxes have the internet */
 	bool base = strcmp(tpl, "base") == 0;
-	if (!base && (strchr(tpl, '/') || tpl[0] == '.' || !tpl[0]))
-		return err_set(err, COVE_EINVAL, "bad template '%s'", tpl);
+	if (!tpl[0])
+		return err_set(err, COVE_EINVAL, "'templateID' must name a template");
 	snprintf(s->image, sizeof(s->image), "%s", base ? "host" : tpl);
 	snprintf(s->user, sizeof(s->user), "%s", base ? E2B_USER : "");
 	s->make_user = base;
