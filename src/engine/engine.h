@@ -198,7 +198,8 @@ int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *nam
 /* Refused (409) while a checkpoint names it (history.c). */
 int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err);
 /* A new sandbox from sn; overrides (name, memory, cpu_millis, pids when
- * set, i.e. non-empty or non-zero) replace the snapshot's. */
+ * set, i.e. non-empty or non-zero; metadata when not NULL) replace the
+ * snapshot's, and overrides' env (when not NULL) goes over its env. */
 int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct sandbox_spec *overrides,
 		     struct sandbox **ret, struct cove_err *err);
 /* count independent copies of sb, from one frozen instant: ret (count

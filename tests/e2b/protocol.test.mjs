@@ -382,6 +382,16 @@ test('bad input through the control plane: {code, message}, and nothing changes'
     ['GET', `/sandboxes/${id}/nope`, undefined, 404],
     ['PUT', `/sandboxes/${id}`, undefined, 405],
     ['DELETE', '/v2/sandboxes', undefined, 405],
+    ['POST', `/sandboxes/${id}/snapshots`, { name: 7 }, 400],
+    ['POST', `/sandboxes/${id}/snapshots`, { label: 'x' }, 400],
+    ['GET', '/snapshots?limit=0', undefined, 400],
+    ['GET', '/snapshots?sandbox=x', undefined, 400],
+    ['POST', '/snapshots', undefined, 405],
+    ['DELETE', '/templates/sn_nosuchthing0', undefined, 404],
+    ['GET', '/templates/base', undefined, 405],
+    ['POST', `/sandboxes/${id}/fork`, { count: 1.5 }, 400],
+    ['POST', `/sandboxes/${id}/fork`, { count: 101 }, 400],
+    ['PUT', `/sandboxes/${id}/network`, { allowOut: 'x' }, 400],
   ];
   for (const [method, path, body, status] of bad) {
     const r = await request(method, path, { headers: { 'X-API-KEY': coved.token, 'Content-Type': 'application/json' },
@@ -393,4 +403,19 @@ test('bad input through the control plane: {code, message}, and nothing changes'
   const after = JSON.parse((await api('GET', `/sandboxes/${id}`)).body);
   assert.equal(after.endAt, before.endAt, 'the end did not move');
   assert.equal(JSON.parse((await api('GET', '/v2/sandboxes')).body).length, 1, 'no sandbox was made');
+  assert.deepEqual(JSON.parse((await api('GET', '/snapshots')).body), [], 'no snapshot was made');
+});
+
+test('snapshots page with X-Next-Token', async () => {
+  const made = [];
+  for (const name of ['p1', 'p2', 'p3'])
+    made.push(JSON.parse((await api('POST', `/sandboxes/${sbx.sandboxID}/snapshots`, { name })).body).snapshotID);
+  let r = await api('GET', `/snapshots?sandboxID=${sbx.sandboxID}&limit=2`);
+  assert.deepEqual(JSON.parse(r.body).map((x) => x.snapshotID), made.slice(0, 2));
+  const next = r.headers['x-next-token'];
+  assert.ok(next);
+  r = await api('GET', `/snapshots?sandboxID=${sbx.sandboxID}&limit=2&nextToken=${next}`);
+  assert.deepEqual(JSON.parse(r.body).map((x) => x.snapshotID), made.slice(2));
+  assert.equal(r.headers['x-next-token'], undefined);
+  for (const id of made) assert.equal((await api('DELETE', `/templates/${id}`)).status, 204);
 });

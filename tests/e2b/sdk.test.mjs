@@ -301,3 +301,29 @@ test("templates: a cove image by name ('host' runs as its default user, root); a
   await assert.rejects(Sandbox.create('no-such/image:1'), (e) => /400/.test(e.message));
   assert.equal((await Sandbox.list().nextItems()).length, before);
 });
+
+test('snapshots: createSnapshot, listSnapshots, Sandbox.create(snapshotId) with the files, deleteSnapshot', async () => {
+  await sbx.files.write('/home/user/snap.txt', 'in the snapshot');
+  const snap = await sbx.createSnapshot({ name: 'e2b-snap' });
+  assert.match(snap.snapshotId, /^sn_/);
+  assert.deepEqual(snap.names, ['e2b-snap']);
+  await sbx.files.write('/home/user/snap.txt', 'after it');
+  const mine = await sbx.listSnapshots().nextItems();
+  assert.deepEqual(mine.map((x) => x.snapshotId), [snap.snapshotId]);
+  const byName = await Sandbox.listSnapshots({ name: 'e2b-snap' }).nextItems();
+  assert.deepEqual(byName.map((x) => x.snapshotId), [snap.snapshotId]);
+  const s = await Sandbox.create(snap.snapshotId, { envs: { FROM_SNAP: 'yes' }, metadata: { from: 'snap' },
+    timeoutMs: 60000 });
+  try {
+    assert.equal(await s.files.read('/home/user/snap.txt'), 'in the snapshot');
+    assert.equal((await s.commands.run('echo $FROM_SNAP $FROM_CREATE; whoami')).stdout, 'yes yes\nuser\n');
+    const info = await s.getInfo();
+    assert.deepEqual(info.metadata, { from: 'snap' });
+    assert.ok(Math.abs(info.endAt.getTime() - (Date.now() + 60000)) < 10000);
+  } finally {
+    await s.kill();
+  }
+  assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true);
+  assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false);
+  assert.deepEqual(await sbx.listSnapshots().nextItems(), []);
+});

@@ -191,7 +191,10 @@ static int create(struct http_req *req, struct cove_err *err)
 	struct sandbox *sb = NULL;
 	int r = j ? parse_create(j, &spec, err) : -1;
 	json_decref(j);
-	if (r == 0)
+	struct snapshot *sn = r == 0 ? snapshot_find(engine_ctx, spec.image) : NULL;
+	if (r == 0 && sn)
+		r = e2b_snapshot_restore(req, sn, &spec, &sb, err);
+	else if (r == 0)
 		r = sandbox_create(engine_ctx, &spec, NULL, &sb, err);
 	sandbox_spec_free(&spec);
 	if (r < 0)
@@ -396,8 +399,8 @@ static int fork_sandbox(struct http_req *req, struct sandbox *sb, struct cove_er
 
 static bool known_action(const char *action)
 {
-	static const char *const known[] = { "",       "timeout", "refreshes", "connect", "pause",
-					     "resume", "metrics", "network",   NULL };
+	static const char *const known[] = { "",        "timeout", "refreshes", "connect",   "pause", "resume",
+					     "metrics", "network", "fork",      "snapshots", NULL };
 	for (int i = 0; known[i]; i++)
 		if (strcmp(action, known[i]) == 0)
 			return true;
@@ -426,6 +429,8 @@ static int one(struct http_req *req, struct sandbox *sb, const char *action, str
 		e2b_json(req, 200, sandbox_json(sb, true));
 	} else if ((!strcmp(action, "pause") || !strcmp(action, "resume")) && m == HTTP_POST) {
 		e2b_error(req, 501, "%s is not supported by this coved yet", action);
+	} else if (!strcmp(action, "snapshots") && m == HTTP_POST) {
+		return e2b_snapshot_create(req, sb, err);
 	} else if (!strcmp(action, "fork") && m == HTTP_POST) {
 		return fork_sandbox(req, sb, err);
 	} else if (!strcmp(action, "network") && m == HTTP_PUT) {
@@ -447,7 +452,20 @@ void e2b_control(struct http_req *req)
 	enum http_method m = http_req_method(req);
 	const char *rest = path + (strncmp(path, "/v2/", 4) == 0 ? 3 : 0); /* "/sandboxes..." */
 	int r = 0;
-	if (strcmp(rest, "/sandboxes") == 0) {
+	char id[32] = "", action[32] = "";
+	if (strcmp(path, "/snapshots") == 0) {
+		if (m == HTTP_GET)
+			r = e2b_snapshots_list(req, &err);
+		else
+			e2b_error(req, 405, "method not allowed on '%s'", path);
+	} else if (sscanf(path, "/templates/%31[^/]%31s", id, action) == 1) {
+		if (m == HTTP_DELETE)
+			r = e2b_template_delete(req, id, &err);
+		else
+			e2b_error(req, 405, "method not allowed on '%s'", path);
+	} else if (strncmp(path, "/templates/", 11) == 0) {
+		e2b_error(req, 404, "no route '%s'", path);
+	} else if (strcmp(rest, "/sandboxes") == 0) {
 		if (m == HTTP_POST && path != rest)
 			r = create(req, &err);
 		else if (m == HTTP_GET)
@@ -455,7 +473,6 @@ void e2b_control(struct http_req *req)
 		else
 			e2b_error(req, 405, "method not allowed on '%s'", path);
 	} else {
-		char id[32] = "", action[32] = "";
 		if (sscanf(rest, "/sandboxes/%31[^/]/%31[^/]", id, action) < 1 || strlen(id) > 15) {
 			e2b_error(req, 404, "sandbox '%.32s' not found", id);
 			return;

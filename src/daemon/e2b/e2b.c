@@ -191,7 +191,8 @@ static void envd(struct http_req *req, const struct envd_target *t)
 static bool is_control(const char *path)
 {
 	return path && (strcmp(path, "/sandboxes") == 0 || strncmp(path, "/sandboxes/", 11) == 0 ||
-			strcmp(path, "/v2/sandboxes") == 0 || strncmp(path, "/v2/sandboxes/", 14) == 0);
+			strcmp(path, "/v2/sandboxes") == 0 || strncmp(path, "/v2/sandboxes/", 14) == 0 ||
+			strcmp(path, "/snapshots") == 0 || strncmp(path, "/templates/", 11) == 0);
 }
 
 /* An envd request (on TCP only) names its sandbox with E2b-Sandbox-Id and

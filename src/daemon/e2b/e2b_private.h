@@ -25,6 +25,16 @@ void e2b_envd_token(const struct sandbox *sb, char out[64]);
 
 /* control.c */
 void e2b_control(struct http_req *req);
+/* snapshots.c: 0 answered, or -1 with err (restore: nothing answered). */
+struct snapshot;
+struct sandbox_spec;
+int e2b_snapshot_create(struct http_req *req, struct sandbox *sb, struct cove_err *err);
+int e2b_snapshots_list(struct http_req *req, struct cove_err *err);
+int e2b_template_delete(struct http_req *req, const char *id, struct cove_err *err);
+/* A sandbox from sn for a create's spec (its env over the snapshot's, its
+ * metadata and deadline). */
+int e2b_snapshot_restore(struct http_req *req, const struct snapshot *sn, struct sandbox_spec *spec,
+			 struct sandbox **ret, struct cove_err *err);
 
 /* An envd request, once routed and authorized. */
 struct envd_req {
