@@ -343,6 +343,10 @@ cgroup_hybrid_undo || true
 "$COVE" --socket "$SOCK" rm "$EXEC_ID" >/dev/null
 EXEC_ID=
 
+# --- 3b. warm pools: a create from one over the API, and cove run from one next to bwrap,
+# on a coved of their own (--warm N) ----------------------------------------------------
+RES="$RES" COVE_BENCH_DIR="$B" "$ROOT/bench/warm.sh"
+
 # --- 4. summary -----------------------------------------------------------------------
 {
 	echo "kernel $(uname -r), $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)," \

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The summary table of a bench/run.sh run, as markdown, from its results
 directory: api.txt (apibench's "key value" lines), snap.txt (snapbench's, in
-ms), criu.txt (criubench's, in ms), run.json and exec.json (hyperfine),
+ms), criu.txt (criubench's, in ms), warm.txt (warmbench's, in ms), run.json,
+exec.json and warm.json (hyperfine),
 machine.txt.
 Usage: summary.py RESULTS_DIR"""
 import json
@@ -46,6 +47,8 @@ e2b = load_api("e2b.txt") if os.path.exists(os.path.join(res, "e2b.txt")) else N
 E2B_TTI = "0.4–0.5 s"  # E2B's published time-to-interactive of a sandbox (its create)
 snap = load_snap()
 criu = load_api("criu.txt") if os.path.exists(os.path.join(res, "criu.txt")) else None
+warm = load_api("warm.txt") if os.path.exists(os.path.join(res, "warm.txt")) else None
+warm_hf = load_hf("warm") if os.path.exists(os.path.join(res, "warm.json")) else None
 run = load_hf("run")
 exe = load_hf("exec")
 with open(os.path.join(res, "machine.txt")) as f:
@@ -210,6 +213,9 @@ RUN, CRUN, BWRAP = "cove run -- true", "crun run (busybox)", "bwrap --unshare-al
 EXEC, CRUNX = "cove exec ID -- true", "crun exec CTR /bin/true"
 rows(run, RUN, [("crun", CRUN), ("bwrap", BWRAP)])
 rows(exe, EXEC, [("crun", CRUNX)])
+WARMRUN = "cove run -- true (warm pool)"
+if warm_hf:
+    rows(warm_hf, WARMRUN, [("bwrap", BWRAP)])
 p("")
 p("(> 1× means cove is faster.)")
 p("")
@@ -244,6 +250,14 @@ if snap:
         target(f"fork into 10 ≤ 100 ms total, p50 ({what})", f"{v:.2f} ms", v <= 100)
     v = snap["large.checkpoint.p50"]
     target("checkpoint after a one-file change ≤ 20 ms, p50 (large)", f"{v:.2f} ms", v <= 20)
+if warm:
+    target("create from a warm pool, API p50 ≤ 1 ms",
+           f"{warm['warm.p50']:.3f} ms (cold, same spec: {warm['cold.p50']:.1f} ms; "
+           f"{warm['warm.misses']:.0f} of {warm['runs']:.0f} not from the pool)",
+           warm["warm.p50"] <= 1 and warm["warm.misses"] == 0)
+if warm_hf:
+    target("`cove run -- true` from a warm pool faster than `bwrap --unshare-all` of /bin/true",
+           f"{ms(med(warm_hf[WARMRUN]))} vs {ms(med(warm_hf[BWRAP]))} ms", med(warm_hf[WARMRUN]) < med(warm_hf[BWRAP]))
 if criu:
     for op in ("dump", "restore"):
         m, c = criu[f"criu.{op}.module.p50"], criu[f"criu.{op}.cli.p50"]
@@ -268,7 +282,7 @@ if e2b:
            e2b["e2b.ratio"] <= 1.5)
     target(f"… and under E2B's published time-to-interactive ({E2B_TTI})", f"{e2b['e2b.sdk.p50']:.1f} ms",
            e2b["e2b.sdk.p50"] < 400)
-failed = [(name, r) for g in (run, exe) for name, r in g.items() if any(c != 0 for c in r.get("exit_codes", []))]
+failed = [(name, r) for g in (run, exe, warm_hf or {}) for name, r in g.items() if any(c != 0 for c in r.get("exit_codes", []))]
 if failed:
     p("")
     p("### Failed runs")

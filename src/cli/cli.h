@@ -80,6 +80,9 @@ int cli_connect(struct cli *cli);
 int cli_fail(const struct cove_error *err);
 int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The sandbox options of create and run (commands.c's spec_opts) given,
+ * into spec; 0, or -1 after a usage error. Others are skipped. */
+int cli_parse_spec(struct cli *cli, const char *verb, json_t *spec);
 int cmd_run(struct cli *cli, int argc, char **argv);
 int cmd_create(struct cli *cli, int argc, char **argv);
 int cmd_timeout(struct cli *cli, int argc, char **argv);
@@ -109,6 +112,11 @@ int cmd_rollback(struct cli *cli, int argc, char **argv);
 int cmd_branch(struct cli *cli, int argc, char **argv);
 int cmd_files_watch(struct cli *cli, int argc, char **argv);
 int cmd_help(struct cli *cli, int argc, char **argv);
+/* cmd_template.c */
+int cmd_template_create(struct cli *cli, int argc, char **argv);
+int cmd_template_ls(struct cli *cli, int argc, char **argv);
+int cmd_template_info(struct cli *cli, int argc, char **argv);
+int cmd_template_rm(struct cli *cli, int argc, char **argv);
 /* cmd_export.c: export, and snapshot/restore --portable */
 int cmd_export(struct cli *cli, int argc, char **argv);
 int cmd_snapshot_portable(struct cli *cli, int argc, char **argv);

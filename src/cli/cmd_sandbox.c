@@ -40,8 +40,52 @@ static int parse_seconds(const char *s, double *ret)
 	return 0;
 }
 
-/* The sandbox options given into spec; 0, or -1 after a usage error. */
-static int parse_spec(struct cli *cli, const char *verb, json_t *spec)
+/* spec["ready"][key] = v (taken). */
+static void set_ready(json_t *spec, const char *key, json_t *v)
+{
+	json_t *ready = json_object_get(spec, "ready");
+	if (!ready) {
+		ready = json_object();
+		json_object_set_new(spec, "ready", ready);
+	}
+	json_object_set_new(ready, key, v);
+}
+
+/* The launch options: start command and readiness check. 0, or -1 after a
+ * usage error. */
+static int parse_launch(const char *verb, int c, const char *optarg, json_t *spec)
+{
+	char *end;
+	long port;
+	double seconds;
+	switch (c) {
+	case 'S':
+		json_object_set_new(spec, "start", json_string(optarg));
+		break;
+	case 'R':
+		port = strtol(optarg, &end, 10);
+		if (*end || end == optarg || port < 1 || port > 65535)
+			return cli_usage_error(verb, "bad --ready-port '%s' (1 to 65535)", optarg), -1;
+		set_ready(spec, "port", json_integer(port));
+		break;
+	case 'U':
+		set_ready(spec, "url", json_string(optarg));
+		break;
+	case 'C':
+		set_ready(spec, "cmd", json_string(optarg));
+		break;
+	case 'Y':
+		if (parse_seconds(optarg, &seconds) < 0)
+			return cli_usage_error(verb, "bad --ready-timeout '%s' (seconds)", optarg), -1;
+		set_ready(spec, "timeout", json_real(seconds));
+		break;
+	}
+	return 0;
+}
+
+/* The sandbox options given into spec; 0, or -1 after a usage error.
+ * Options it does not know are left to the caller. */
+int cli_parse_spec(struct cli *cli, const char *verb, json_t *spec)
 {
 	int c;
 	uint64_t size;
@@ -97,6 +141,12 @@ static int parse_spec(struct cli *cli, const char *verb, json_t *spec)
 		case 'D':
 			cli_add_list(spec, c == 'O' ? "allow_out" : "deny_out", optarg);
 			break;
+		case 'T':
+			json_object_set_new(spec, "template", json_string(optarg));
+			break;
+		default:
+			if (parse_launch(verb, c, optarg, spec) < 0)
+				return -1;
 		}
 	}
 	return 0;
@@ -126,7 +176,7 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 {
 	json_t *spec = json_object();
 	char id[16];
-	int r = parse_spec(cli, "create", spec) < 0 ? 2
+	int r = cli_parse_spec(cli, "create", spec) < 0 ? 2
 		: argc > 1                          ? cli_usage_error("create", "unexpected '%s'", argv[1])
 						    : 0;
 	if (r == 0)
@@ -140,7 +190,7 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	json_t *spec = json_object();
-	int first = 1, r = parse_spec(cli, "run", spec) < 0 ? 2 : 0;
+	int first = 1, r = cli_parse_spec(cli, "run", spec) < 0 ? 2 : 0;
 	if (r == 0 && first == argc)
 		r = cli_usage_error("run", "no command given");
 	if (r) {

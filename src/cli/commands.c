@@ -26,6 +26,36 @@ static const struct cli_opt spec_opts[] = {
 	{ 'N', 0, "network", "MODE", "egress (the default: out through NAT, DNS) or none (loopback only)" },
 	{ 'O', 0, "allow-out", "CIDR|DOMAIN", "let out to it, before the deny list (again for more)" },
 	{ 'D', 0, "deny-out", "CIDR|DOMAIN", "keep from it (again for more); 0.0.0.0/0 makes allow-out a list" },
+	{ 'T', 0, "template", "NAME", "start from a template: its fields, but for those given here" },
+	{ 'S', 0, "start", "CMD", "a start command (a shell line), kept running in the background" },
+	{ 'R', 0, "ready-port", "PORT", "ready once PORT listens inside (create waits for it)" },
+	{ 'U', 0, "ready-url", "URL", "ready once http://127.0.0.1:PORT/PATH inside answers 2xx or 3xx" },
+	{ 'C', 0, "ready-cmd", "CMD", "ready once CMD (a shell line) exits 0 inside" },
+	{ 'Y', 0, "ready-timeout", "SECONDS", "how long create waits for ready (default 30)" },
+	{ 0 },
+};
+
+/* Options of template create: a create's, and the template's own. */
+static const struct cli_opt template_opts[] = {
+	{ 'I', 0, "image", "IMAGE", "the image (default: host)" },
+	{ 'F', 0, "from-snapshot", "SNAPSHOT", "a snapshot's files and spec instead of an image" },
+	{ 'm', 0, "memory", "SIZE", "memory limit, like 512M or 2G" },
+	{ 'c', 0, "cpus", "N", "CPU limit, like 1 or 0.5" },
+	{ 'p', 0, "pids", "N", "most processes at once" },
+	{ 'K', 0, "disk", "SIZE", "disk limit, like 10G" },
+	{ 'e', 'e', "env", "K=V", "an environment variable (again for more)" },
+	{ 'w', 'w', "workdir", "DIR", "where commands start" },
+	{ 'u', 'u', "user", "USER", "who commands run as" },
+	{ 'N', 0, "network", "MODE", "egress (the default) or none" },
+	{ 'O', 0, "allow-out", "CIDR|DOMAIN", "let out to it (again for more)" },
+	{ 'D', 0, "deny-out", "CIDR|DOMAIN", "keep from it (again for more)" },
+	{ 'S', 0, "start", "CMD", "a start command (a shell line), kept running in the background" },
+	{ 'R', 0, "ready-port", "PORT", "ready once PORT listens inside" },
+	{ 'U', 0, "ready-url", "URL", "ready once http://127.0.0.1:PORT/PATH inside answers 2xx or 3xx" },
+	{ 'C', 0, "ready-cmd", "CMD", "ready once CMD (a shell line) exits 0 inside" },
+	{ 'Y', 0, "ready-timeout", "SECONDS", "how long a create waits for ready (default 30)" },
+	{ 'L', 0, "idle-timeout", "SECONDS", "idle time before a sandbox of it sleeps" },
+	{ 'W', 0, "warm", "N", "keep N sandboxes of it started and ready (0 to 64)" },
 	{ 0 },
 };
 
@@ -207,6 +237,20 @@ const struct cli_cmd cli_commands[] = {
 	  "zip archive.",
 	  export_opts, -1,
 	  "cove export $ID -o work.zip\ncove export --path /etc $ID > etc.tar" },
+	{ "template create", cmd_template_create, "[OPTIONS] NAME",
+	  "Make a template: an image (or a snapshot) with limits, env, user, network, a start command and a "
+	  "readiness check, and a warm pool of N sandboxes ready ahead of time. create --template NAME starts "
+	  "from it, overriding any field.",
+	  template_opts, -1,
+	  "cove template create --memory 256M -e MODE=test --ready-cmd true tpl\n"
+	  "cove rm $(cove create --template tpl -e MODE=prod)\ncove template rm tpl" },
+	{ "template ls", cmd_template_ls, "", "List the templates, and their warm pools.", NULL, -1,
+	  "cove template create --warm 1 small\ncove template ls\ncove template rm small" },
+	{ "template info", cmd_template_info, "NAME", "A template, as the API's JSON.", NULL, -1,
+	  "cove template create --cpus 0.5 half\ncove template info half\ncove template rm half" },
+	{ "template rm", cmd_template_rm, "NAME...",
+	  "Delete templates and their warm pools (the sandboxes made from them stay).", NULL, -1,
+	  "cove template create gone\ncove template rm gone" },
 	{ "help", cmd_help, "[--man] [COMMAND]", "A command's usage, or all of them.", help_opts, -1,
 	  "cove help exec" },
 };

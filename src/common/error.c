@@ -51,6 +51,8 @@ const char *err_code_name(int code)
 		return "permission_denied";
 	case COVE_EBUSY:
 		return "lock_held";
+	case COVE_ENOTREADY:
+		return "not_ready";
 	default:
 		return "internal";
 	}

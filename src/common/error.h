@@ -14,6 +14,7 @@ enum cove_errcode {
 	COVE_EINTERNAL,     /* a bug or the host failing: 500 */
 	COVE_EPERM,         /* not permitted (a file the user may not touch): 403 */
 	COVE_EBUSY,         /* a lock held by another (not granted within the wait): 409 */
+	COVE_ENOTREADY,     /* a readiness check that did not pass in time: 504 */
 };
 
 struct cove_err {

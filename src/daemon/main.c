@@ -29,6 +29,7 @@
 #include "daemon/e2b/e2b.h"
 #include "daemon/http/access.h"
 #include "engine/engine.h"
+#include "engine/template.h"
 #include "store/snapshot_store.h"
 #include "store/store.h"
 #include "image/host_image.h"
@@ -82,6 +83,8 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 	/* Deletions under way get a few seconds to finish; what is left then
 	 * is finished by the next start. */
 	engine_ctx->stopping = true;
+	/* A warm pool's sandboxes served nobody: they go with this coved. */
+	warm_stop_all(engine_ctx);
 	/* No new requests: the socket goes at once (a new coved may take it). */
 	if (daemon_ctx->api_handle) {
 		http_listener_free(daemon_ctx->api_handle);
@@ -103,7 +106,9 @@ static void usage(FILE *f)
 		   "  --storage DRIVER  btrfs, overlay or auto (default): the data root's, or on a new one\n"
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
-		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n");
+		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
+		   "  --warm N       keep N sandboxes of the default spec (image host) started and\n"
+		   "                 ready, for creates without a template (default 0)\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
 		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"
 		   "  --token-file PATH       the token (mode 0600, 32+ bytes; default DIR/token, made if missing)\n"
@@ -134,6 +139,7 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "request-timeout", required_argument, NULL, 'A' },
 		{ "storage", required_argument, NULL, 'S' },
 		{ "subnet", required_argument, NULL, 'N' },
+		{ "warm", required_argument, NULL, 'W' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -168,6 +174,16 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		case 'N':
 			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
 			break;
+		case 'W': {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			if (*end || end == optarg || n < 0 || n > TEMPLATE_MAX_WARM) {
+				fprintf(stderr, "coved: --warm: want a number from 0 to %d\n", TEMPLATE_MAX_WARM);
+				return -1;
+			}
+			fe->engine->warm = (int)n;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -203,6 +219,20 @@ static int lock_data_root(const char *data_dir, struct cove_err *err)
 	return 0;
 }
 
+/* coved --warm N: a pool of sandboxes made as a create without fields
+ * makes them. */
+static int start_default_pool(struct engine *d, struct cove_err *err)
+{
+	struct sandbox_spec spec = { 0 };
+	json_t *none = json_object();
+	int r = d->warm > 0 ? api_parse_spec(none, &spec, err) : 0;
+	if (r == 0 && d->warm > 0)
+		r = warm_open(d, NULL, d->warm, &spec, &d->default_pool, err);
+	sandbox_spec_free(&spec);
+	json_decref(none);
+	return r;
+}
+
 static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 {
 	struct engine *d = fe->engine;
@@ -221,7 +251,9 @@ static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 	 * the backlog until the loop runs. */
 	if ((fe->api_fd = listen_api(fe->socket_path, err)) < 0)
 		return -1;
-	return sandboxes_load(d, err);
+	if (sandboxes_load(d, err) < 0)
+		return -1;
+	return start_default_pool(d, err);
 }
 
 static int serve(struct daemon *fe, struct cove_err *err)

@@ -10,6 +10,7 @@
 #include "common/io.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "engine/template.h"
 #include "engine/network.h"
 #include "image/host_image.h"
 #include "store/snapshot_store.h"
@@ -90,6 +91,7 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 
 void engine_close(struct engine *d)
 {
+	templates_close(d);
 	network_close(d);
 	store_close(d->store);
 	d->store = NULL;

@@ -23,6 +23,9 @@ struct lock;
 struct durable_job;
 struct engine_net;
 struct sandbox_net;
+struct launch;
+struct template;
+struct warm;
 
 struct sandbox_spec {
 	char name[64];
@@ -55,6 +58,16 @@ struct sandbox_spec {
 	/* At create only (not kept): make user, a name, in the new root when
 	 * its image has none (E2B's 'user'); see sandbox_user_make. */
 	bool make_user;
+	/* The start command, a kept process started at create (an argv array;
+	 * NULL: none), and the readiness check that create waits for
+	 * (launch.c; NULL: none): {"port": N | "url": U | "cmd": argv,
+	 * "timeout": seconds}. */
+	json_t *start, *ready;
+	char template[64]; /* the template it was made from ("": none) */
+	/* A sandbox of a warm pool (warm.c), not handed out yet: neither
+	 * listed nor found by ID, deleted at stop and at the next start. */
+	bool pooled;
+	bool from_pool; /* it was handed out from a warm pool */
 };
 
 enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING };
@@ -78,6 +91,7 @@ struct sandbox {
 	struct event *expire_ev;  /* deletes it at spec.expires_at (or, at load, an ephemeral one) */
 	struct lock *locks;       /* named locks held or waited for (locks.c), in memory only */
 	struct sandbox_net *net;  /* an egress sandbox's addresses, policy, resolver (network.c) */
+	struct launch *launch;    /* its start command and readiness wait, while under way (launch.c) */
 };
 
 /* A snapshot: <pool>/snapshots/<id>/files, a read-only snapshot of a
@@ -114,6 +128,9 @@ struct engine {
 	enum storage_driver storage; /* --storage: what was asked for (STORAGE_AUTO by default) */
 	char subnet[64];             /* --subnet: the sandboxes' address pool ("": the default) */
 	struct engine_net *net;      /* network.c */
+	struct template *templates;  /* templates.c, by name */
+	int warm;                    /* --warm: the default pool's size (plain creates of "host") */
+	struct warm *default_pool;   /* its pool (warm.c), or NULL */
 	/* A front end's: a sandbox is being deleted (its ID is gone from the
 	 * engine on return). */
 	void (*on_sandbox_deleted)(const char *id);
@@ -137,6 +154,8 @@ void sandboxes_stop_if_idle(struct engine *d);
 struct sandbox *sandbox_find(struct engine *d, const char *id);
 /* sandbox_find, or NULL with a 404 "no sandbox 'ID'" in err. */
 struct sandbox *sandbox_lookup(struct engine *d, const char *id, struct cove_err *err);
+/* A sandbox a listing shows: not being deleted, not in a warm pool. */
+bool sandbox_listed(const struct sandbox *sb);
 /* Create and boot a sandbox from spec (its env is moved out). Its root is
  * a new, empty one, or, when from is not NULL, a writable snapshot of the
  * subvolume from (a snapshot's files), whose image spec->image_dir names. */
@@ -157,6 +176,8 @@ int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err);
 int sandbox_set_expiry(struct engine *d, struct sandbox *sb, int64_t expires_at, struct cove_err *err);
 int64_t sandbox_now_ms(void); /* unix ms */
 json_t *sandbox_to_json(const struct sandbox *sb);
+/* Copy a spec (its JSON values deep): 0, or -1 out of memory (to freed). */
+int sandbox_spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to);
 /* Record sb's row (its spec and state) in state.db. */
 int sandbox_save(struct engine *d, struct sandbox *sb, struct cove_err *err);
 int sandbox_send(struct sandbox *sb, const void *buf, size_t len, const int *fds, int nfds);
@@ -232,6 +253,8 @@ int history_delete(struct engine *d, const char *id, json_t **ret, struct cove_e
 /* 0 when no checkpoint names the snapshot, else -1 with a 409 that says
  * which history does. */
 int history_check_unused(struct engine *d, const char *snapshot, struct cove_err *err);
+
+/* templates.c, launch.c, warm.c: engine/template.h */
 
 /* worker.c: slow work off the loop. work(arg) runs on a thread of its own
  * and may touch only what arg holds; then done(arg) runs on the loop. */

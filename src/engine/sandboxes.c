@@ -32,6 +32,7 @@
 #include "engine/files.h"
 #include "engine/network.h"
 #include "engine/process.h"
+#include "engine/template.h"
 #include "engine/watch.h"
 #include "store/store.h"
 #include "image/host_image.h"
@@ -54,9 +55,14 @@ struct sandbox *sandbox_find(struct engine *d, const char *id)
 	if (!sandbox_id_valid(id))
 		return NULL;
 	for (int i = 0; i < MAX_SANDBOXES; i++)
-		if (d->sandboxes[i] && d->sandboxes[i]->state != SB_DELETING && strcmp(d->sandboxes[i]->id, id) == 0)
+		if (sandbox_listed(d->sandboxes[i]) && strcmp(d->sandboxes[i]->id, id) == 0)
 			return d->sandboxes[i];
 	return NULL;
+}
+
+bool sandbox_listed(const struct sandbox *sb)
+{
+	return sb && sb->state != SB_DELETING && !sb->spec.pooled;
 }
 
 struct sandbox *sandbox_lookup(struct engine *d, const char *id, struct cove_err *err)
@@ -74,8 +80,9 @@ void sandbox_spec_free(struct sandbox_spec *spec)
 	json_decref(spec->deny_out);
 	spec->env = spec->allow_out = spec->deny_out = NULL;
 	json_decref(spec->metadata);
-	spec->env = NULL;
-	spec->metadata = NULL;
+	json_decref(spec->start);
+	json_decref(spec->ready);
+	spec->metadata = spec->start = spec->ready = NULL;
 }
 
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
@@ -95,6 +102,12 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	json_object_set_new(j, "workdir", s->workdir[0] ? json_string(s->workdir) : json_null());
 	if (json_object_size(s->metadata))
 		json_object_set(j, "metadata", s->metadata);
+	json_object_set_new(j, "start", s->start ? json_incref(s->start) : json_null());
+	json_object_set_new(j, "ready", s->ready ? json_incref(s->ready) : json_null());
+	json_object_set_new(j, "template", s->template[0] ? json_string(s->template) : json_null());
+	json_object_set_new(j, "from_pool", json_boolean(s->from_pool));
+	if (s->pooled)
+		json_object_set_new(j, "pooled", json_true());
 	return j;
 }
 
@@ -144,6 +157,13 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	snprintf(s->workdir, sizeof(s->workdir), "%s", workdir ? workdir : "");
 	json_t *metadata = json_object_get(j, "metadata");
 	s->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
+	json_t *start = json_object_get(j, "start"), *ready = json_object_get(j, "ready");
+	s->start = json_is_array(start) ? json_incref(start) : NULL;
+	s->ready = json_is_object(ready) ? json_incref(ready) : NULL;
+	const char *template = json_string_value(json_object_get(j, "template"));
+	snprintf(s->template, sizeof(s->template), "%s", template ? template : "");
+	s->pooled = json_is_true(json_object_get(j, "pooled"));
+	s->from_pool = json_is_true(json_object_get(j, "from_pool"));
 	json_decref(j);
 	return 0;
 }
@@ -461,8 +481,9 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 				: err_set(err, COVE_EINTERNAL, "out of memory");
 	}
 	sb->spec = *spec;
-	spec->env = spec->allow_out = spec->deny_out = spec->metadata = NULL; /* moved */
+	spec->env = spec->allow_out = spec->deny_out = spec->metadata = spec->start = spec->ready = NULL; /* moved */
 	sb->spec.created_at = sandbox_now_ms();
+	sb->spec.from_pool = false; /* a pool hands out what it made; a copy of one was not */
 	/* A restore or a fork copies a spec: what ties its source to a deadline
 	 * or to a client's connection is not copied with it. */
 	if (from) {
@@ -543,7 +564,7 @@ static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pe
 		sandbox_free(sb);
 		return -1;
 	}
-	d->count++;
+	d->count += !sb->spec.pooled;
 	arm_expiry(d, sb, sb->spec.expires_at, on_expired);
 	return 0;
 }
@@ -559,14 +580,20 @@ int sandbox_create(struct engine *d, struct sandbox_spec *spec, const char *from
 	return 0;
 }
 
-static int spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
+int sandbox_spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 {
 	*to = *from;
 	to->env = json_deep_copy(from->env ? from->env : json_object());
 	to->allow_out = json_deep_copy(from->allow_out ? from->allow_out : json_array());
 	to->deny_out = json_deep_copy(from->deny_out ? from->deny_out : json_array());
 	to->metadata = from->metadata ? json_deep_copy(from->metadata) : NULL;
-	return to->env && to->allow_out && to->deny_out && (to->metadata || !from->metadata) ? 0 : -1;
+	to->start = from->start ? json_deep_copy(from->start) : NULL;
+	to->ready = from->ready ? json_deep_copy(from->ready) : NULL;
+	if (to->env && to->allow_out && to->deny_out && (to->metadata || !from->metadata) &&
+	    (to->start || !from->start) && (to->ready || !from->ready))
+		return 0;
+	sandbox_spec_free(to);
+	return -1;
 }
 
 int sandboxes_create_taken(struct engine *d, const struct sandbox_spec *spec, const char *from, char (*ids)[16],
@@ -578,7 +605,7 @@ int sandboxes_create_taken(struct engine *d, const struct sandbox_spec *spec, co
 	 * (mostly kernel work) run at once. */
 	for (; r == 0 && begun < count; begun++) {
 		struct sandbox_spec copy;
-		if (spec_copy(spec, &copy) < 0)
+		if (sandbox_spec_copy(spec, &copy) < 0)
 			r = err_set(err, COVE_EINTERNAL, "out of memory");
 		else
 			r = create_begin(d, &copy, from, ids[begun], &ret[begun], &p[begun], err);
@@ -693,7 +720,8 @@ int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	procs_abort_all(sb);
 	locks_drop_all(sb, "sandbox deleted");
 	watch_abort_all(sb, "sandbox deleted");
-	d->count--;
+	launch_abort(sb, "sandbox deleted");
+	d->count -= !sb->spec.pooled;
 	begin_delete(d, sb);
 	return 0;
 }
@@ -726,6 +754,7 @@ static void mark_stopped(struct sandbox *sb, const char *why)
 	files_abort_all(sb, why);
 	procs_abort_all(sb);
 	watch_abort_all(sb, why);
+	launch_abort(sb, why);
 	detach(sb);
 	sb->state = SB_STOPPED;
 	(void)sandbox_save(engine_ctx, sb, NULL);
@@ -826,8 +855,10 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	sb->init_pid = row->init_pid;
 	sb->init_start = row->init_start;
 	d->sandboxes[sb->slot] = sb;
-	if (strcmp(row->state, "deleting") == 0) {
+	/* A warm pool's sandbox served nobody: the pools start afresh. */
+	if (strcmp(row->state, "deleting") == 0 || sb->spec.pooled) {
 		sb->state = SB_DELETING;
+		(void)sandbox_save(d, sb, NULL);
 		begin_delete(d, sb);
 		return;
 	}
@@ -921,6 +952,8 @@ int sandboxes_load(struct engine *d, struct cove_err *err)
 	struct load_ctx ctx = { .d = d };
 	int bad_snapshots = snapshots_load(d, err);
 	if (bad_snapshots < 0)
+		return -1;
+	if (templates_load(d, err) < 0)
 		return -1;
 	if (store_each_sandbox(d->store, load_one, &ctx, err) < 0)
 		return -1;

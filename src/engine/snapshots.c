@@ -46,6 +46,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "engine/engine.h"
+#include "engine/template.h"
 #include "store/store.h"
 #include "store/snapshot_store.h"
 #include "sys/storage.h"
@@ -356,7 +357,7 @@ int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *nam
  * from the next start's view, which deletes whatever files are left. */
 int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err)
 {
-	if (history_check_unused(d, sn->id, err) < 0)
+	if (history_check_unused(d, sn->id, err) < 0 || templates_check_snapshot_unused(d, sn->id, err) < 0)
 		return -1;
 	if (store_delete_snapshot(d->store, sn->id, err) < 0)
 		return -1;

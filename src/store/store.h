@@ -15,6 +15,7 @@ struct store_sandbox;
 struct store_snapshot;
 struct store_history;
 struct store_checkpoint;
+struct store_template;
 
 /* An implementation: a table of these, in a struct it begins with a
  * struct store. Each is the function of the same name below. */
@@ -35,6 +36,10 @@ struct store_ops {
 	int (*copy_history)(struct store *s, const struct store_history *h, struct cove_err *err);
 	int (*delete_history)(struct store *s, const char *sandbox, struct cove_err *err);
 	int (*snapshot_users)(struct store *s, const char *snapshot, char ret_history[16], int *ret_seq, struct cove_err *err);
+	int (*put_template)(struct store *s, const char *name, const char *data, struct cove_err *err);
+	int (*delete_template)(struct store *s, const char *name, struct cove_err *err);
+	int (*each_template)(struct store *s, void (*cb)(void *arg, const struct store_template *t), void *arg,
+			     struct cove_err *err);
 	int (*begin)(struct store *s, struct cove_err *err);
 	int (*begin_durable)(struct store *s, struct cove_err *err);
 	int (*commit)(struct store *s, struct cove_err *err);
@@ -174,6 +179,26 @@ static inline int store_delete_history(struct store *s, const char *sandbox, str
 static inline int store_snapshot_users(struct store *s, const char *snapshot, char ret_history[16], int *ret_seq, struct cove_err *err)
 {
 	return s->ops->snapshot_users(s, snapshot, ret_history, ret_seq, err);
+}
+/* Templates (engine/templates.c): a name and its JSON document. */
+struct store_template {
+	const char *name;
+	const char *data;
+};
+/* Insert or replace, committed durably (a template is answered as made). */
+static inline int store_put_template(struct store *s, const char *name, const char *data, struct cove_err *err)
+{
+	return s->ops->put_template(s, name, data, err);
+}
+static inline int store_delete_template(struct store *s, const char *name, struct cove_err *err)
+{
+	return s->ops->delete_template(s, name, err);
+}
+/* Calls cb for every template, by name; cb's strings are borrowed. */
+static inline int store_each_template(struct store *s, void (*cb)(void *arg, const struct store_template *t), void *arg,
+				      struct cove_err *err)
+{
+	return s->ops->each_template(s, cb, arg, err);
 }
 /* One transaction of every call until store_commit: a crash before the
  * commit, or a commit that fails (it then rolls back), leaves none of

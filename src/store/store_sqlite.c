@@ -65,6 +65,8 @@ static const char *const migrations[] = {
 	 * files are on disk). The rows of older databases were all written
 	 * durable. */
 	"ALTER TABLE snapshots ADD COLUMN durable INTEGER NOT NULL DEFAULT 1;",
+	/* 3: templates (engine/templates.c), one JSON document each. */
+	"CREATE TABLE IF NOT EXISTS templates (name TEXT PRIMARY KEY, data TEXT NOT NULL);",
 };
 
 static int migrate(sqlite3 *db, const char *path, struct cove_err *err)
@@ -509,6 +511,39 @@ static int sqlite_snapshot_users(struct store *store, const char *snapshot, char
 	return r;
 }
 
+static int sqlite_put_template(struct store *store, const char *name, const char *data, struct cove_err *err)
+{
+	struct sqlite_store *s = (struct sqlite_store *)store;
+	static const char what[] = "save template";
+	if (begin_durable(s, what, err) < 0)
+		return -1;
+	int r = run(s, prepare(s, "INSERT OR REPLACE INTO templates (name, data) VALUES (?, ?)", "ss", name, data),
+		    what, err);
+	return end_durable(s, r, err);
+}
+
+static int sqlite_delete_template(struct store *store, const char *name, struct cove_err *err)
+{
+	struct sqlite_store *s = (struct sqlite_store *)store;
+	return run(s, prepare(s, "DELETE FROM templates WHERE name = ?", "s", name), "delete template", err);
+}
+
+static int sqlite_each_template(struct store *store, void (*cb)(void *arg, const struct store_template *t), void *arg,
+				struct cove_err *err)
+{
+	struct sqlite_store *s = (struct sqlite_store *)store;
+	sqlite3_stmt *st = prepare(s, "SELECT name, data FROM templates ORDER BY name", "");
+	int rc = SQLITE_ERROR;
+	while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_template t = { .name = (const char *)sqlite3_column_text(st, 0),
+					    .data = (const char *)sqlite3_column_text(st, 1) };
+		cb(arg, &t);
+	}
+	int r = st && rc == SQLITE_DONE ? 0 : db_err(s, err, "list templates");
+	sqlite3_finalize(st);
+	return r;
+}
+
 static int sqlite_begin(struct store *store, struct cove_err *err)
 {
 	struct sqlite_store *s = (struct sqlite_store *)store;
@@ -557,6 +592,9 @@ static const struct store_ops sqlite_ops = {
 	.copy_history = sqlite_copy_history,
 	.delete_history = sqlite_delete_history,
 	.snapshot_users = sqlite_snapshot_users,
+	.put_template = sqlite_put_template,
+	.delete_template = sqlite_delete_template,
+	.each_template = sqlite_each_template,
 	.begin = sqlite_begin,
 	.begin_durable = sqlite_begin_durable,
 	.commit = sqlite_commit,

@@ -22,6 +22,7 @@
 #include "engine/files.h"
 #include "engine/output.h"
 #include "engine/process.h"
+#include "engine/template.h"
 #include "tap.h"
 
 static char root[] = "/var/tmp/cove-test-engine-XXXXXX";
@@ -112,6 +113,98 @@ static void on_read(void *arg, const struct files_result *res, const struct cove
 	event_base_loopbreak(eng.base);
 }
 
+/* Run the loop until r's output is closed (or 60 s). */
+static void wait_closed(struct recorder *r)
+{
+	for (int i = 0; i < 600 && !r->closes; i++) {
+		struct timeval tick = { 0, 100000 };
+		event_base_loopexit(eng.base, &tick);
+		event_base_dispatch(eng.base);
+	}
+}
+
+/* A start command and a readiness check (launch.c), then a warm pool
+ * (warm.c) handing out a ready sandbox with another spec's limits and env:
+ * template.h's engine half, with no front end. */
+static void test_launch_and_pool(void)
+{
+	struct cove_err err = { 0 };
+	struct sandbox_spec spec = {
+		.image = "host",
+		.memory = 256u << 20,
+		.cpu_millis = 1000,
+		.pids = 256,
+		.env = json_object(),
+		.start = json_pack("[s, s, s]", "/bin/sh", "-c", "sleep 0.3; touch /tmp/up; exec sleep 1000"),
+		.ready = json_pack("{s:[s, s, s], s:f}", "cmd", "test", "-e", "/tmp/up", "timeout", 60.0),
+	};
+	struct sandbox *sb = NULL;
+	struct recorder r = { .out.ops = &recorder_ops }, probe;
+	int rc = sandbox_create(&eng, &spec, NULL, &sb, &err);
+	sandbox_spec_free(&spec);
+	if (rc == 0 && (rc = launch_start(&eng, sb, &r.out, &err)) == 0)
+		wait_closed(&r);
+	CHECK(rc == 0 && r.closes == 1 && !r.failed, "ready once the start command made /tmp/up: %s%s", err.msg, r.why);
+	CHECK(sb && run(sb, "test -e /tmp/up", &probe) == 0 && WEXITSTATUS(probe.status) == 0,
+	      "the check had passed when the launch said so");
+	if (sb)
+		(void)sandbox_delete(&eng, sb, NULL);
+
+	struct sandbox_spec never = { .image = "host",
+				      .memory = 256u << 20,
+				      .cpu_millis = 1000,
+				      .pids = 256,
+				      .env = json_object(),
+				      .ready = json_pack("{s:i, s:f}", "port", 9, "timeout", 0.3) };
+	memset(&r, 0, sizeof(r));
+	r.out.ops = &recorder_ops;
+	rc = sandbox_create(&eng, &never, NULL, &sb, &err);
+	sandbox_spec_free(&never);
+	if (rc == 0 && (rc = launch_start(&eng, sb, &r.out, &err)) == 0)
+		wait_closed(&r);
+	CHECK(rc == 0 && r.failed && strstr(r.why, "nothing listens on port 9"), "a check that never passes: '%s'",
+	      r.why);
+	if (rc == 0)
+		(void)sandbox_delete(&eng, sb, NULL);
+
+	struct sandbox_spec base = {
+		.image = "host", .memory = 256u << 20, .cpu_millis = 1000, .pids = 256, .env = json_object()
+	};
+	struct warm *w = NULL;
+	rc = warm_open(&eng, NULL, 1, &base, &w, &err);
+	sandbox_spec_free(&base);
+	json_t *pool = NULL;
+	for (int i = 0; rc == 0 && i < 600; i++) {
+		json_decref(pool);
+		pool = warm_to_json(w);
+		if (json_integer_value(json_object_get(pool, "ready")) == 1)
+			break;
+		struct timeval tick = { 0, 100000 };
+		event_base_loopexit(eng.base, &tick);
+		event_base_dispatch(eng.base);
+	}
+	CHECK(rc == 0 && json_integer_value(json_object_get(pool, "ready")) == 1, "the pool filled: %s", err.msg);
+	json_decref(pool);
+	struct sandbox_spec want = { .image = "host",
+				     .memory = 128u << 20,
+				     .cpu_millis = 500,
+				     .pids = 64,
+				     .env = json_pack("{s:s}", "K", "handed"),
+				     .allow_out = json_array(),
+				     .deny_out = json_array() };
+	sb = NULL;
+	rc = w ? warm_take(&eng, w, &want, &sb, &err) : -1;
+	sandbox_spec_free(&want);
+	CHECK(rc == 1 && sb && sb->spec.from_pool && !sb->spec.pooled && sb->spec.memory == 128u << 20,
+	      "handed out with the create's spec (%d: %s)", rc, err.msg);
+	CHECK(sb && run(sb, "echo $K", &probe) == 0 && strcmp(probe.collected, "handed\n") == 0,
+	      "its env is the create's: '%s'", probe.collected);
+	CHECK(sb && sandbox_find(&eng, sb->id) == sb, "a handed-out sandbox is found by ID");
+	if (sb)
+		(void)sandbox_delete(&eng, sb, NULL);
+	warm_close(&eng, w);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path);
@@ -195,15 +288,17 @@ int main(int argc, char **argv)
 
 	rc = sb ? sandbox_delete(&eng, sb, &err) : -1;
 	CHECK(rc == 0 && eng.count == 0, "delete through the engine: %s", err.msg);
+	test_launch_and_pool();
 	/* The deletion finishes when the sandbox's init has died. */
-	for (int i = 0; i < 100 && eng.sandboxes[0]; i++) {
+	bool gone = false;
+	for (int t = 0; t < 200 && !gone; t++) {
 		struct timeval tick = { 0, 50000 };
 		event_base_loopexit(eng.base, &tick);
 		event_base_dispatch(eng.base);
+		gone = true;
+		for (int i = 0; i < MAX_SANDBOXES; i++)
+			gone = gone && !eng.sandboxes[i];
 	}
-	bool gone = true;
-	for (int i = 0; i < MAX_SANDBOXES; i++)
-		gone = gone && !eng.sandboxes[i];
 	CHECK(gone, "the sandbox's slot is released once its init is gone");
 
 	engine_close(&eng);

@@ -22,7 +22,26 @@ export interface SandboxOptions {
   /** Seconds until coved deletes the sandbox. */
   timeout?: number;
   isolation?: 'isolated' | 'external';
+  /** A template (or its name) whose fields the sandbox inherits, those
+   * given here winning; from its warm pool when one fits (info.from_pool). */
+  template?: string | { name: string };
+  /** A start command, kept running (argv, or a shell string). */
+  start?: string | string[];
+  /** A readiness check that create waits for. */
+  ready?: ReadyCheck;
+  network?: 'egress' | 'none';
+  allow_out?: string[];
+  deny_out?: string[];
   transport?: Transport;
+}
+
+/** Exactly one of port, url (http://127.0.0.1:PORT/PATH inside the
+ * sandbox) or cmd; timeout in seconds (default 30). */
+export interface ReadyCheck {
+  port?: number;
+  url?: string;
+  cmd?: string | string[];
+  timeout?: number;
 }
 
 export interface ExecOptions {
@@ -63,7 +82,7 @@ export interface LockOptions {
   timeoutMs?: number;
 }
 
-function clean<T extends object>(o: T): Partial<T> {
+export function clean<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
@@ -265,9 +284,10 @@ export class Sandbox {
 
 /** Creates and starts a sandbox; the caller destroys it. */
 export async function createSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
-  const { transport, ...spec } = opts;
+  const { transport, template, ...spec } = opts;
   const t = transport ?? defaultTransport();
-  const body = clean({ ...spec, env: spec.env && clean(spec.env) });
+  const name = typeof template === 'object' ? template.name : template;
+  const body = clean({ ...spec, template: name, env: spec.env && clean(spec.env) });
   return Sandbox.of(await t.call('POST', '/v1/sandboxes', { json: body }), t);
 }
 

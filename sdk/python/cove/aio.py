@@ -15,7 +15,7 @@ from . import sandbox as _sync
 from ._exec import ExecResult
 from .errors import BadRequest, Conflict, CoveError, NotFound, Unauthorized, Unavailable
 
-__all__ = ["Sandbox", "Snapshot", "Session", "Process", "ExecResult", "CoveError", "BadRequest", "Unauthorized",
+__all__ = ["Sandbox", "Snapshot", "Template", "Session", "Process", "ExecResult", "CoveError", "BadRequest", "Unauthorized",
            "NotFound", "Conflict", "Unavailable"]
 
 
@@ -154,6 +154,40 @@ class Snapshot:
         await _call(self._s.delete)
 
 
+class Template:
+    """As cove.Template, with coroutines."""
+
+    def __init__(self, t):
+        self._t = t
+        self.name, self.info = t.name, t.info
+
+    @classmethod
+    async def create(cls, name, **kw):
+        return cls(await _call(_sync.Template.create, name, **kw))
+
+    @classmethod
+    async def get(cls, name):
+        return cls(await _call(_sync.Template.get, name))
+
+    @classmethod
+    async def list(cls):
+        return [cls(t) for t in await _call(_sync.Template.list)]
+
+    @property
+    def pool(self):
+        return self._t.pool
+
+    async def refresh(self):
+        self.info = await _call(self._t.refresh)
+        return self.info
+
+    async def sandbox(self, **kw):
+        return Sandbox(await _call(self._t.sandbox, **kw))
+
+    async def delete(self):
+        await _call(self._t.delete)
+
+
 class Sandbox:
     """As cove.Sandbox, with coroutines; `async with await
     Sandbox.create() as sb:` deletes it when the block ends."""
@@ -168,6 +202,8 @@ class Sandbox:
 
     @classmethod
     async def create(cls, **kw):
+        if isinstance(kw.get("template"), Template):
+            kw["template"] = kw["template"].name
         return cls(await _call(_sync.Sandbox.create, **kw))
 
     @classmethod

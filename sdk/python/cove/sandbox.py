@@ -45,12 +45,19 @@ class Sandbox:
     # -- lifecycle -----------------------------------------------------------
     @classmethod
     def create(cls, image=None, name=None, memory=None, cpus=None, pids=None, env=None, cwd=None, user=None,
-               timeout=None, isolation=None, transport=None):
+               timeout=None, isolation=None, template=None, start=None, ready=None, transport=None, **fields):
         """memory in bytes or as "512M"/"1G"; timeout: seconds until coved
-        deletes it."""
+        deletes it. template: a Template (or its name) whose fields this
+        inherits, those given here winning (from its warm pool when one
+        fits: info["from_pool"]). start: a start command; ready: a
+        readiness check ({"port": N} | {"url": U} | {"cmd": C}, "timeout")
+        that create waits for. Other API fields (network, allow_out...)
+        as keywords."""
         t = transport or default_transport()
+        if isinstance(template, Template):
+            template = template.name
         spec = _spec(image=image, name=name, memory=memory, cpus=cpus, pids=pids, env=env, cwd=cwd, user=user,
-                     timeout=timeout, isolation=isolation)
+                     timeout=timeout, isolation=isolation, template=template, start=start, ready=ready, **fields)
         return cls(t.call("POST", "/v1/sandboxes", json_body=spec), t)
 
     @classmethod
@@ -270,3 +277,58 @@ class Snapshot:
 
     def __repr__(self):
         return "Snapshot(%r)" % self.id
+
+
+class Template:
+    """A named starting point for sandboxes (an image or a snapshot with
+    limits, env, user, network, a start command and a readiness check),
+    and its warm pool of sandboxes started ahead of time."""
+
+    def __init__(self, info, transport=None):
+        self._transport = transport or default_transport()
+        self.name = info["name"]
+        self.info = info
+
+    @classmethod
+    def create(cls, name, image=None, from_snapshot=None, memory=None, cpus=None, pids=None, disk=None, env=None,
+               cwd=None, user=None, start=None, ready=None, warm=None, idle_timeout=None, transport=None,
+               **fields):
+        """fields: any other create field (network, allow_out, deny_out,
+        timeout...). from_snapshot: a Snapshot or its ID."""
+        t = transport or default_transport()
+        if isinstance(from_snapshot, Snapshot):
+            from_snapshot = from_snapshot.id
+        body = _spec(name=name, image=image, from_snapshot=from_snapshot, memory=memory, cpus=cpus, pids=pids,
+                     disk=disk, env=env, cwd=cwd, user=user, start=start, ready=ready, warm=warm,
+                     idle_timeout=idle_timeout, **fields)
+        return cls(t.call("POST", "/v1/templates", json_body=body), t)
+
+    @classmethod
+    def get(cls, name, transport=None):
+        t = transport or default_transport()
+        return cls(t.call("GET", "/v1/templates/" + name), t)
+
+    @classmethod
+    def list(cls, transport=None):
+        t = transport or default_transport()
+        return [cls(j, t) for j in t.call("GET", "/v1/templates")["templates"]]
+
+    def refresh(self):
+        self.info = self._transport.call("GET", "/v1/templates/" + self.name)
+        return self.info
+
+    @property
+    def pool(self):
+        """{size, ready, starting} of its warm pool, as last fetched."""
+        return self.info["pool"]
+
+    def sandbox(self, **overrides):
+        """A new sandbox from this template (Sandbox.create's keywords override)."""
+        return Sandbox.create(template=self.name, transport=self._transport, **overrides)
+
+    def delete(self):
+        """Its warm pool goes too; sandboxes made from it stay."""
+        self._transport.call("DELETE", "/v1/templates/" + self.name)
+
+    def __repr__(self):
+        return "Template(%r)" % self.name

@@ -19,6 +19,7 @@
 #include "daemon/api/request.h"
 #include "daemon/http/access.h"
 #include "engine/engine.h"
+#include "engine/template.h"
 
 struct sandbox *api_lookup(const char *id, struct cove_err *err)
 {
@@ -83,6 +84,10 @@ static const struct route {
 	{ HTTP_GET, "/v1/sandboxes/*/files/watch", api_files_watch },
 	{ HTTP_GET, "/v1/sandboxes/*/export", api_export_get },
 	{ HTTP_GET, "/v1/sandboxes/*/snapshot.json", api_portable_get },
+	{ HTTP_POST, "/v1/templates", h_template_create },
+	{ HTTP_GET, "/v1/templates", h_template_list },
+	{ HTTP_GET, "/v1/templates/*", h_template_get },
+	{ HTTP_DELETE, "/v1/templates/*", h_template_delete },
 	{ HTTP_POST, "/v1/sandboxes/*/snapshot.json", api_portable_post },
 };
 
@@ -122,6 +127,7 @@ void api_handle(struct http_req *req)
 		refuse_unauthorized(req);
 		return;
 	}
+	warm_note_request();
 	for (size_t i = 0; path && i < ARRAY_SIZE(routes); i++) {
 		if (fnmatch(routes[i].pattern, path, FNM_PATHNAME) != 0)
 			continue;

@@ -1,11 +1,14 @@
 /* cove's REST API: the route table (api.c). */
 #pragma once
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "common/error.h"
 #include "daemon/http/httpd.h"
 
 struct sandbox;
+struct sandbox_spec;
+struct template;
 
 void api_handle(struct http_req *req);
 /* Whether req's route takes its body as it comes (httpd.h). */
@@ -27,6 +30,26 @@ int h_get(struct http_req *req, const char *id, struct cove_err *err);
 int h_delete(struct http_req *req, const char *id, struct cove_err *err);
 int h_timeout(struct http_req *req, const char *id, struct cove_err *err);
 int h_network(struct http_req *req, const char *id, struct cove_err *err);
+/* A create request's fields (j) into s, checked, the defaults filled in. */
+int api_parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err);
+/* Whether key is a field of a create request. */
+bool api_spec_field_known(const char *key);
+
+/* templates.c */
+int h_template_create(struct http_req *req, const char *id, struct cove_err *err);
+int h_template_list(struct http_req *req, const char *id, struct cove_err *err);
+int h_template_get(struct http_req *req, const char *id, struct cove_err *err);
+int h_template_delete(struct http_req *req, const char *id, struct cove_err *err);
+/* A create request j naming a "template": *ret its template and *merged
+ * the create's fields, the template's (and its snapshot's) under j's own.
+ * Without one: *ret NULL, *merged j. */
+int api_template_merge(json_t *j, struct template **ret, json_t **merged, struct cove_err *err);
+/* "start" and "ready" of a create or template request, into s. */
+int api_parse_launch(json_t *j, struct sandbox_spec *s, struct cove_err *err);
+/* Answer a create: sb's JSON once its launch (start command, readiness)
+ * is over, at once if it has none or came from a pool; a launch that
+ * fails, or a client gone meanwhile, deletes it. */
+int api_created(struct http_req *req, struct sandbox *sb, bool pooled, struct cove_err *err);
 
 /* snapshots.c */
 int h_snapshot(struct http_req *req, const char *id, struct cove_err *err);

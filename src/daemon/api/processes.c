@@ -225,29 +225,6 @@ static int answer_check(struct answer *a, int r)
 
 /* ---- exec ---- */
 
-static int parse_argv(json_t *cmd, json_t **ret, struct cove_err *err)
-{
-	if (json_is_string(cmd)) {
-		if (json_string_length(cmd) == 0 || strlen(json_string_value(cmd)) != json_string_length(cmd))
-			return err_set(err, COVE_EINVAL, "'cmd' must not be empty or hold NUL bytes");
-		*ret = json_pack("[s, s, O]", "/bin/sh", "-c", cmd);
-		return 0;
-	}
-	if (!json_is_array(cmd) || json_array_size(cmd) == 0)
-		return err_set(err, COVE_EINVAL, "'cmd' must be a non-empty array of strings, or a shell string");
-	size_t i;
-	json_t *v;
-	json_array_foreach(cmd, i, v)
-	{
-		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-			return err_set(err, COVE_EINVAL, "'cmd' must hold only strings without NUL bytes");
-	}
-	if (json_string_length(json_array_get(cmd, 0)) == 0)
-		return err_set(err, COVE_EINVAL, "'cmd' must not start with an empty string");
-	*ret = json_incref(cmd);
-	return 0;
-}
-
 static int parse_stdin(json_t *j, struct exec_request *er, unsigned char **store, struct cove_err *err)
 {
 	json_t *text = json_object_get(j, "stdin"), *b64 = json_object_get(j, "stdin_b64");
@@ -308,7 +285,7 @@ static int parse_exec(struct http_req *req, json_t *j, struct exec_request *er, 
 	if (r == 0 && !json_object_get(j, "cmd"))
 		r = err_set(err, COVE_EINVAL, "'cmd' is required");
 	if (r == 0)
-		r = parse_argv(json_object_get(j, "cmd"), &er->argv, err);
+		r = get_argv(json_object_get(j, "cmd"), "cmd", &er->argv, err);
 	er->cmd = json_object_get(j, "cmd");
 	if (r == 0 &&
 	    (check_env(json_object_get(j, "env"), err) < 0 || get_string(j, "cwd", &er->cwd, 4095, err) < 0 ||

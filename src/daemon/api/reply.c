@@ -28,6 +28,8 @@ int reply_status_of(int code)
 		return 403;
 	case COVE_EBUSY:
 		return 409;
+	case COVE_ENOTREADY:
+		return 504;
 	default:
 		return 500;
 	}

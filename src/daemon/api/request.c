@@ -241,3 +241,25 @@ int get_size(json_t *j, const char *key, uint64_t *ret, struct cove_err *err)
 	return err_set(err, COVE_EINVAL, "'%s' must be a positive size (bytes, or like \"512M\")", key);
 }
 
+int get_argv(json_t *cmd, const char *key, json_t **ret, struct cove_err *err)
+{
+	if (json_is_string(cmd)) {
+		if (json_string_length(cmd) == 0 || strlen(json_string_value(cmd)) != json_string_length(cmd))
+			return err_set(err, COVE_EINVAL, "'%s' must not be empty or hold NUL bytes", key);
+		*ret = json_pack("[s, s, O]", "/bin/sh", "-c", cmd);
+		return 0;
+	}
+	if (!json_is_array(cmd) || json_array_size(cmd) == 0)
+		return err_set(err, COVE_EINVAL, "'%s' must be a non-empty array of strings, or a shell string", key);
+	size_t i;
+	json_t *v;
+	json_array_foreach(cmd, i, v)
+	{
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return err_set(err, COVE_EINVAL, "'%s' must hold only strings without NUL bytes", key);
+	}
+	if (json_string_length(json_array_get(cmd, 0)) == 0)
+		return err_set(err, COVE_EINVAL, "'%s' must not start with an empty string", key);
+	*ret = json_incref(cmd);
+	return 0;
+}

@@ -32,6 +32,10 @@ int check_env(json_t *env, struct cove_err *err);
 /* Bytes as a positive number or a string like "512M". */
 int get_size(json_t *j, const char *key, uint64_t *ret, struct cove_err *err);
 
+/* A command: an array of strings (argv), or a shell string (run with
+ * /bin/sh -c), as argv in *ret (a new reference); key names it in errors. */
+int get_argv(json_t *cmd, const char *key, json_t **ret, struct cove_err *err);
+
 /* Query strings */
 const char *query_of(struct http_req *req); /* "" when there is none */
 /* One parameter, percent-decoded: 1 when present, 0 when absent, -1 (err

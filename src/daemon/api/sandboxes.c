@@ -11,6 +11,7 @@
 #include "daemon/api/request.h"
 #include "engine/engine.h"
 #include "engine/network.h"
+#include "engine/template.h"
 #include "common/parse.h"
 
 #define API_MAX_TIMEOUT (30 * 86400) /* seconds */
@@ -66,12 +67,22 @@ static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err
 	return network_check(s, err);
 }
 
-static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+static const char *const create_fields[] = { "name",      "image",       "memory",  "cpus",      "pids",
+					     "env",       "cwd",         "user",    "timeout",   "ephemeral",
+					     "isolation", "inherit_env", "network", "allow_out", "deny_out",
+					     "workdir",   "start",       "ready",   "template",  NULL };
+
+bool api_spec_field_known(const char *key)
 {
-	static const char *const fields[] = { "name",    "image",     "memory",    "cpus",        "pids",
-					      "env",     "cwd",       "user",      "timeout",     "ephemeral",
-					      "isolation", "inherit_env", "network", "allow_out", "deny_out",
-					      "workdir", NULL };
+	for (int i = 0; create_fields[i]; i++)
+		if (strcmp(key, create_fields[i]) == 0)
+			return true;
+	return false;
+}
+
+int api_parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+{
+	static const char *const *fields = create_fields;
 	const char *name = "", *image = "host", *cwd = "", *user = "", *workdir = "";
 	double cpus = 1, pids = 1024;
 	s->memory = 512ull << 20;
@@ -82,7 +93,7 @@ static int parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	    get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 || get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 ||
 	    check_env(json_object_get(j, "env"), err) < 0 || get_deadline(j, &s->expires_at, err) < 0 ||
 	    get_bool(j, "ephemeral", &s->ephemeral, err) < 0 || parse_isolation(j, s, err) < 0 ||
-	    parse_network(j, s, err) < 0)
+	    parse_network(j, s, err) < 0 || api_parse_launch(j, s, err) < 0)
 		return -1;
 	if (s->external)
 		image = "";
@@ -129,6 +140,8 @@ int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 			  "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports", 0,
 			  "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed", d->pool.loop_backed);
 	json_object_set_new(j, "network", network_modes_json());
+	/* coved --warm N: the default pool (size 0 without one). */
+	json_object_set_new(j, "warm_pool", warm_to_json(d->default_pool));
 	json_object_set_new(j, "backends",
 			    json_pack("{s:o, s:o}", "isolated", backend_json("isolated", true), "host",
 				      backend_json("external", false)));
@@ -138,31 +151,30 @@ int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 
 int h_create(struct http_req *req, const char *id, struct cove_err *err)
 {
-	json_t *j = read_body(req, err);
+	json_t *j = read_body(req, err), *merged = NULL;
 	struct sandbox_spec spec = { 0 };
+	struct template *t = NULL;
 	struct sandbox *sb;
-	int r = j ? parse_spec(j, &spec, err) : -1;
-	json_decref(j);
+	bool pooled = false;
+	/* A template's fields under the request's own: each can be overridden. */
+	int r = j ? api_template_merge(j, &t, &merged, err) : -1;
 	if (r == 0)
-		r = sandbox_create(engine_ctx, &spec, NULL, &sb, err);
+		r = api_parse_spec(merged, &spec, err);
+	json_decref(j);
+	json_decref(merged);
+	if (r == 0)
+		r = template_create_sandbox(engine_ctx, t, &spec, &sb, &pooled, err);
 	sandbox_spec_free(&spec);
 	if (r < 0)
 		return -1;
-	/* Tied to the connection before the answer: a client gone by now
-	 * takes the sandbox with it. */
-	if (sb->spec.ephemeral && ephemeral_add(http_req_conn(req), sb->id) < 0) {
-		(void)sandbox_delete(engine_ctx, sb, NULL);
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	}
-	reply_json(req, 201, sandbox_to_json(sb));
-	return 0;
+	return api_created(req, sb, pooled, err);
 }
 
 int h_list(struct http_req *req, const char *id, struct cove_err *err)
 {
 	json_t *a = json_array();
 	for (int i = 0; i < MAX_SANDBOXES; i++)
-		if (engine_ctx->sandboxes[i] && engine_ctx->sandboxes[i]->state != SB_DELETING)
+		if (sandbox_listed(engine_ctx->sandboxes[i]))
 			json_array_append_new(a, sandbox_to_json(engine_ctx->sandboxes[i]));
 	reply_json(req, 200, json_pack("{s:o}", "sandboxes", a));
 	return 0;

@@ -315,12 +315,13 @@ static int list(struct http_req *req, struct cove_err *err)
 	int i = from;
 	for (; i < MAX_SANDBOXES && json_array_size(a) < (size_t)limit; i++) {
 		struct sandbox *sb = engine_ctx->sandboxes[i];
-		if (sb && matches(sb, filter, running, paused))
+		if (sandbox_listed(sb) && matches(sb, filter, running, paused))
 			json_array_append_new(a, sandbox_json(sb, false));
 	}
 	bool more = false;
 	for (int k = i; k < MAX_SANDBOXES && !more; k++)
-		more = engine_ctx->sandboxes[k] && matches(engine_ctx->sandboxes[k], filter, running, paused);
+		more = sandbox_listed(engine_ctx->sandboxes[k]) &&
+		       matches(engine_ctx->sandboxes[k], filter, running, paused);
 	json_decref(filter);
 	if (more) {
 		char next[16];
