@@ -327,3 +327,33 @@ test('snapshots: createSnapshot, listSnapshots, Sandbox.create(snapshotId) with 
   assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false);
   assert.deepEqual(await sbx.listSnapshots().nextItems(), []);
 });
+
+test("templates: cove's own by name, their env under the create's, their start command waited for", async () => {
+  const auth = { Authorization: `Bearer ${coved.token}`, 'Content-Type': 'application/json' };
+  const mk = async (body) => {
+    const r = await fetch(coved.url + '/v1/templates', { method: 'POST', headers: auth, body: JSON.stringify(body) });
+    assert.equal(r.status, 201, await r.text());
+  };
+  await mk({ name: 'e2b-env', env: { TPL_VAR: 'from-template', BOTH: 'template' } });
+  await mk({ name: 'e2b-web', start: ['python3', '-m', 'http.server', '8123', '--bind', '127.0.0.1'],
+    cwd: '/tmp', ready: { port: 8123, timeout: 60 } });
+  try {
+    const a = await Sandbox.create('e2b-env', { envs: { BOTH: 'create' }, metadata: { t: '1' } });
+    try {
+      assert.equal((await a.commands.run('echo $TPL_VAR $BOTH')).stdout, 'from-template create\n');
+      const info = await a.getInfo();
+      assert.deepEqual([info.templateId, info.metadata], ['e2b-env', { t: '1' }]);
+    } finally {
+      await a.kill();
+    }
+    const b = await Sandbox.create('e2b-web');
+    try {
+      const r = await b.commands.run('python3 -c "import urllib.request as u; print(u.urlopen(\'http://127.0.0.1:8123/\').status)"');
+      assert.equal(r.stdout, '200\n', 'the start command was up when create answered');
+    } finally {
+      await b.kill();
+    }
+  } finally {
+    for (const n of ['e2b-env', 'e2b-web']) await fetch(`${coved.url}/v1/templates/${n}`, { method: 'DELETE', headers: auth });
+  }
+});

@@ -10,10 +10,12 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "daemon/api/api.h"
 #include "daemon/api/request.h"
 #include "daemon/e2b/e2b_private.h"
 #include "engine/engine.h"
 #include "engine/network.h"
+#include "engine/template.h"
 
 #define E2B_DEFAULT_TIMEOUT 300 /* seconds, E2B's */
 #define E2B_MAX_TIMEOUT (30 * 86400)
@@ -32,7 +34,7 @@ static void iso_time(int64_t ms, char out[32])
 static const char *template_of(const struct sandbox *sb)
 {
 	bool base = strcmp(sb->spec.image, "host") == 0 && strcmp(sb->spec.user, E2B_USER) == 0;
-	return base ? "base" : sb->spec.image;
+	return sb->spec.template[0] ? sb->spec.template : base ? "base" : sb->spec.image;
 }
 
 /* The SDK's Sandbox (full: create, connect) or ListedSandbox / info. */
@@ -184,23 +186,59 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 
 /* ---- create ---- */
 
+static void created_ok(struct http_req *req, struct sandbox *sb)
+{
+	e2b_json(req, 201, sandbox_json(sb, true));
+}
+
+static const struct api_answer created = { .ok = created_ok, .fail = e2b_error_of };
+
+/* A sandbox from cove's template t (templates.h): its fields under the
+ * create's envVars, as cove's own create merges them
+ * (api_template_merge); the create's metadata and deadline on top. spec
+ * (E2B's) is left for the caller to free. */
+static int from_template(struct template *t, struct sandbox_spec *spec, struct sandbox **ret, bool *pooled,
+			 struct cove_err *err)
+{
+	struct sandbox_spec ts = { 0 };
+	json_t *body = json_pack("{s:s, s:O}", "template", t->name, "env", spec->env), *merged = NULL;
+	struct template *found = NULL;
+	int r = api_template_merge(body, &found, &merged, err);
+	if (r == 0)
+		r = api_parse_spec(merged, &ts, err);
+	json_decref(body);
+	json_decref(merged);
+	if (r == 0) {
+		ts.expires_at = spec->expires_at;
+		ts.metadata = spec->metadata;
+		spec->metadata = NULL;
+		r = template_create_sandbox(engine_ctx, found, &ts, ret, pooled, err);
+	}
+	sandbox_spec_free(&ts);
+	return r;
+}
+
+/* templateID: 'base', a cove template, a snapshot's ID (snapshots.c), or
+ * an image. A template's start command and readiness are waited for
+ * before the answer (api_created_as). */
 static int create(struct http_req *req, struct cove_err *err)
 {
 	json_t *j = read_body(req, err);
 	struct sandbox_spec spec = { 0 };
 	struct sandbox *sb = NULL;
+	bool pooled = false;
 	int r = j ? parse_create(j, &spec, err) : -1;
 	json_decref(j);
-	struct snapshot *sn = r == 0 ? snapshot_find(engine_ctx, spec.image) : NULL;
-	if (r == 0 && sn)
+	struct template *t = r == 0 && !spec.make_user ? template_find(engine_ctx, spec.image) : NULL;
+	struct snapshot *sn = r == 0 && !t ? snapshot_find(engine_ctx, spec.image) : NULL;
+	if (r == 0 && t)
+		r = from_template(t, &spec, &sb, &pooled, err);
+	else if (r == 0 && sn)
 		r = e2b_snapshot_restore(req, sn, &spec, &sb, err);
 	else if (r == 0)
 		r = sandbox_create(engine_ctx, &spec, NULL, &sb, err);
 	sandbox_spec_free(&spec);
-	if (r < 0)
-		return -1;
-	e2b_json(req, 201, sandbox_json(sb, true));
-	return 0;
+	return r < 0 ? -1 : api_created_as(req, sb, pooled, &created, err);
 }
 
 /* ---- list ---- */
