@@ -357,3 +357,30 @@ test("templates: cove's own by name, their env under the create's, their start c
     for (const n of ['e2b-env', 'e2b-web']) await fetch(`${coved.url}/v1/templates/${n}`, { method: 'DELETE', headers: auth });
   }
 });
+
+test('Sandbox.list: ordered by start (asc, desc), by template, startedAfter, and pages that follow the order', async () => {
+  const t0 = new Date();
+  const made = [];
+  for (let i = 0; i < 3; i++) made.push((await Sandbox.create('host', { metadata: { order: 'x' } })).sandboxId);
+  try {
+    const q = { metadata: { order: 'x' } };
+    const asc = await Sandbox.list({ query: q, order: 'asc' }).nextItems();
+    assert.deepEqual(asc.map((s) => s.sandboxId), made);
+    const desc = await Sandbox.list({ query: q, order: 'desc' }).nextItems();
+    assert.deepEqual(desc.map((s) => s.sandboxId), [...made].reverse());
+    const pager = Sandbox.list({ query: q, order: 'desc', limit: 2 });
+    const pages = [await pager.nextItems()];
+    assert.equal(pager.hasNext, true);
+    pages.push(await pager.nextItems());
+    assert.equal(pager.hasNext, false);
+    assert.deepEqual(pages.flat().map((s) => s.sandboxId), [...made].reverse());
+    const hosts = await Sandbox.list({ query: { template: 'host' } }).nextItems();
+    assert.deepEqual(hosts.map((s) => s.sandboxId).filter((id) => made.includes(id)), made);
+    assert.ok(!hosts.some((s) => s.sandboxId === sbx.sandboxId), 'base is not host');
+    const later = await Sandbox.list({ query: { startedAfter: t0 } }).nextItems();
+    assert.ok(!later.some((s) => s.sandboxId === sbx.sandboxId), 'startedAfter leaves older ones out');
+    assert.ok(made.every((id) => later.some((s) => s.sandboxId === id)));
+  } finally {
+    for (const id of made) await Sandbox.kill(id);
+  }
+});

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/cleanup.h"
 #include "daemon/api/api.h"
 #include "daemon/api/request.h"
 #include "daemon/e2b/e2b_private.h"
@@ -19,7 +18,6 @@
 
 #define E2B_DEFAULT_TIMEOUT 300 /* seconds, E2B's */
 #define E2B_MAX_TIMEOUT (30 * 86400)
-#define E2B_MAX_LIST 1000
 #define E2B_MAX_FORK 100
 
 static void iso_time(int64_t ms, char out[32])
@@ -31,21 +29,21 @@ static void iso_time(int64_t ms, char out[32])
 	snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
 }
 
-static const char *template_of(const struct sandbox *sb)
+const char *e2b_template_of(const struct sandbox *sb)
 {
 	bool base = strcmp(sb->spec.image, "host") == 0 && strcmp(sb->spec.user, E2B_USER) == 0;
 	return sb->spec.template[0] ? sb->spec.template : base ? "base" : sb->spec.image;
 }
 
 /* The SDK's Sandbox (full: create, connect) or ListedSandbox / info. */
-static json_t *sandbox_json(const struct sandbox *sb, bool with_token)
+json_t *e2b_sandbox_json(const struct sandbox *sb, bool with_token)
 {
 	char token[64], started[32], end[32];
 	e2b_envd_token(sb, token);
 	iso_time(sb->spec.created_at, started);
 	iso_time(sb->spec.expires_at, end);
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", sb->id, "templateID", template_of(sb), "alias",
-			      template_of(sb), "clientID", "cove", "envdVersion", E2B_ENVD_VERSION);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", sb->id, "templateID", e2b_template_of(sb),
+			      "alias", e2b_template_of(sb), "clientID", "cove", "envdVersion", E2B_ENVD_VERSION);
 	if (with_token) {
 		json_object_set_new(j, "envdAccessToken", json_string(token));
 		json_object_set_new(j, "trafficAccessToken", json_null());
@@ -188,7 +186,7 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 
 static void created_ok(struct http_req *req, struct sandbox *sb)
 {
-	e2b_json(req, 201, sandbox_json(sb, true));
+	e2b_json(req, 201, e2b_sandbox_json(sb, true));
 }
 
 static const struct api_answer created = { .ok = created_ok, .fail = e2b_error_of };
@@ -239,135 +237,6 @@ static int create(struct http_req *req, struct cove_err *err)
 		r = sandbox_create(engine_ctx, &spec, NULL, &sb, err);
 	sandbox_spec_free(&spec);
 	return r < 0 ? -1 : api_created_as(req, sb, pooled, &created, err);
-}
-
-/* ---- list ---- */
-
-/* A form string's part, decoded twice (URLSearchParams', then the SDK's
- * own encodeURIComponent). NULL when out of memory or holding a NUL. */
-static char *decode_twice(const char *s, size_t n)
-{
-	_cleanup_free_ char *part = strndup(s, n);
-	size_t len1 = 0, len2 = 0;
-	_cleanup_free_ char *once = part ? evhttp_uridecode(part, 1, &len1) : NULL;
-	char *twice = once && strlen(once) == len1 ? evhttp_uridecode(once, 0, &len2) : NULL;
-	if (twice && strlen(twice) != len2) {
-		free(twice);
-		return NULL;
-	}
-	return twice;
-}
-
-/* The 'metadata' filter, decoded as the SDK encodes it (e2b-protocol.md,
- * section 4): an object of the pairs that must all be equal. */
-static int parse_filter(const char *query, json_t **ret, struct cove_err *err)
-{
-	char text[8192];
-	int r = query_param(query, "metadata", text, sizeof(text), err);
-	if (r <= 0)
-		return r;
-	json_t *f = json_object();
-	for (char *p = text, *next; p && *p; p = next) {
-		next = strchr(p, '&');
-		size_t n = next ? (size_t)(next - p) : strlen(p);
-		if (next)
-			next++;
-		const char *eq = memchr(p, '=', n);
-		_cleanup_free_ char *k = decode_twice(p, eq ? (size_t)(eq - p) : n);
-		_cleanup_free_ char *v = eq ? decode_twice(eq + 1, n - (size_t)(eq - p) - 1) : strdup("");
-		if (!k || !v) {
-			json_decref(f);
-			return err_set(err, COVE_EINVAL, "bad 'metadata' filter");
-		}
-		if (*k)
-			json_object_set_new(f, k, json_string(v));
-	}
-	*ret = f;
-	return 0;
-}
-
-static bool matches(const struct sandbox *sb, json_t *filter, bool running, bool paused)
-{
-	const char *k;
-	json_t *v;
-	if (sb->state == SB_DELETING || !(sb->state == SB_RUNNING ? running : paused))
-		return false;
-	json_object_foreach(filter, k, v)
-	{
-		json_t *have = sb->spec.metadata ? json_object_get(sb->spec.metadata, k) : NULL;
-		if (!have || !json_equal(have, v))
-			return false;
-	}
-	return true;
-}
-
-/* 'state': running and paused, comma-separated; none: both. */
-static int parse_states(char *state, bool *running, bool *paused, struct cove_err *err)
-{
-	char *save = NULL;
-	*running = *paused = !state[0];
-	for (char *t = strtok_r(state, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (strcmp(t, "running") == 0)
-			*running = true;
-		else if (strcmp(t, "paused") == 0)
-			*paused = true;
-		else
-			return err_set(err, COVE_EINVAL, "'state' must be running, paused or both (comma-separated)");
-	}
-	return 0;
-}
-
-static int parse_list(const char *query, json_t **filter, bool *running, bool *paused, double *limit, int *from,
-		      struct cove_err *err)
-{
-	static const char *const params[] = { "metadata",     "state",    "limit", "nextToken",
-					      "startedAfter", "template", "order", NULL };
-	char state[64] = "", num[32] = "", token[32] = "";
-	if (check_params(query, params, err) < 0 || query_param(query, "state", state, sizeof(state), err) < 0 ||
-	    query_param(query, "limit", num, sizeof(num), err) < 0 ||
-	    query_param(query, "nextToken", token, sizeof(token), err) < 0 || parse_filter(query, filter, err) < 0)
-		return -1;
-	if (parse_states(state, running, paused, err) < 0)
-		return -1;
-	char *end;
-	*limit = num[0] ? strtod(num, &end) : E2B_MAX_LIST;
-	if (num[0] && (*end || !(*limit >= 1) || *limit > E2B_MAX_LIST))
-		return err_set(err, COVE_EINVAL, "'limit' must be 1 to %d", E2B_MAX_LIST);
-	long t = token[0] ? strtol(token, &end, 10) : 0;
-	if (token[0] && (*end || t < 0 || t >= MAX_SANDBOXES))
-		return err_set(err, COVE_EINVAL, "bad 'nextToken'");
-	*from = (int)t;
-	return 0;
-}
-
-/* Pages in slot order; the cursor is the next slot to look at. */
-static int list(struct http_req *req, struct cove_err *err)
-{
-	json_t *filter = NULL;
-	bool running = false, paused = false;
-	double limit = 0;
-	int from = 0;
-	if (parse_list(query_of(req), &filter, &running, &paused, &limit, &from, err) < 0)
-		return -1;
-	json_t *a = json_array();
-	int i = from;
-	for (; i < MAX_SANDBOXES && json_array_size(a) < (size_t)limit; i++) {
-		struct sandbox *sb = engine_ctx->sandboxes[i];
-		if (sandbox_listed(sb) && matches(sb, filter, running, paused))
-			json_array_append_new(a, sandbox_json(sb, false));
-	}
-	bool more = false;
-	for (int k = i; k < MAX_SANDBOXES && !more; k++)
-		more = sandbox_listed(engine_ctx->sandboxes[k]) &&
-		       matches(engine_ctx->sandboxes[k], filter, running, paused);
-	json_decref(filter);
-	if (more) {
-		char next[16];
-		snprintf(next, sizeof(next), "%d", i);
-		evhttp_add_header(http_req_out_headers(req), "X-Next-Token", next);
-	}
-	e2b_json(req, 200, a);
-	return 0;
 }
 
 /* ---- one sandbox ---- */
@@ -426,7 +295,7 @@ static int fork_sandbox(struct http_req *req, struct sandbox *sb, struct cove_er
 	for (int i = 0; i < (int)count; i++) {
 		struct cove_err e = { 0 };
 		if (extend(copies[i], timeout, true, &e) == 0) {
-			json_array_append_new(a, json_pack("{s:o}", "sandbox", sandbox_json(copies[i], true)));
+			json_array_append_new(a, json_pack("{s:o}", "sandbox", e2b_sandbox_json(copies[i], true)));
 			continue;
 		}
 		json_array_append_new(a, json_pack("{s:{s:i, s:s}}", "error", "code", 500, "message", e.msg));
@@ -451,7 +320,7 @@ static int one(struct http_req *req, struct sandbox *sb, const char *action, str
 	enum http_method m = http_req_method(req);
 	int64_t s;
 	if (!*action && m == HTTP_GET) {
-		e2b_json(req, 200, sandbox_json(sb, false));
+		e2b_json(req, 200, e2b_sandbox_json(sb, false));
 	} else if (!*action && m == HTTP_DELETE) {
 		if (sandbox_delete(engine_ctx, sb, err) < 0)
 			return -1;
@@ -465,7 +334,7 @@ static int one(struct http_req *req, struct sandbox *sb, const char *action, str
 	} else if (!strcmp(action, "connect") && m == HTTP_POST) {
 		if (body_seconds(req, "timeout", true, &s, err) < 0 || extend(sb, s, false, err) < 0)
 			return -1;
-		e2b_json(req, 200, sandbox_json(sb, true));
+		e2b_json(req, 200, e2b_sandbox_json(sb, true));
 	} else if ((!strcmp(action, "pause") || !strcmp(action, "resume")) && m == HTTP_POST) {
 		e2b_error(req, 501, "%s is not supported by this coved yet", action);
 	} else if (!strcmp(action, "snapshots") && m == HTTP_POST) {
@@ -508,7 +377,7 @@ void e2b_control(struct http_req *req)
 		if (m == HTTP_POST && path != rest)
 			r = create(req, &err);
 		else if (m == HTTP_GET)
-			r = list(req, &err);
+			r = e2b_list(req, &err);
 		else
 			e2b_error(req, 405, "method not allowed on '%s'", path);
 	} else {

@@ -25,6 +25,12 @@ void e2b_envd_token(const struct sandbox *sb, char out[64]);
 
 /* control.c */
 void e2b_control(struct http_req *req);
+/* The SDK's Sandbox (with_token: create's and connect's answer) or its
+ * ListedSandbox and info; the template it shows. */
+json_t *e2b_sandbox_json(const struct sandbox *sb, bool with_token);
+const char *e2b_template_of(const struct sandbox *sb);
+/* list.c: GET /v2/sandboxes: 0 answered, or -1 with err. */
+int e2b_list(struct http_req *req, struct cove_err *err);
 /* snapshots.c: 0 answered, or -1 with err (restore: nothing answered). */
 struct snapshot;
 struct sandbox_spec;
