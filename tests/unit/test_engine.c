@@ -73,7 +73,11 @@ static void rec_close(struct output *o, const struct cove_err *err)
 
 static const struct output_ops recorder_ops = { .write = rec_write, .close = rec_close };
 
-/* Run argv (collected) in sb and wait for its end on the engine's loop. */
+static void wait_closed(struct recorder *r);
+
+/* Run argv (collected) in sb and wait for its end on the engine's loop: an
+ * exit timer another wait left pending (its loop was broken by a close)
+ * must not end this wait early. */
 static int run(struct sandbox *sb, const char *cmd, struct recorder *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -87,9 +91,7 @@ static int run(struct sandbox *sb, const char *cmd, struct recorder *r)
 		printf("# exec_start: %s\n", err.msg);
 		return -1;
 	}
-	struct timeval limit = { 30, 0 };
-	event_base_loopexit(eng.base, &limit);
-	event_base_dispatch(eng.base);
+	wait_closed(r);
 	return r->closes == 1 ? 0 : -1;
 }
 
