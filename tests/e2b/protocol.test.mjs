@@ -254,6 +254,23 @@ test('polled watchers: CreateWatcher, GetWatcherEvents (drained), RemoveWatcher'
   assert.deepEqual([r.status, JSON.parse(r.body).code], [404, 'not_found']);
 });
 
+test('polled watchers are bounded per sandbox: 429 resource_exhausted past 64, room again once removed', async () => {
+  const ids = [];
+  let r;
+  for (;;) {
+    r = await fsCall('CreateWatcher', { path: '/tmp' });
+    if (r.status !== 200) break;
+    ids.push(JSON.parse(r.body).watcherId);
+    assert.ok(ids.length <= 64, 'at most 64');
+  }
+  assert.deepEqual([r.status, JSON.parse(r.body).code], [429, 'resource_exhausted']);
+  assert.ok(ids.length >= 1);
+  for (const id of ids) assert.equal((await fsCall('RemoveWatcher', { watcherId: id })).status, 200);
+  r = await fsCall('CreateWatcher', { path: '/tmp' });
+  assert.equal(r.status, 200);
+  assert.equal((await fsCall('RemoveWatcher', { watcherId: JSON.parse(r.body).watcherId })).status, 200);
+});
+
 test("a polled watcher of a folder that goes: its events, then the watch's end as an error", async () => {
   assert.equal((await fsCall('MakeDir', { path: '/tmp/pw2' })).status, 200);
   const id = JSON.parse((await fsCall('CreateWatcher', { path: '/tmp/pw2', recursive: true })).body).watcherId;

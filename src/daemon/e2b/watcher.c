@@ -16,7 +16,7 @@
 #include "engine/output.h"
 #include "engine/watch.h"
 
-#define WATCHERS_MAX 256         /* in all, ended ones too */
+#define WATCHERS_MAX 64          /* per sandbox, ended ones too */
 #define WATCHER_MAX_EVENTS 10000 /* waiting to be fetched; more ends the watcher */
 
 struct watcher {
@@ -103,16 +103,16 @@ static void on_gone(struct http_conn *conn, void *arg)
 	unlink_watcher(w);
 }
 
-/* Those of sandboxes that are gone go; how many are left. */
-static int sweep(void)
+/* Those of sandboxes that are gone go; how many sb has. */
+static int sweep(const struct sandbox *sb)
 {
 	int n = 0;
 	for (struct watcher *w = watchers, *next; w; w = next) {
 		next = w->next;
-		if (sandbox_find(engine_ctx, w->sandbox))
-			n++;
-		else if (!w->req)
+		if (!sandbox_find(engine_ctx, w->sandbox) && !w->req)
 			unlink_watcher(w);
+		else if (strcmp(w->sandbox, sb->id) == 0)
+			n++;
 	}
 	return n;
 }
@@ -127,8 +127,8 @@ static int create(struct envd_req *er, json_t *j, struct cove_err *err)
 		return -1;
 	if (entry)
 		return err_set(err, COVE_EINVAL, "'includeEntry' is not supported (envd %s)", E2B_ENVD_VERSION);
-	if (sweep() >= WATCHERS_MAX)
-		return err_set(err, COVE_EFULL, "too many watchers (%d): remove some", WATCHERS_MAX);
+	if (sweep(er->sb) >= WATCHERS_MAX)
+		return err_set(err, COVE_EFULL, "too many watchers (%d in this sandbox): remove some", WATCHERS_MAX);
 	struct watcher *w = calloc(1, sizeof(*w));
 	if (!w || !(w->events = json_array()) || random_hex(w->id, 16) < 0) {
 		free(w);
