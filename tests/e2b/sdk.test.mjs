@@ -384,3 +384,26 @@ test('Sandbox.list: ordered by start (asc, desc), by template, startedAfter, and
     for (const id of made) await Sandbox.kill(id);
   }
 });
+
+test('signed upload and download URLs (uploadUrl, downloadUrl): no header needed, a bad or expired signature is refused', async () => {
+  const up = await sbx.uploadUrl('/home/user/signed.txt');
+  const form = new FormData();
+  form.append('file', new Blob(['signed bytes']), 'signed.txt');
+  let r = await fetch(up, { method: 'POST', body: form });
+  assert.equal(r.status, 200, await r.clone().text());
+  assert.equal((await r.json())[0].path, '/home/user/signed.txt');
+  const down = await sbx.downloadUrl('/home/user/signed.txt');
+  r = await fetch(down);
+  assert.deepEqual([r.status, await r.text()], [200, 'signed bytes']);
+  r = await fetch(down.replace(/signature=v1_[^&]+/, 'signature=v1_AAAA'));
+  assert.equal(r.status, 401, 'a wrong signature: no sandbox is named, none found');
+  const asRoot = await sbx.downloadUrl('/home/user/signed.txt', { user: 'root', useSignatureExpiration: 60 });
+  r = await fetch(asRoot);
+  assert.deepEqual([r.status, await r.text()], [200, 'signed bytes']);
+  const expired = new URL(asRoot);
+  expired.searchParams.set('signature_expiration', String(Math.floor(Date.now() / 1000) - 10));
+  r = await fetch(expired);
+  assert.notEqual(r.status, 200, 'a changed expiration breaks the signature');
+  r = await fetch(down.replace('read', 'x'), { method: 'POST', body: form });
+  assert.notEqual(r.status, 200, 'a read signature does not write');
+});

@@ -1,5 +1,7 @@
 /* E2B's front end: which requests are E2B's, their auth, and the error
  * shapes the SDK branches on (../shared/e2b-protocol.md, section 2). */
+#include <limits.h>
+#include <nettle/sha2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 
 #include "common/cleanup.h"
 #include "common/encoding.h"
+#include "daemon/api/request.h"
 #include "daemon/api/api.h"
 #include "daemon/e2b/connect.h"
 #include "daemon/e2b/e2b.h"
@@ -88,6 +91,65 @@ static bool token_equal(const char *given, const char *token)
 	for (size_t i = 0; i < n; i++)
 		diff |= (unsigned char)token[i] ^ (unsigned char)(i < len ? given[i] : 0);
 	return diff == 0;
+}
+
+/* A signed /files URL (the SDK's uploadUrl and downloadUrl): its query's
+ * signature is "v1_" and base64(sha256("<path>:<read|write>:<username>:
+ * <envd token>[:<signature_expiration>]")) without its '=', and the
+ * expiration, when given, has not passed. */
+static bool signature_ok(struct http_req *req, const struct sandbox *sb)
+{
+	const char *q = query_of(req);
+	char path[PATH_MAX] = "", user[64] = "", sig[128] = "", exp[24] = "", token[64], *end;
+	struct cove_err e = { 0 };
+	if (query_param(q, "signature", sig, sizeof(sig), &e) <= 0 ||
+	    query_param(q, "path", path, sizeof(path), &e) < 0 ||
+	    query_param(q, "username", user, sizeof(user), &e) < 0 ||
+	    query_param(q, "signature_expiration", exp, sizeof(exp), &e) < 0)
+		return false;
+	long long until = exp[0] ? strtoll(exp, &end, 10) : 0;
+	if (exp[0] && (*end || until < sandbox_now_ms() / 1000))
+		return false;
+	e2b_envd_token(sb, token);
+	struct sha256_ctx ctx;
+	uint8_t digest[SHA256_DIGEST_SIZE];
+	char expected[8 + 2 * SHA256_DIGEST_SIZE] = "v1_";
+	sha256_init(&ctx);
+	sha256_update(&ctx, strlen(path), (const uint8_t *)path);
+	sha256_update(&ctx, 1, (const uint8_t *)":");
+	const char *op = http_req_method(req) == HTTP_GET ? "read" : "write";
+	sha256_update(&ctx, strlen(op), (const uint8_t *)op);
+	sha256_update(&ctx, 1, (const uint8_t *)":");
+	sha256_update(&ctx, strlen(user), (const uint8_t *)user);
+	sha256_update(&ctx, 1, (const uint8_t *)":");
+	sha256_update(&ctx, strlen(token), (const uint8_t *)token);
+	if (exp[0]) {
+		sha256_update(&ctx, 1, (const uint8_t *)":");
+		sha256_update(&ctx, strlen(exp), (const uint8_t *)exp);
+	}
+	sha256_digest(&ctx, sizeof(digest), digest);
+	size_t n = base64_encode(digest, sizeof(digest), expected + 3) + 3;
+	while (n > 3 && expected[n - 1] == '=')
+		expected[--n] = '\0';
+	return token_equal(sig, expected);
+}
+
+/* The sandbox a signed /files URL without E2b-Sandbox-Id is for: the one
+ * whose token signed it (the SDK puts no ID in the URL when
+ * E2B_SANDBOX_URL names coved). */
+static bool signed_target(struct http_req *req, char id[32])
+{
+	const char *p = http_req_path(req), *q = http_req_query(req);
+	if (!p || strcmp(p, "/files") != 0 || !q || !strstr(q, "signature="))
+		return false;
+	for (int i = 0; i < MAX_SANDBOXES; i++) {
+		const struct sandbox *sb = engine_ctx->sandboxes[i];
+		if (sb && sb->state != SB_DELETING && signature_ok(req, sb)) {
+			snprintf(id, 32, "%s", sb->id);
+			return true;
+		}
+	}
+	return false;
 }
 
 /* The user of 'Authorization: Basic base64("<user>:")', if any. */
@@ -175,7 +237,9 @@ static void envd(struct http_req *req, const struct envd_target *t)
 	char token[64];
 	e2b_envd_token(er.sb, token);
 	const char *given = evhttp_find_header(http_req_in_headers(req), "X-Access-Token");
-	if (!health && !token_equal(given, token)) {
+	bool files = strcmp(er.path, "/files") == 0 &&
+		     (http_req_method(req) == HTTP_GET || http_req_method(req) == HTTP_POST);
+	if (!health && !token_equal(given, token) && !(files && !given && signature_ok(req, er.sb))) {
 		envd_refuse(req, er.path, 401, "unauthenticated", "missing or wrong X-Access-Token");
 		return;
 	}
@@ -197,7 +261,7 @@ static bool is_control(const char *path)
 
 /* An envd request (on TCP only) names its sandbox with E2b-Sandbox-Id and
  * E2b-Sandbox-Port headers, or, as E2B's proxy takes them, with a host name
- * '<port>-<id>.<domain>'. */
+ * '<port>-<id>.<domain>'; a signed /files URL by its signature. */
 static bool envd_target(struct http_req *req, struct envd_target *t)
 {
 	struct evkeyvalq *h = http_req_in_headers(req);
@@ -211,7 +275,10 @@ static bool envd_target(struct http_req *req, struct envd_target *t)
 		snprintf(t->port, sizeof(t->port), "%s", port ? port : E2B_ENVD_PORT);
 		return true;
 	}
-	return host && sscanf(host, "%7[0-9]-%31[a-z0-9_]%n", t->port, t->id, &n) == 2 && host[n] == '.';
+	if (host && sscanf(host, "%7[0-9]-%31[a-z0-9_]%n", t->port, t->id, &n) == 2 && host[n] == '.')
+		return true;
+	snprintf(t->port, sizeof(t->port), "%s", E2B_ENVD_PORT);
+	return signed_target(req, t->id);
 }
 
 bool e2b_streams(struct http_req *req)
