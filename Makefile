@@ -124,6 +124,11 @@ $(BUILD)/tests/test_e2b_connect: tests/unit/test_e2b_connect.c $(E2B_PURE_OBJ) $
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
 
+# The port proxy's reading of request heads, alone.
+$(BUILD)/tests/test_proxy_head: tests/unit/test_proxy_head.c $(call obj,src/daemon/proxy/head.c) $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
+
 unit: $(UNIT_BIN)
 	@scripts/run-unit.sh $(UNIT_BIN)
 

@@ -13,7 +13,7 @@
 # the last run (criubench's images under criu/). On exit, whatever happens, it deletes its sandboxes,
 # snapshots, raw subvolumes, cp -a trees and crun containers, stops its
 # coved, unmounts the pool and gives the hugetlb cgroup controller back to
-# cgroup2. Needs root, hyperfine, crun, bwrap, busybox-static, btrfs-progs
+# cgroup2. Needs root, hyperfine, crun, bwrap, busybox-static, btrfs-progs, wrk
 # and python3 (scripts/deps.sh); node and npm for the TypeScript SDK's and
 # E2B's SDK's parts (tests/e2b: npm ci).
 set -euo pipefail
@@ -271,6 +271,16 @@ python3 "$ROOT/bench/cpbench.py" --socket "$SOCK" --cove "$ROOT/build/cove" --mi
 log "snapbench: $SNAP_N runs each, cp -a $CP_RUNS times"
 python3 "$ROOT/bench/snapbench.py" --socket "$SOCK" --pool "$DATA/pool" --scratch "$SNAPTREE" \
 	--runs "$SNAP_N" --cp-runs "$CP_RUNS" --out "$RES/snap.txt"
+
+# --- 2b'. ports: through coved's port proxy next to the same server direct, wrk ---------
+if have wrk; then
+	log "building tinyhttpd; portbench: wrk and a WebSocket echo, direct and through the proxy"
+	cc -O2 -std=gnu17 -D_GNU_SOURCE -Wall -Wextra "$ROOT/bench/tinyhttpd.c" -o "$B/tinyhttpd"
+	python3 "$ROOT/bench/portbench.py" --socket "$SOCK" --tinyhttpd "$B/tinyhttpd" --out "$RES/ports.txt" |
+		tee "$RES/ports-report.txt" >&2
+else
+	log "portbench skipped: no wrk (sh scripts/deps.sh)"
+fi
 
 # --- 2c. memory snapshots: sys/criu.c next to the plain criu CLI ----------------------
 # Static: the binary is also the dumped tree's pid 1, bound into its root.

@@ -46,6 +46,7 @@ sdk = load_api("sdk.txt") if os.path.exists(os.path.join(res, "sdk.txt")) else N
 e2b = load_api("e2b.txt") if os.path.exists(os.path.join(res, "e2b.txt")) else None
 E2B_TTI = "0.4–0.5 s"  # E2B's published time-to-interactive of a sandbox (its create)
 snap = load_snap()
+ports = load_api("ports.txt") if os.path.exists(os.path.join(res, "ports.txt")) else None
 criu = load_api("criu.txt") if os.path.exists(os.path.join(res, "criu.txt")) else None
 warm = load_api("warm.txt") if os.path.exists(os.path.join(res, "warm.txt")) else None
 warm_hf = load_hf("warm") if os.path.exists(os.path.join(res, "warm.json")) else None
@@ -282,6 +283,18 @@ if e2b:
            e2b["e2b.ratio"] <= 1.5)
     target(f"… and under E2B's published time-to-interactive ({E2B_TTI})", f"{e2b['e2b.sdk.p50']:.1f} ms",
            e2b["e2b.sdk.p50"] < 400)
+if ports:
+    for name, label in (("tiny", "a C epoll server"), ("py", "Python's http.server")):
+        r, d, x = ports[name + "_ratio"], ports[name + "_direct_rps"], ports[name + "_proxy_rps"]
+        target(f"port URL requests/s ≥ 80% of direct ({label}, wrk keep-alive)",
+               f"{100 * r:.0f}% ({x:.0f} vs {d:.0f}/s)", r >= 0.8)
+        a = ports[name + "_added_p50_us"]
+        target(f"port URL added p50 latency ≤ 100 µs ({label})",
+               f"{a:+.0f} µs ({ports[name + '_direct_p50_s'] * 1e6:.0f} → {ports[name + '_proxy_p50_s'] * 1e6:.0f} µs)",
+               a <= 100)
+    w = ports["ws_ratio"]
+    target("WebSocket echo round trip through the proxy ≤ 1.2× direct",
+           f"{w:.2f}× ({ports['ws_proxy_p50_us']:.0f} vs {ports['ws_direct_p50_us']:.0f} µs)", w <= 1.2)
 failed = [(name, r) for g in (run, exe, warm_hf or {}) for name, r in g.items() if any(c != 0 for c in r.get("exit_codes", []))]
 if failed:
     p("")

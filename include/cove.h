@@ -256,6 +256,17 @@ void cove_stream_close(struct cove_stream *s);
 int cove_proc_attach_tty(struct cove *c, const char *id, const char *proc, bool replay, bool foreground, int *ret_fd,
 			 struct cove_error *err);
 
+/* A raw TCP stream to port of sandbox id, over coved's API connection (an
+ * HTTP upgrade, as attach): *ret_fd is a socket whose bytes are the
+ * port's, both ways; shutdown(fd, SHUT_WR) is the port's EOF; coved closes
+ * it when the port does. What cove port-forward runs for each local
+ * connection. A port where nothing listens: the stream ends at once. Ports
+ * as URLs (HTTP through coved's port proxy) are cove_call's:
+ *
+ *     cove_call(c, "POST", "/v1/sandboxes/<id>/ports", "{\"port\": 8000}", &json, &err);
+ */
+int cove_port_forward(struct cove *c, const char *id, int port, int *ret_fd, struct cove_error *err);
+
 /* Checkpoints: a sandbox's ordered history of durable snapshots, numbered
  * 1, 2, 3..., which coved keeps after the sandbox is deleted (until
  * DELETE /v1/sandboxes/<id>/checkpoints). Take one (label may be NULL, at

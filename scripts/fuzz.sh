@@ -35,6 +35,7 @@ sources()
 	layer) echo "src/image/layer.c src/image/digest.c src/common/wire.c src/common/io.c src/common/error.c" ;;
 	connect) echo "src/daemon/e2b/connect.c src/daemon/e2b/multipart.c src/common/error.c -ljansson" ;;
 	portable) echo "src/engine/portable.c src/common/encoding.c src/common/wire.c src/common/error.c" ;;
+	proxy_head) echo "src/daemon/proxy/head.c src/common/parse.c" ;;
 	httpd) echo "src/daemon/http/httpd.c src/daemon/http/httpd_reply.c src/daemon/http/httpd_upgrade.c src/common/log.c" ;;
 	*) return 1 ;;
 	esac
@@ -115,6 +116,10 @@ seed()
 		# A query for www.example.org, type A; a resolv.conf.
 		printf '\022\064\001\000\000\001\000\000\000\000\000\000\003www\007example\003org\000\000\001\000\001' >"$d/seed1"
 		printf 'nameserver 10.0.0.1\nnameserver ::1\n' >"$d/seed2"
+		;;
+	proxy_head)
+		printf 'GET /a?b=1&cove_token=0123456789abcdef0123456789abcdef HTTP/1.1\r\nHost: 8000-sb-abcdefghijkl.localhost:7071\r\nCookie: a=1; cove_token=x\r\n\r\n' >"$d/seed1"
+		printf 'POST / HTTP/1.1\r\nE2b-Sandbox-Id: sb_abcdefghijkl\r\nE2b-Sandbox-Port: 80\r\nTransfer-Encoding: chunked\r\n\r\n' >"$d/seed2"
 		;;
 	policy)
 		printf '10.0.0.0/8\n*.example.org\n2001:db8::/32\npypi.org.\n' >"$d/seed1"

@@ -94,6 +94,11 @@ int cmd_rm(struct cli *cli, int argc, char **argv);
 int cmd_network(struct cli *cli, int argc, char **argv);
 int cli_add_list(json_t *obj, const char *key, const char *value);
 int cmd_cp(struct cli *cli, int argc, char **argv);
+/* cmd_port.c */
+int cmd_port(struct cli *cli, int argc, char **argv);
+int cmd_port_ls(struct cli *cli, int argc, char **argv);
+int cmd_port_rm(struct cli *cli, int argc, char **argv);
+int cmd_port_forward(struct cli *cli, int argc, char **argv);
 int cmd_snapshot(struct cli *cli, int argc, char **argv);
 int cmd_snapshot_rm(struct cli *cli, int argc, char **argv);
 int cmd_snapshots(struct cli *cli, int argc, char **argv);

@@ -66,6 +66,11 @@ static const struct cli_opt network_opts[] = {
 	{ 0 },
 };
 
+static const struct cli_opt port_opts[] = {
+	{ 'P', 0, "public", NULL, "no token needed: anyone who can reach the proxy may use it" },
+	{ 0 },
+};
+
 static const struct cli_opt exec_opts[] = {
 	{ 'e', 'e', "env", "K=V", "an environment variable (again for more)" },
 	{ 'w', 'w', "workdir", "DIR", "where CMD starts" },
@@ -172,6 +177,20 @@ const struct cli_cmd cli_commands[] = {
 	  "Replace a sandbox's egress policy (both lists; one not given is emptied); with no option, show its "
 	  "network.",
 	  network_opts, -1, "cove network $ID\ncove network --deny-out 0.0.0.0/0 --allow-out 127.0.0.1 $ID" },
+	{ "port", cmd_port, "[--public] ID PORT",
+	  "Open a sandbox's port as a URL on coved's port proxy (http://PORT-ID.localhost:PROXYPORT/ by default); "
+	  "print it, with a private port's token in the query, ready for a browser (which then keeps it as a "
+	  "cookie). Again: the same URL and token, public as now asked. --json gives url and token apart.",
+	  port_opts, -1,
+	  "cove exec -d $ID -- python3 -m http.server 8000\ncove port $ID 8000\ncove --json port $ID 8000" },
+	{ "port ls", cmd_port_ls, "ID", "A sandbox's open ports and their URLs.", NULL, -1,
+	  "cove port $ID 8000\ncove port ls $ID" },
+	{ "port rm", cmd_port_rm, "ID PORT...", "Close ports: their URLs answer 404, their open connections end.", NULL,
+	  -1, "cove port $ID 8000\ncove port rm $ID 8000" },
+	{ "port-forward", cmd_port_forward, "ID [LOCAL:]REMOTE",
+	  "Forward 127.0.0.1:LOCAL (default REMOTE; 0: any free port) to the sandbox's port REMOTE, raw TCP over "
+	  "coved's API (a database, SSH: anything, open or not), until interrupted.",
+	  NULL, -1, "timeout 2 cove port-forward $ID 0:5432 || test $? = 124" },
 	{ "cp", cmd_cp, "SRC ID:DST | ID:SRC DST",
 	  "Copy a file or folder into or out of a sandbox, as docker cp: onto an existing folder it goes inside, "
 	  "under its own name; SRC/. copies what a folder holds; - is stdin or stdout (a folder as a tar). Files "

@@ -667,6 +667,8 @@ int cove_proc_attach(struct cove *c, const char *id, const char *proc, bool repl
 	return r < 0 ? -1 : 0;
 }
 
+static int upgrade_tcp(struct cove *c, const char *path, int *ret_fd, struct cove_error *err);
+
 int cove_proc_attach_tty(struct cove *c, const char *id, const char *proc, bool replay, bool foreground, int *ret_fd,
 			 struct cove_error *err)
 {
@@ -674,6 +676,21 @@ int cove_proc_attach_tty(struct cove *c, const char *id, const char *proc, bool 
 	snprintf(query, sizeof(query), "/attach?replay=%d&foreground=%d", replay, foreground);
 	if (proc_path(path, sizeof(path), id, proc, query, err) < 0)
 		return -1;
+	return upgrade_tcp(c, path, ret_fd, err);
+}
+
+int cove_port_forward(struct cove *c, const char *id, int port, int *ret_fd, struct cove_error *err)
+{
+	char path[128];
+	if (!id || strlen(id) > 64 || strchr(id, '/') || port < 1 || port > 65535)
+		return client_set_error(err, 400, "invalid_argument", "a sandbox ID and a port from 1 to 65535");
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports/%d/forward", id, port);
+	return upgrade_tcp(c, path, ret_fd, err);
+}
+
+/* GET path upgraded to a raw TCP stream: the socket into *ret_fd. */
+static int upgrade_tcp(struct cove *c, const char *path, int *ret_fd, struct cove_error *err)
+{
 	int fd = new_connection(c, err);
 	if (fd < 0)
 		return -1;

@@ -4,6 +4,7 @@
 
 #include "daemon/http/access.h"
 #include "daemon/http/httpd.h"
+#include "daemon/proxy/proxy.h"
 #include "engine/engine.h"
 
 struct daemon {
@@ -12,6 +13,7 @@ struct daemon {
 	struct http_listener *api_handle; /* NULL once stopping */
 	char socket_path[512];
 	struct access_config access;
+	struct proxy_config proxy;
 };
 
 extern struct daemon *daemon_ctx;

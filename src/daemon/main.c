@@ -28,6 +28,7 @@
 #include "daemon/daemon.h"
 #include "daemon/e2b/e2b.h"
 #include "daemon/http/access.h"
+#include "daemon/proxy/proxy.h"
 #include "engine/engine.h"
 #include "engine/template.h"
 #include "store/snapshot_store.h"
@@ -92,6 +93,7 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 		(void)unlink(daemon_ctx->socket_path);
 	}
 	access_stop();
+	proxy_stop();
 	struct timeval grace = { 5, 0 };
 	event_base_loopexit(engine_ctx->base, &grace);
 	sandboxes_stop_if_idle(engine_ctx);
@@ -107,6 +109,9 @@ static void usage(FILE *f)
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
 		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
+		   "  --proxy-listen ADDR:PORT  the port proxy: sandboxes' open ports as URLs\n"
+		   "                 (default " PROXY_DEFAULT_LISTEN ", else any free port; port 0: any free one; off: none)\n"
+		   "  --proxy-domain D  host names PORT-ID.D of the URLs (default localhost)\n"
 		   "  --warm N       keep N sandboxes of the default spec (image host) started and\n"
 		   "                 ready, for creates without a template (default 0)\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
@@ -139,6 +144,8 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "request-timeout", required_argument, NULL, 'A' },
 		{ "storage", required_argument, NULL, 'S' },
 		{ "subnet", required_argument, NULL, 'N' },
+		{ "proxy-listen", required_argument, NULL, 'P' },
+		{ "proxy-domain", required_argument, NULL, 'P' },
 		{ "warm", required_argument, NULL, 'W' },
 		{ 0 },
 	};
@@ -158,8 +165,10 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		case 'D':
 			log_set_level(LOG_DEBUG);
 			break;
-		case 'A':
-			if (access_parse_option(&fe->access, opts[longindex].name, optarg, &err) < 0) {
+		case 'A': /* access.c's, and the port proxy's */
+		case 'P':
+			if ((c == 'A' ? access_parse_option(&fe->access, opts[longindex].name, optarg, &err)
+				      : proxy_parse_option(&fe->proxy, opts[longindex].name, optarg, &err)) < 0) {
 				fprintf(stderr, "coved: %s\n", err.msg);
 				return -1;
 			}
@@ -242,7 +251,7 @@ static int setup(struct daemon *fe, const char *init_path, struct cove_err *err)
 		return -1;
 	/* The token and the TCP port, before anything is built: a bad token
 	 * file or a port in use stops coved with nothing changed. */
-	if (access_setup(&fe->access, d->data_dir, err) < 0)
+	if (access_setup(&fe->access, d->data_dir, err) < 0 || proxy_setup(&fe->proxy, err) < 0)
 		return -1;
 	if (engine_open(d, init_path, err) < 0)
 		return -1;
@@ -264,7 +273,7 @@ static int serve(struct daemon *fe, struct cove_err *err)
 	/* E2B's API (its paths, or an E2b-Sandbox-Id header) on TCP; the rest is
 	 * cove's API. */
 	const struct http_callbacks routes = { .streams = e2b_streams, .handle = e2b_handle };
-	if (access_serve(d->base, &routes, err) < 0) {
+	if (access_serve(d->base, &routes, err) < 0 || proxy_serve(d->base, err) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -291,6 +300,8 @@ int main(int argc, char **argv)
 	engine_ctx = &d;
 	daemon_ctx = &fe;
 	d.on_sandbox_deleted = ephemeral_forget;
+	d.on_port_closed = proxy_port_closed;
+	d.port_url = proxy_port_url;
 	signal(SIGPIPE, SIG_IGN);
 	umask(022);
 	/* Sandboxes' inits are re-parented to coved when their setup process
@@ -312,6 +323,7 @@ int main(int argc, char **argv)
 	if (fe.api_handle)
 		(void)unlink(fe.socket_path);
 	http_shutdown();
+	proxy_cleanup();
 	access_cleanup();
 	event_free(chld);
 	event_free(term);

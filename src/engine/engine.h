@@ -91,6 +91,8 @@ struct sandbox {
 	struct event *expire_ev;  /* deletes it at spec.expires_at (or, at load, an ephemeral one) */
 	struct lock *locks;       /* named locks held or waited for (locks.c), in memory only */
 	struct sandbox_net *net;  /* an egress sandbox's addresses, policy, resolver (network.c) */
+	struct sandbox_port *ports; /* opened to the proxy, by port (ports.c) */
+	int port_conns;             /* front ends' open connections to its ports (ports_activity) */
 	struct launch *launch;    /* its start command and readiness wait, while under way (launch.c) */
 };
 
@@ -134,6 +136,12 @@ struct engine {
 	/* A front end's: a sandbox is being deleted (its ID is gone from the
 	 * engine on return). */
 	void (*on_sandbox_deleted)(const char *id);
+	/* A front end's: port of sandbox id was closed (0: all of its ports,
+	 * the sandbox is being deleted); its connections to them must end. */
+	void (*on_port_closed)(const char *id, int port);
+	/* A front end's: the URL of port of sandbox id into buf (the port
+	 * proxy's), -1 if none; shown with the sandbox's open ports. */
+	int (*port_url)(const char *id, int port, char *buf, size_t cap);
 };
 
 extern struct engine *engine_ctx;

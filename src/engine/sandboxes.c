@@ -31,6 +31,7 @@
 #include "engine/engine.h"
 #include "engine/files.h"
 #include "engine/network.h"
+#include "engine/ports.h"
 #include "engine/process.h"
 #include "engine/template.h"
 #include "engine/watch.h"
@@ -190,6 +191,7 @@ json_t *sandbox_to_json(const struct sandbox *sb)
 	json_object_del(j, "deny_out");
 	json_object_del(j, "net_slot");
 	json_object_set_new(j, "network", network_to_json(sb));
+	json_object_set_new(j, "ports", ports_list_json(sb));
 	return j;
 }
 
@@ -351,6 +353,10 @@ static void sandbox_free(struct sandbox *sb)
 	detach(sb);
 	if (sb->expire_ev)
 		event_free(sb->expire_ev);
+	for (struct sandbox_port *p = sb->ports, *next; p; p = next) {
+		next = p->next;
+		free(p);
+	}
 	sandbox_spec_free(&sb->spec);
 	free(sb);
 }
@@ -720,6 +726,7 @@ int sandbox_delete(struct engine *d, struct sandbox *sb, struct cove_err *err)
 	procs_abort_all(sb);
 	locks_drop_all(sb, "sandbox deleted");
 	watch_abort_all(sb, "sandbox deleted");
+	ports_drop_all(d, sb);
 	launch_abort(sb, "sandbox deleted");
 	d->count -= !sb->spec.pooled;
 	begin_delete(d, sb);
@@ -962,5 +969,5 @@ int sandboxes_load(struct engine *d, struct cove_err *err)
 	if (ctx.failed == 0 && bad_snapshots == 0)
 		host_image_gc(&d->pool, image_in_use, d);
 	network_reconcile(d);
-	return 0;
+	return ports_load(d, err);
 }

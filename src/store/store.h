@@ -16,6 +16,7 @@ struct store_snapshot;
 struct store_history;
 struct store_checkpoint;
 struct store_template;
+struct store_port;
 
 /* An implementation: a table of these, in a struct it begins with a
  * struct store. Each is the function of the same name below. */
@@ -40,6 +41,9 @@ struct store_ops {
 	int (*delete_template)(struct store *s, const char *name, struct cove_err *err);
 	int (*each_template)(struct store *s, void (*cb)(void *arg, const struct store_template *t), void *arg,
 			     struct cove_err *err);
+	int (*put_port)(struct store *s, const struct store_port *p, struct cove_err *err);
+	int (*delete_port)(struct store *s, const char *sandbox, int port, struct cove_err *err);
+	int (*each_port)(struct store *s, void (*cb)(void *arg, const struct store_port *p), void *arg, struct cove_err *err);
 	int (*begin)(struct store *s, struct cove_err *err);
 	int (*begin_durable)(struct store *s, struct cove_err *err);
 	int (*commit)(struct store *s, struct cove_err *err);
@@ -199,6 +203,31 @@ static inline int store_each_template(struct store *s, void (*cb)(void *arg, con
 				      struct cove_err *err)
 {
 	return s->ops->each_template(s, cb, arg, err);
+}
+
+/* A sandbox's port opened to the proxy, with its traffic token. */
+struct store_port {
+	const char *sandbox;
+	int port;
+	const char *token;
+	bool public;
+	int64_t created_at; /* unix ms */
+};
+/* Insert or replace (sandbox, port)'s row. store_delete_sandbox deletes a
+ * sandbox's ports with it. */
+static inline int store_put_port(struct store *s, const struct store_port *p, struct cove_err *err)
+{
+	return s->ops->put_port(s, p, err);
+}
+static inline int store_delete_port(struct store *s, const char *sandbox, int port, struct cove_err *err)
+{
+	return s->ops->delete_port(s, sandbox, port, err);
+}
+/* Calls cb for every port, by sandbox and port; cb's strings are borrowed. */
+static inline int store_each_port(struct store *s, void (*cb)(void *arg, const struct store_port *p), void *arg,
+				  struct cove_err *err)
+{
+	return s->ops->each_port(s, cb, arg, err);
 }
 /* One transaction of every call until store_commit: a crash before the
  * commit, or a commit that fails (it then rolls back), leaves none of

@@ -67,6 +67,15 @@ static const char *const migrations[] = {
 	"ALTER TABLE snapshots ADD COLUMN durable INTEGER NOT NULL DEFAULT 1;",
 	/* 3: templates (engine/templates.c), one JSON document each. */
 	"CREATE TABLE IF NOT EXISTS templates (name TEXT PRIMARY KEY, data TEXT NOT NULL);",
+	/* 4: a sandbox's ports opened to the proxy (engine/ports.c), each
+	 * with its traffic token. They go with their sandbox's row. */
+	"CREATE TABLE IF NOT EXISTS ports ("
+	" sandbox TEXT NOT NULL,"
+	" port INTEGER NOT NULL,"
+	" token TEXT NOT NULL,"
+	" public INTEGER NOT NULL,"
+	" created_at INTEGER NOT NULL,"
+	" PRIMARY KEY (sandbox, port));",
 };
 
 static int migrate(sqlite3 *db, const char *path, struct cove_err *err)
@@ -105,6 +114,8 @@ static int db_err(struct sqlite_store *s, struct cove_err *err, const char *what
 }
 
 static const struct store_ops sqlite_ops;
+static sqlite3_stmt *prepare(struct sqlite_store *s, const char *sql, const char *types, ...);
+static int run(struct sqlite_store *s, sqlite3_stmt *st, const char *what, struct cove_err *err);
 static void sqlite_close(struct store *store);
 static int sqlite_commit(struct store *store, struct cove_err *err);
 static void sqlite_rollback(struct store *store);
@@ -195,6 +206,10 @@ static int sqlite_delete_sandbox(struct store *store, const char *id, struct cov
 	sqlite3_bind_text(s->del, 1, id, -1, SQLITE_STATIC);
 	int r = sqlite3_step(s->del) == SQLITE_DONE ? 0 : db_err(s, err, "delete sandbox");
 	sqlite3_reset(s->del);
+	/* Its ports go with it (a crash between the two leaves rows that
+	 * ports_load drops: no sandbox names them). */
+	if (r == 0)
+		r = run(s, prepare(s, "DELETE FROM ports WHERE sandbox = ?", "s", id), "delete sandbox's ports", err);
 	return r;
 }
 
@@ -575,6 +590,47 @@ static void sqlite_rollback(struct store *store)
 	end_synced(s);
 }
 
+/* Ports: few and rare, prepared per call. */
+static int sqlite_put_port(struct store *store, const struct store_port *p, struct cove_err *err)
+{
+	struct sqlite_store *s = (struct sqlite_store *)store;
+	return run(s,
+		   prepare(s,
+			   "INSERT INTO ports (sandbox, port, token, public, created_at) VALUES (?,?,?,?,?)"
+			   " ON CONFLICT(sandbox, port) DO UPDATE SET token=excluded.token, public=excluded.public",
+			   "sisiI", p->sandbox, p->port, p->token, (int)p->public, p->created_at),
+		   "save port", err);
+}
+
+static int sqlite_delete_port(struct store *store, const char *sandbox, int port, struct cove_err *err)
+{
+	struct sqlite_store *s = (struct sqlite_store *)store;
+	return run(s, prepare(s, "DELETE FROM ports WHERE sandbox = ? AND port = ?", "si", sandbox, port),
+		   "delete port", err);
+}
+
+static int sqlite_each_port(struct store *store, void (*cb)(void *arg, const struct store_port *p), void *arg,
+			    struct cove_err *err)
+{
+	struct sqlite_store *s = (struct sqlite_store *)store;
+	sqlite3_stmt *st =
+		prepare(s, "SELECT sandbox, port, token, public, created_at FROM ports ORDER BY sandbox, port", "");
+	int rc = st ? SQLITE_ROW : SQLITE_ERROR;
+	while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_port p = {
+			.sandbox = (const char *)sqlite3_column_text(st, 0),
+			.port = sqlite3_column_int(st, 1),
+			.token = (const char *)sqlite3_column_text(st, 2),
+			.public = sqlite3_column_int(st, 3) != 0,
+			.created_at = sqlite3_column_int64(st, 4),
+		};
+		cb(arg, &p);
+	}
+	int r = rc == SQLITE_DONE ? 0 : db_err(s, err, "list ports");
+	sqlite3_finalize(st);
+	return r;
+}
+
 static const struct store_ops sqlite_ops = {
 	.close = sqlite_close,
 	.put_sandbox = sqlite_put_sandbox,
@@ -595,6 +651,9 @@ static const struct store_ops sqlite_ops = {
 	.put_template = sqlite_put_template,
 	.delete_template = sqlite_delete_template,
 	.each_template = sqlite_each_template,
+	.put_port = sqlite_put_port,
+	.delete_port = sqlite_delete_port,
+	.each_port = sqlite_each_port,
 	.begin = sqlite_begin,
 	.begin_durable = sqlite_begin_durable,
 	.commit = sqlite_commit,

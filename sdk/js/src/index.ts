@@ -1,6 +1,6 @@
 // cove: TypeScript client for cove's sandboxes (coved's REST API).
 export { createSandbox, connectSandbox, listSandboxes, restoreSandbox, withSandbox, Sandbox } from './sandbox.js';
-export type { SandboxOptions, ExecOptions, Capabilities, FileEntry, PortableSnapshot, Checkpoint, LockOptions, ReadyCheck } from './sandbox.js';
+export type { SandboxOptions, ExecOptions, Capabilities, FileEntry, PortableSnapshot, Checkpoint, LockOptions, ReadyCheck, Port } from './sandbox.js';
 export { createTemplate, getTemplate, listTemplates, Template } from './template.js';
 export type { TemplateOptions, PoolState } from './template.js';
 export type { ExecResult, OutputCallback } from './exec.js';

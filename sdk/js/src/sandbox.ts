@@ -75,6 +75,24 @@ export interface Checkpoint {
   seq: number; parent: number | null; label: string; snapshot: string; createdAt: number;
 }
 
+/** A sandbox's port opened as a URL on coved's port proxy. A private
+ * port's requests need `token` (header X-Cove-Token, or once the query
+ * parameter cove_token, which sets a cookie): `browserUrl` has it. */
+export interface Port {
+  port: number;
+  url: string;
+  token: string;
+  public: boolean;
+  browserUrl: string;
+}
+
+function portOf(j: any): Port {
+  return {
+    port: j.port, url: j.url, token: j.token, public: j.public,
+    browserUrl: j.public ? j.url : `${j.url}?cove_token=${j.token}`,
+  };
+}
+
 export interface LockOptions {
   /** Seconds the lock is held unless renewed (renewed while fn runs). */
   lease?: number;
@@ -227,6 +245,21 @@ export class Sandbox {
   async downloadFile(path: string, localPath: string): Promise<void> {
     const res = await this.t.open('GET', `${this.base}/files`, { query: await this.fileQuery(path) });
     await pipeline(res, createWriteStream(localPath));
+  }
+
+  /** Open `port` (a server in the sandbox, on any address or localhost
+   * only) as a URL; again: the same URL and token, `public` as asked. */
+  async exposePort(port: number, opts: { public?: boolean } = {}): Promise<Port> {
+    return portOf(await this.t.call('POST', `${this.base}/ports`, { json: { port, public: Boolean(opts.public) } }));
+  }
+
+  async ports(): Promise<Port[]> {
+    return (await this.t.call('GET', `${this.base}/ports`)).ports.map(portOf);
+  }
+
+  /** Its URL answers 404 from now on; open connections to it end. */
+  async closePort(port: number): Promise<void> {
+    await this.t.call('DELETE', `${this.base}/ports/${Math.trunc(port)}`);
   }
 
   /** The workspace's files as a portable, JSON-serializable value. */

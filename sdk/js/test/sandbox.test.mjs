@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, mkdtempSync, openSync, writeSync, closeSync, readFileSync, writeFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import http from 'node:http';
 import { startCoved } from './coved.mjs';
 import {
   createSandbox, connectSandbox, listSandboxes, restoreSandbox, withSandbox, resetDefaultTransport, Transport,
@@ -266,3 +267,39 @@ test('an external sandbox: file paths are inside its workspace', () => sandbox(a
   assert.equal(await sb.readTextFile('/sub/rel.txt'), 'x');
   assert.deepEqual((await sb.list()).map((e) => e.name), ['sub']);
 }, { isolation: 'external' }));
+
+// A GET through coved's port proxy, to 127.0.0.1 with the URL's host name.
+const proxyGet = (url, headers = {}) => new Promise((resolve, reject) => {
+  const u = new URL(url);
+  const req = http.request({ host: '127.0.0.1', port: u.port, path: u.pathname + u.search, headers: { ...headers, host: u.host } },
+    (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)); });
+  req.on('error', reject);
+  req.end();
+});
+
+test('ports: expose, list, close', () => sandbox(async (sb) => {
+  await sb.exec('setsid python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &');
+  const p = await sb.exposePort(8000);
+  assert.equal(p.port, 8000);
+  assert.equal(p.public, false);
+  assert.match(p.token, /^[0-9a-f]{32}$/);
+  assert.ok(p.url.startsWith(`http://8000-${sb.id.replace('_', '-')}.localhost:`));
+  assert.equal(p.browserUrl, `${p.url}?cove_token=${p.token}`);
+  let status = 0;
+  for (let i = 0; i < 300 && status !== 200; i++) {
+    status = await proxyGet(p.url, { 'x-cove-token': p.token });
+    if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(status, 200);
+  assert.equal(await proxyGet(p.url), 401);
+  assert.equal(await proxyGet(p.browserUrl), 200);
+  const again = await sb.exposePort(8000, { public: true });
+  assert.equal(again.token, p.token);
+  assert.equal(await proxyGet(p.url), 200);
+  assert.deepEqual((await sb.ports()).map((x) => [x.port, x.public]), [[8000, true]]);
+  await sb.closePort(8000);
+  assert.deepEqual(await sb.ports(), []);
+  assert.equal(await proxyGet(p.url), 404);
+  await assert.rejects(sb.closePort(8000), NotFound);
+  await assert.rejects(sb.exposePort(70000), BadRequest);
+}));

@@ -11,7 +11,7 @@ from ._exec import ExecResult
 from ._http import Transport
 from .errors import BadRequest, Conflict, CoveError, NotFound, Unauthorized, Unavailable
 from .process import Lock, Process, Session
-from .sandbox import Capabilities, Checkpoint, Sandbox, Snapshot, Template
+from .sandbox import Capabilities, Checkpoint, Port, Sandbox, Snapshot, Template
 
-__all__ = ["Sandbox", "Snapshot", "Template", "Session", "Process", "Lock", "ExecResult", "Capabilities", "Checkpoint",
+__all__ = ["Sandbox", "Snapshot", "Template", "Session", "Process", "Lock", "ExecResult", "Capabilities", "Checkpoint", "Port",
            "Transport", "CoveError", "BadRequest", "Unauthorized", "NotFound", "Conflict", "Unavailable"]

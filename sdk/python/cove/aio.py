@@ -251,6 +251,15 @@ class Sandbox:
     def lock(self, name, lease=30.0, timeout=None):
         return Lock(self._sb.lock(name, lease, timeout))
 
+    async def expose_port(self, port, public=False):
+        return await _call(self._sb.expose_port, port, public)
+
+    async def ports(self):
+        return await _call(self._sb.ports)
+
+    async def close_port(self, port):
+        await _call(self._sb.close_port, port)
+
     async def snapshot(self, name=None, wait_durable=True):
         return Snapshot(await _call(self._sb.snapshot, name, wait_durable))
 

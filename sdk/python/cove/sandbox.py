@@ -25,6 +25,25 @@ class Checkpoint:
     created_at: int
 
 
+@dataclass
+class Port:
+    """A sandbox's port opened as a URL on coved's port proxy. A private
+    port's requests need `token` (header X-Cove-Token, or once the query
+    parameter cove_token, which sets a cookie): `browser_url` has it."""
+    port: int
+    url: str
+    token: str
+    public: bool
+
+    @property
+    def browser_url(self):
+        return self.url if self.public else self.url + "?cove_token=" + self.token
+
+    @classmethod
+    def _of(cls, j):
+        return cls(j["port"], j["url"], j["token"], j["public"])
+
+
 def _spec(**kw):
     return {k: v for k, v in kw.items() if v is not None}
 
@@ -188,6 +207,20 @@ class Sandbox:
         """`with sb.lock("build"):` holds the sandbox's lock `name`, waiting
         for it (at most `timeout` seconds: then Conflict)."""
         return Lock(self, name, lease, timeout)
+
+    # -- ports -----------------------------------------------------------------
+    def expose_port(self, port, public=False):
+        """Open `port` (a server in the sandbox, on any address or localhost
+        only) as a URL; again: the same URL and token, `public` as asked."""
+        return Port._of(self._transport.call("POST", self._path + "/ports",
+                                             json_body={"port": port, "public": public}))
+
+    def ports(self):
+        return [Port._of(j) for j in self._transport.call("GET", self._path + "/ports")["ports"]]
+
+    def close_port(self, port):
+        """Its URL answers 404 from now on; open connections to it end."""
+        self._transport.call("DELETE", "%s/ports/%d" % (self._path, int(port)))
 
     # -- snapshots and history -----------------------------------------------
     def snapshot(self, name=None, wait_durable=True):

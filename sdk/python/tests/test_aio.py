@@ -23,7 +23,7 @@ def test_aio_sandbox_commands_and_files(coved):
             assert (await sb.refresh())["state"] == "running" and sb.info["id"] == sb.id
             await sb.set_timeout(900)
             assert sb.info["expires_at"] is not None
-            assert (await sb.capabilities()).ports is False
+            assert (await sb.capabilities()).ports is True  # coved serves its port proxy
             loop_thread = threading.get_ident()
             chunks = []
 

@@ -72,6 +72,12 @@ int h_history_delete(struct http_req *req, const char *id, struct cove_err *err)
 int h_rollback(struct http_req *req, const char *id, struct cove_err *err);
 int h_branch(struct http_req *req, const char *id, struct cove_err *err);
 
+/* ports.c */
+int h_ports_open(struct http_req *req, const char *id, struct cove_err *err);
+int h_ports_list(struct http_req *req, const char *id, struct cove_err *err);
+int h_port_close(struct http_req *req, const char *id, struct cove_err *err);
+int h_port_forward(struct http_req *req, const char *id, struct cove_err *err);
+
 /* locks.c */
 int h_lock_acquire(struct http_req *req, const char *id, struct cove_err *err);
 int h_lock_list(struct http_req *req, const char *id, struct cove_err *err);

@@ -11,6 +11,7 @@
 #include "daemon/api/request.h"
 #include "engine/engine.h"
 #include "engine/network.h"
+#include "daemon/proxy/proxy.h"
 #include "engine/template.h"
 #include "common/parse.h"
 
@@ -124,22 +125,24 @@ int h_health(struct http_req *req, const char *id, struct cove_err *err)
 }
 
 /* One backend's entry: what selects it, and its capabilities (DESIGN.md:
- * ports, nativeSnapshot for memory snapshots, resume; none yet). */
+ * ports (through the port proxy, when coved serves one), nativeSnapshot
+ * for memory snapshots, resume; not yet). */
 static json_t *backend_json(const char *isolation, bool os_boundary)
 {
 	return json_pack("{s:s, s:b, s:{s:b, s:b, s:b}}", "isolation", isolation, "os_boundary", os_boundary,
-			 "capabilities", "ports", 0, "nativeSnapshot", 0, "resume", 0);
+			 "capabilities", "ports", proxy_serving(), "nativeSnapshot", 0, "resume", 0);
 }
 
 int h_capabilities(struct http_req *req, const char *id, struct cove_err *err)
 {
 	struct engine *d = engine_ctx;
 	const char *storage = storage_driver_name(d->pool.driver);
-	json_t *j =
-		json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage", storage,
-			  "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports", 0,
-			  "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed", d->pool.loop_backed);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:{s:b, s:b, s:b}, s:[s], s:b}", "backend", "isolated", "storage",
+			      storage, "cgroups", d->cgroups.mode == CGROUP_V2 ? "v2" : "v1", "capabilities", "ports",
+			      proxy_serving(), "nativeSnapshot", 0, "resume", 0, "images", "host", "pool_loop_backed",
+			      d->pool.loop_backed);
 	json_object_set_new(j, "network", network_modes_json());
+	json_object_set_new(j, "proxy", proxy_to_json());
 	/* coved --warm N: the default pool (size 0 without one). */
 	json_object_set_new(j, "warm_pool", warm_to_json(d->default_pool));
 	json_object_set_new(j, "backends",
