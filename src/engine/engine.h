@@ -68,6 +68,9 @@ struct sandbox_spec {
 	 * listed nor found by ID, deleted at stop and at the next start. */
 	bool pooled;
 	bool from_pool; /* it was handed out from a warm pool */
+	/* Every port reachable through the port proxy without a token, opened
+	 * (public) at its first request: E2B's sandboxes (ports.h). Kept. */
+	bool ports_public;
 };
 
 enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING };

@@ -133,8 +133,11 @@ test("envd by host name, as E2B's proxy routes: <port>-<id>.<domain>", async () 
     'X-Access-Token': sbx.envdAccessToken, 'Content-Type': 'application/json' }, body: '{"path":"/tmp"}' });
   assert.equal(r.status, 200, r.body.toString());
   assert.equal(JSON.parse(r.body).entry.type, 'FILE_TYPE_DIRECTORY');
-  r = await request('GET', '/health', { headers: { Host: `3000-${sbx.sandboxID}.localhost` } });
-  assert.equal(r.status, 502, 'ports other than envd are not proxied');
+  r = await request('GET', '/x?y=1', { headers: { Host: `3000-${sbx.sandboxID}.localhost` } });
+  assert.equal(r.status, 307, 'other ports: on to the port proxy');
+  assert.match(r.headers.location, /^http:\/\/127\.0\.0\.1:\d+\/x\?y=1$/);
+  r = await request('GET', '/x', { headers: { Host: '3000-sb_nosuchthing0.localhost' } });
+  assert.equal(r.status, 502, 'an unknown sandbox: 502 whatever the port');
 });
 
 test('Connect unary errors: JSON bodies with snake_case codes', async () => {

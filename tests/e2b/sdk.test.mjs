@@ -3,6 +3,7 @@
 // E2B_SANDBOX_URL and E2B_API_KEY.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import {
   Sandbox, CommandExitError, FileNotFoundError, InvalidArgumentError, TimeoutError,
   AuthenticationError, SandboxNotFoundError, NotFoundError,
@@ -406,4 +407,36 @@ test('signed upload and download URLs (uploadUrl, downloadUrl): no header needed
   assert.notEqual(r.status, 200, 'a changed expiration breaks the signature');
   r = await fetch(down.replace('read', 'x'), { method: 'POST', body: form });
   assert.notEqual(r.status, 200, 'a read signature does not write');
+});
+test("getHost(port): a host that cove's port proxy routes to the sandbox's port, public as E2B has it", async () => {
+  await sbx.files.write('/tmp/site/hello.html', 'hello from the sandbox');
+  const h = await sbx.commands.run('cd /tmp/site && exec python3 -m http.server 8000 --bind 127.0.0.1',
+    { background: true, timeoutMs: 0 });
+  try {
+    const host = sbx.getHost(8000);
+    assert.match(host, new RegExp(`^8000-${sbx.sandboxId}\\.localhost:\\d+$`));
+    // *.localhost does not resolve on this machine: the connection goes to
+    // the proxy's address, the name in Host, as a resolver would make it.
+    const get = (path) => new Promise((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: Number(host.split(':')[1]), path, headers: { Host: host } }, (res) => {
+        let body = '';
+        res.on('data', (d) => { body += d; });
+        res.on('end', () => resolve({ status: res.statusCode, body }));
+      }).on('error', reject);
+    });
+    const t0 = Date.now();
+    let r;
+    while ((r = await get('/hello.html')).status !== 200 && Date.now() - t0 < 20000)
+      await new Promise((res) => setTimeout(res, 200));
+    assert.deepEqual([r.status, r.body], [200, 'hello from the sandbox']);
+    // envd's URL with another E2b-Sandbox-Port: on to the proxy (fetch follows the 307)
+    const f = await fetch(coved.url + '/hello.html', { headers: { 'E2b-Sandbox-Id': sbx.sandboxId,
+      'E2b-Sandbox-Port': '8000' } });
+    assert.deepEqual([f.status, await f.text()], [200, 'hello from the sandbox']);
+    const ports = await (await fetch(`${coved.url}/v1/sandboxes/${sbx.sandboxId}/ports`,
+      { headers: { Authorization: `Bearer ${coved.token}` } })).json();
+    assert.ok(JSON.stringify(ports).includes('8000'), JSON.stringify(ports));
+  } finally {
+    await h.kill();
+  }
 });

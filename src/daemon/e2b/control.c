@@ -1,6 +1,8 @@
 /* E2B's control plane: sandboxes created, listed, described, extended and
  * killed, in the answers E2B's SDK takes (../shared/e2b-protocol.md,
- * section 4). A template is a cove image, any name the engine takes (and
+ * section 4). Its "domain" is the port proxy's, with its port, so that the
+ * SDK's getHost(port) names a host the proxy routes (PORT-ID.DOMAIN:PORT).
+ * A template is a cove image, any name the engine takes (and
  * refuses: an unknown one is a 400); E2B's 'base' is cove's 'host' image
  * with E2B's user 'user' (made in the new root by the engine at its
  * create, sandbox_user_make, when the image has none). */
@@ -44,6 +46,9 @@ json_t *e2b_sandbox_json(const struct sandbox *sb, bool with_token)
 	iso_time(sb->spec.expires_at, end);
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", sb->id, "templateID", e2b_template_of(sb),
 			      "alias", e2b_template_of(sb), "clientID", "cove", "envdVersion", E2B_ENVD_VERSION);
+	char domain[160];
+	if (e2b_proxy_domain(domain, sizeof(domain)))
+		json_object_set_new(j, "domain", json_string(domain));
 	if (with_token) {
 		json_object_set_new(j, "envdAccessToken", json_string(token));
 		json_object_set_new(j, "trafficAccessToken", json_null());
@@ -172,6 +177,7 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	snprintf(s->image, sizeof(s->image), "%s", base ? "host" : tpl);
 	snprintf(s->user, sizeof(s->user), "%s", base ? E2B_USER : "");
 	s->make_user = base;
+	s->ports_public = true; /* E2B's traffic is public unless asked otherwise */
 	s->memory = 512ull << 20;
 	s->cpu_millis = 2000;
 	s->pids = 1024;
@@ -193,7 +199,8 @@ static const struct api_answer created = { .ok = created_ok, .fail = e2b_error_o
 
 /* A sandbox from cove's template t (templates.h): its fields under the
  * create's envVars, as cove's own create merges them
- * (api_template_merge); the create's metadata and deadline on top. spec
+ * (api_template_merge); the create's metadata and deadline, and E2B's
+ * public ports, on top. spec
  * (E2B's) is left for the caller to free. */
 static int from_template(struct template *t, struct sandbox_spec *spec, struct sandbox **ret, bool *pooled,
 			 struct cove_err *err)
@@ -210,6 +217,7 @@ static int from_template(struct template *t, struct sandbox_spec *spec, struct s
 		ts.expires_at = spec->expires_at;
 		ts.metadata = spec->metadata;
 		spec->metadata = NULL;
+		ts.ports_public = true;
 		r = template_create_sandbox(engine_ctx, found, &ts, ret, pooled, err);
 	}
 	sandbox_spec_free(&ts);

@@ -16,6 +16,7 @@
 #include "daemon/e2b/e2b.h"
 #include "daemon/e2b/e2b_private.h"
 #include "daemon/http/access.h"
+#include "daemon/proxy/proxy.h"
 #include "engine/engine.h"
 
 void e2b_json(struct http_req *req, int status, json_t *body)
@@ -79,6 +80,43 @@ void e2b_envd_token(const struct sandbox *sb, char out[64])
 	char label[64];
 	snprintf(label, sizeof(label), "e2b-envd:%s", sb->id);
 	access_derive(label, out);
+}
+
+bool e2b_proxy_domain(char *out, size_t cap)
+{
+	json_t *p = proxy_to_json();
+	const char *domain = json_string_value(json_object_get(p, "domain"));
+	int port = (int)json_integer_value(json_object_get(p, "port"));
+	int n = domain && port > 0 ? snprintf(out, cap, "%s:%d", domain, port) : -1;
+	json_decref(p);
+	return n > 0 && (size_t)n < cap;
+}
+
+/* A request for another port of the sandbox than envd's goes to the port
+ * proxy: 307 to the same path there (the E2b-Sandbox-* headers go along
+ * and route it), on the proxy's address, or the host the client used when
+ * the proxy listens on every address. false when it does not serve. */
+static bool to_proxy(struct http_req *req)
+{
+	json_t *p = proxy_to_json();
+	const char *listen = json_string_value(json_object_get(p, "listen"));
+	const char *host = evhttp_find_header(http_req_in_headers(req), "Host");
+	const char *colon = listen ? strrchr(listen, ':') : NULL, *query = http_req_query(req);
+	int port = (int)json_integer_value(json_object_get(p, "port"));
+	char name[256] = "", loc[8192];
+	bool any = listen && (strncmp(listen, "0.0.0.0:", 8) == 0 || strncmp(listen, "[::]:", 5) == 0);
+	if (colon && !any)
+		snprintf(name, sizeof(name), "%.*s", (int)(colon - listen), listen);
+	else if (host && host[0] != '[')
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(host, ":"), host);
+	json_decref(p);
+	int n = snprintf(loc, sizeof(loc), "http://%s:%d%s%s%s", name, port, http_req_path(req),
+			 query && *query ? "?" : "", query && *query ? query : "");
+	if (!name[0] || port <= 0 || n < 0 || (size_t)n >= sizeof(loc))
+		return false;
+	evhttp_add_header(http_req_out_headers(req), "Location", loc);
+	http_send_reply(req, 307, "Temporary Redirect", NULL);
+	return true;
 }
 
 /* ---- envd ---- */
@@ -225,9 +263,11 @@ static void envd(struct http_req *req, const struct envd_target *t)
 	struct envd_req er = { .req = req, .path = http_req_path(req) };
 	const char *id = t->id;
 	er.sb = sandbox_find(engine_ctx, id);
-	if (!er.sb || er.sb->state != SB_RUNNING || strcmp(t->port, E2B_ENVD_PORT) != 0) {
-		/* E2B's proxy's answer for a sandbox that is not there (ports
-		 * other than envd's are not proxied yet). */
+	bool found = er.sb && er.sb->state != SB_DELETING;
+	if (found && strcmp(t->port, E2B_ENVD_PORT) != 0 && to_proxy(req))
+		return;
+	if (!found || er.sb->state != SB_RUNNING || strcmp(t->port, E2B_ENVD_PORT) != 0) {
+		/* E2B's proxy's answer for a sandbox that is not there. */
 		e2b_json(req, 502,
 			 json_pack("{s:i, s:s, s:s}", "code", 502, "message", "The sandbox was not found", "sandboxId",
 				   id));

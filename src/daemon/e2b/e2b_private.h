@@ -20,6 +20,9 @@ void e2b_json(struct http_req *req, int status, json_t *body);
 void e2b_error(struct http_req *req, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* err as that error, its status from its code. */
 void e2b_error_of(struct http_req *req, const struct cove_err *err);
+/* The port proxy's "DOMAIN:PORT" (E2B's sandbox domain), false when it
+ * does not serve. */
+bool e2b_proxy_domain(char *out, size_t cap);
 /* The sandbox's envd access token. */
 void e2b_envd_token(const struct sandbox *sb, char out[64]);
 
