@@ -14,7 +14,8 @@
 # snapshots, raw subvolumes, cp -a trees and crun containers, stops its
 # coved, unmounts the pool and gives the hugetlb cgroup controller back to
 # cgroup2. Needs root, hyperfine, crun, bwrap, busybox-static, btrfs-progs, wrk
-# and python3 (scripts/deps.sh); node and npm for the TypeScript SDK's part.
+# and python3 (scripts/deps.sh); node and npm for the TypeScript SDK's and
+# E2B's SDK's parts (tests/e2b: npm ci).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${COVE_BENCH_DIR:-/var/tmp/cove-bench}
@@ -27,6 +28,7 @@ FILE_MIB=${FILE_MIB:-1024}  # (d) a file read through the API
 PUT_MIB=${PUT_MIB:-1024}    # (e) a file written through the API (streamed to the file, memory bounded)
 SESSION_N=${SESSION_N:-1000} # (f) `true` in a session
 LOAD_CLIENTS=${LOAD_CLIENTS:-50} LOAD_REQUESTS=${LOAD_REQUESTS:-200} LOAD_SANDBOXES=${LOAD_SANDBOXES:-20} # (g)
+E2B_N=${E2B_N:-50}          # E2B's SDK: create + run true + kill rounds (each of three flows)
 SNAP_N=${SNAP_N:-20}        # snapshot / restore / fork runs per sandbox size
 IMAGE_N=${IMAGE_N:-30}      # creates from host and from images, each
 IMAGE_RUNS=${IMAGE_RUNS:-5} # pulls (and skopeo copy + tar -x), each
@@ -225,7 +227,9 @@ if mountpoint -q "$DATA/pool"; then umount "$DATA/pool" || die "cannot unmount $
 rm -rf "$DATA"
 log "starting coved (data $DATA, socket $SOCK)"
 : >"$B/coved.log"
-setsid "$COVED" --data "$DATA" --socket "$SOCK" </dev/null >>"$B/coved.log" 2>&1 &
+# a loopback TCP listener too, for E2B's SDK (bench/e2bbench.mjs)
+E2B_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+setsid "$COVED" --data "$DATA" --socket "$SOCK" --listen "127.0.0.1:$E2B_PORT" </dev/null >>"$B/coved.log" 2>&1 &
 COVED_PID=$!
 for _ in $(seq 600); do # the first start formats the pool and builds the host image
 	grep -q 'coved: serving' "$B/coved.log" && break
@@ -253,8 +257,12 @@ if have node && have npm; then
 	log "sdkbench: exec true through the SDKs next to libcove and node's http, call by call"
 	python3 "$ROOT/bench/sdkbench.py" --socket "$SOCK" --build-dir "$B" --out "$RES/sdk.txt" |
 		tee "$RES/sdk-report.txt" >&2
+	[ -d "$ROOT/tests/e2b/node_modules/e2b" ] || (cd "$ROOT/tests/e2b" && npm ci --no-audit --no-fund >/dev/null)
+	log "e2bbench: create + run true + kill through E2B's SDK next to cove's API, $E2B_N rounds"
+	node "$ROOT/bench/e2bbench.mjs" "$E2B_N" --url "http://127.0.0.1:$E2B_PORT" --token-file "$DATA/token" \
+		--out "$RES/e2b.txt" | tee "$RES/e2b-report.txt" >&2
 else
-	log "sdkbench skipped: no node/npm"
+	log "sdkbench and e2bbench skipped: no node/npm"
 fi
 
 log "building iobench"

@@ -44,6 +44,8 @@ def load_snap():
 api = load_api()
 io = load_api("io.txt") if os.path.exists(os.path.join(res, "io.txt")) else None
 sdk = load_api("sdk.txt") if os.path.exists(os.path.join(res, "sdk.txt")) else None
+e2b = load_api("e2b.txt") if os.path.exists(os.path.join(res, "e2b.txt")) else None
+E2B_TTI = "0.4–0.5 s"  # E2B's published time-to-interactive of a sandbox (its create)
 snap = load_snap()
 ports_runs = [(pin, load_api(f"ports-{pin}.txt")) for pin in ("none", "split", "same")
               if os.path.exists(os.path.join(res, f"ports-{pin}.txt"))]
@@ -195,6 +197,21 @@ if sdk:
         diff = f"**{sdk[f'sdk.{over}.over']:+.3f} ms**" if over else ""
         p(f"| {label} | {sdk[f'sdk.{key}.p50']:.3f} ms | {sdk[f'sdk.{key}.cpu']:.3f} ms | {diff} |")
     p("")
+if e2b:
+    p("### E2B's SDK next to cove's API: create + `commands.run('true')` + kill (bench/e2bbench.mjs)")
+    p("")
+    p(f"{e2b['e2b.runs']:.0f} interleaved rounds in one node process, one coved (`--listen`); p50 of each step too. "
+      f"E2B's published time-to-interactive (create alone): {E2B_TTI}.")
+    p("")
+    p("| path | p50 | p90 | create p50 | run p50 | kill p50 |")
+    p("|---|---:|---:|---:|---:|---:|")
+    for label, key in (("E2B SDK 2.51.0, template `base` (makes E2B's user)", "sdk"),
+                       ("E2B SDK 2.51.0, template `host`", "sdk_host"),
+                       ("cove REST on the same listener (fetch)", "native")):
+        p(f"| {label} | **{e2b[f'e2b.{key}.p50']:.1f} ms** | {e2b[f'e2b.{key}.p90']:.1f} ms "
+          f"| {e2b[f'e2b.{key}.create.p50']:.1f} ms | {e2b[f'e2b.{key}.run.p50']:.1f} ms "
+          f"| {e2b[f'e2b.{key}.kill.p50']:.1f} ms |")
+    p("")
 p("### CLI, process to process (hyperfine -N)")
 p("")
 p("| command | median ms | mean ± sd ms | min ms | max ms | runs | peer median ÷ cove median |")
@@ -319,6 +336,12 @@ if sdk:
            sdk["sdk.python.over"] <= 0.3)
     target("TypeScript SDK exec `true` within +0.3 ms of node's http", f"{sdk['sdk.ts.over']:+.3f} ms",
            sdk["sdk.ts.over"] <= 0.3)
+if e2b:
+    target("E2B SDK create + run `true` + kill within 1.5× of cove's API, p50",
+           f"{e2b['e2b.ratio']:.2f}× ({e2b['e2b.sdk.p50']:.1f} vs {e2b['e2b.native.p50']:.1f} ms)",
+           e2b["e2b.ratio"] <= 1.5)
+    target(f"… and under E2B's published time-to-interactive ({E2B_TTI})", f"{e2b['e2b.sdk.p50']:.1f} ms",
+           e2b["e2b.sdk.p50"] < 400)
 for pin, ports in ports_runs:
     how = {"none": "unpinned", "split": "wrk on CPU 0, the rest on CPU 1", "same": "all on CPU 1"}[pin]
     for name, label in (("tiny", "a C epoll server"), ("py", "Python's http.server")):

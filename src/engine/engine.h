@@ -81,6 +81,9 @@ struct sandbox_spec {
 	int idle_timeout;
 	int archive_after;
 	int on_timeout; /* enum sandbox_on_timeout */
+	/* At create only (not kept): make user, a name, in the new root when
+	 * its image has none (E2B's 'user'); see sandbox_user_make. */
+	bool make_user;
 	/* The start command, a kept process started at create (an argv array;
 	 * NULL: none; an OCI image's Entrypoint + Cmd unless given), and the readiness check that create waits for
 	 * (launch.c; NULL: none): {"port": N | "url": U | "cmd": argv,
@@ -91,6 +94,9 @@ struct sandbox_spec {
 	 * listed nor found by ID, deleted at stop and at the next start. */
 	bool pooled;
 	bool from_pool; /* it was handed out from a warm pool */
+	/* Every port reachable through the port proxy without a token, opened
+	 * (public) at its first request: E2B's sandboxes (ports.h). Kept. */
+	bool ports_public;
 };
 
 /* STOPPED: its init died (it is booted again at coved's next start).
@@ -267,6 +273,12 @@ int sandbox_init_take_kept(struct sandbox *sb, struct cove_err *err);
 int sandbox_init_reattach(struct engine *d, struct sandbox *sb, struct cove_err *err);
 void sandbox_spec_free(struct sandbox_spec *spec);
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s);
+/* A new root's user s->user (a name), with a home /home/<name> (mode
+ * 0750, its own) and a group of the same name and id (the first id from
+ * 1000 that the image's passwd and group leave free), written into the
+ * root's upper layer before it is mounted: when s->make_user is set and the
+ * image has no such user (workdir.c). */
+int sandbox_user_make(const struct sandbox_spec *s, const char *image, const char *subvol, struct cove_err *err);
 /* s->workdir, unless set, from what was asked (workdir.c). */
 void sandbox_workdir_resolve(struct sandbox_spec *s, const char *image, const char *subvol);
 /* 0, or -1 for text that is not a spec. */
@@ -306,7 +318,8 @@ void snapshot_criu_dir(const struct engine *d, const char *id, char *buf, size_t
 /* Refused (409) while a checkpoint names it (history.c). */
 int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err);
 /* A new sandbox from sn; overrides (name, memory, cpu_millis, pids, disk
- * when set, i.e. non-empty or non-zero) replace the snapshot's. */
+ * when set, i.e. non-empty or non-zero; metadata when not NULL) replace the
+ * snapshot's, and overrides' env (when not NULL) goes over its env. */
 int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct sandbox_spec *overrides,
 		     struct sandbox **ret, struct cove_err *err);
 /* count independent copies of sb, from one frozen instant: ret (count

@@ -456,7 +456,8 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 		goto fail;
 	taken = NULL; /* from here on, its failures delete the root */
 	if ((!from && !sb->spec.external &&
-	     (write_identity(subvol, image, sb->id, err) < 0 || image_root_prepare(&sb->spec, image, subvol, err) < 0)) ||
+	     (write_identity(subvol, image, sb->id, err) < 0 || image_root_prepare(&sb->spec, image, subvol, err) < 0 ||
+	      (sb->spec.make_user && sandbox_user_make(&sb->spec, image, subvol, err) < 0))) ||
 	    disk_limit_apply(d, sb, err) < 0) {
 		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;

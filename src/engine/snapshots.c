@@ -469,6 +469,12 @@ int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct s
 		spec.pids = overrides->pids;
 	if (overrides && overrides->disk)
 		spec.disk = overrides->disk;
+	if (overrides && overrides->env && json_object_update(spec.env, overrides->env) < 0)
+		return sandbox_spec_free(&spec), err_set(err, COVE_EINTERNAL, "out of memory");
+	if (overrides && overrides->metadata) {
+		json_decref(spec.metadata);
+		spec.metadata = json_deep_copy(overrides->metadata);
+	}
 	char files[700], images[700];
 	d->snapshot_store->ops->files_path(d->snapshot_store, sn->id, files, sizeof(files));
 	snapshot_criu_dir(d, sn->id, images, sizeof(images));

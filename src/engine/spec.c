@@ -46,6 +46,8 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	json_object_set_new(j, "from_pool", json_boolean(s->from_pool));
 	if (s->pooled)
 		json_object_set_new(j, "pooled", json_true());
+	if (s->ports_public)
+		json_object_set_new(j, "ports_public", json_true());
 	image_spec_to_json(s, j);
 	return j;
 }
@@ -106,6 +108,7 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	snprintf(s->template, sizeof(s->template), "%s", template ? template : "");
 	s->pooled = json_is_true(json_object_get(j, "pooled"));
 	s->from_pool = json_is_true(json_object_get(j, "from_pool"));
+	s->ports_public = json_is_true(json_object_get(j, "ports_public"));
 	image_spec_from_json(j, s);
 	json_decref(j);
 	return 0;

@@ -24,7 +24,7 @@ export async function startCoved(again) {
   const port = again ? again.port : await freePort();
   const log = fs.openSync(path.join(dir, 'coved.log'), 'a');
   const proc = spawn(path.join(BUILD, 'coved'), ['--data', data, '--socket', path.join(dir, 'cove.sock'),
-    '--listen', `127.0.0.1:${port}`], { stdio: ['ignore', log, log] });
+    '--listen', `127.0.0.1:${port}`, '--proxy-listen', '127.0.0.1:0'], { stdio: ['ignore', log, log] });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60000;
   let token = null;

@@ -3,6 +3,7 @@
 // E2B_SANDBOX_URL and E2B_API_KEY.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import {
   Sandbox, CommandExitError, FileNotFoundError, InvalidArgumentError, TimeoutError,
   AuthenticationError, SandboxNotFoundError, NotFoundError,
@@ -61,6 +62,8 @@ test("E2B's user, its home, envs from create and per command, cwd, user root", a
   const r3 = await sbx.commands.run('whoami; id -u', { user: 'root' });
   assert.equal(r3.stdout, 'root\n0\n');
   await assert.rejects(sbx.commands.run('true', { cwd: '/no/such/dir' }));
+  const layout = await sbx.commands.run("grep -c '^user:' /etc/passwd /etc/group; stat -c '%a %U %G' /home/user; id -u");
+  assert.equal(layout.stdout.replace(/\d{4,}\n$/, 'ID\n'), '/etc/passwd:1\n/etc/group:1\n750 user user\nID\n');
 });
 
 test('background commands: list, wait, kill', async () => {
@@ -226,4 +229,214 @@ test('closeStdin gives the process its end of input', async () => {
   await sbx.commands.closeStdin(h.pid);
   const r = await h.wait();
   assert.equal(r.stdout, 'abcend\n');
+});
+
+test("StreamInput: the SDK's own transport cannot send a client stream (no streaming bodies in fetch)", async () => {
+  const h = await sbx.commands.run('cat', { background: true, stdin: true });
+  async function* input() {
+    yield { event: { case: 'start', value: { process: { selector: { case: 'pid', value: h.pid } } } } };
+  }
+  await assert.rejects(sbx.commands.rpc.streamInput(input()), /does not support streaming request bodies/);
+  await sbx.commands.sendStdin(h.pid, 'still there\n');
+  await sbx.commands.closeStdin(h.pid);
+  assert.equal((await h.wait()).stdout, 'still there\n');
+});
+
+test("network options: the internet by default; allowInternetAccess and network's lists as cove's policy", async () => {
+  const native = async (id) => (await fetch(`${coved.url}/v1/sandboxes/${id}`,
+    { headers: { Authorization: `Bearer ${coved.token}` } })).json();
+  const plain = await native(sbx.sandboxId);
+  assert.equal(plain.network.mode, 'egress');
+  const closed = await Sandbox.create({ allowInternetAccess: false, network: { allowOut: ['10.77.0.0/16'] } });
+  try {
+    const n = await native(closed.sandboxId);
+    assert.deepEqual([n.network.mode, n.network.allow_out, n.network.deny_out],
+      ['egress', ['10.77.0.0/16'], ['0.0.0.0/0', '::/0']]);
+    assert.equal((await closed.commands.run('echo up')).stdout, 'up\n');
+    await closed.updateNetwork({ denyOut: ['10.78.0.0/16'] });
+    const u = await native(closed.sandboxId);
+    assert.deepEqual([u.network.allow_out, u.network.deny_out], [[], ['10.78.0.0/16']]);
+    await assert.rejects(closed.updateNetwork({ denyOut: ['bad cidr'] }), (e) => /400/.test(e.message));
+    assert.deepEqual((await native(closed.sandboxId)).network.deny_out, ['10.78.0.0/16'], 'a refused update changes nothing');
+    await assert.rejects(Sandbox.updateNetwork('sb_nosuchthing0', {}), (e) => e instanceof SandboxNotFoundError);
+  } finally {
+    await closed.kill();
+  }
+  const before = (await Sandbox.list().nextItems()).length;
+  await assert.rejects(Sandbox.create({ network: { denyOut: ['not a cidr!'] } }), (e) => /400/.test(e.message));
+  await assert.rejects(Sandbox.create({ network: { allowPublicTraffic: false } }), (e) => /400/.test(e.message));
+  await assert.rejects(Sandbox.create({ network: { maskRequestHost: 'x.${PORT}' } }), (e) => /400/.test(e.message));
+  assert.equal((await Sandbox.list().nextItems()).length, before, 'the refused creates made nothing');
+});
+
+test("fork: copies of the files at one instant, each its own sandbox and token; the original's own go on", async () => {
+  await sbx.files.write('/home/user/forked.txt', 'before');
+  const copies = await sbx.fork({ count: 2, timeoutMs: 60000 });
+  try {
+    assert.equal(copies.length, 2);
+    assert.ok(copies.every((c) => c instanceof Sandbox && c.sandboxId !== sbx.sandboxId));
+    assert.notEqual(copies[0].sandboxId, copies[1].sandboxId);
+    await copies[0].files.write('/home/user/forked.txt', 'copy 0');
+    assert.equal(await copies[1].files.read('/home/user/forked.txt'), 'before');
+    assert.equal(await sbx.files.read('/home/user/forked.txt'), 'before');
+    assert.equal((await copies[1].commands.run('whoami')).stdout, 'user\n');
+    const info = await copies[0].getInfo();
+    assert.ok(Math.abs(info.endAt.getTime() - (Date.now() + 60000)) < 10000);
+    assert.deepEqual(info.metadata, { suite: 'sdk', run: 'a b&c=d' });
+  } finally {
+    for (const c of copies) await c.kill();
+  }
+  await assert.rejects(Sandbox.fork('sb_nosuchthing0'), (e) => e instanceof SandboxNotFoundError);
+  await assert.rejects(sbx.fork({ count: 0 }), (e) => /400/.test(e.message));
+});
+
+test("templates: a cove image by name ('host' runs as its default user, root); an unknown one is a 400", async () => {
+  const s = await Sandbox.create('host');
+  try {
+    assert.equal((await s.getInfo()).templateId, 'host');
+    assert.equal((await s.commands.run('whoami')).stdout, 'root\n');
+  } finally {
+    await s.kill();
+  }
+  const before = (await Sandbox.list().nextItems()).length;
+  await assert.rejects(Sandbox.create('no-such/image:1'), (e) => /400/.test(e.message));
+  assert.equal((await Sandbox.list().nextItems()).length, before);
+});
+
+test('snapshots: createSnapshot, listSnapshots, Sandbox.create(snapshotId) with the files, deleteSnapshot', async () => {
+  await sbx.files.write('/home/user/snap.txt', 'in the snapshot');
+  const snap = await sbx.createSnapshot({ name: 'e2b-snap' });
+  assert.match(snap.snapshotId, /^sn_/);
+  assert.deepEqual(snap.names, ['e2b-snap']);
+  await sbx.files.write('/home/user/snap.txt', 'after it');
+  const mine = await sbx.listSnapshots().nextItems();
+  assert.deepEqual(mine.map((x) => x.snapshotId), [snap.snapshotId]);
+  const byName = await Sandbox.listSnapshots({ name: 'e2b-snap' }).nextItems();
+  assert.deepEqual(byName.map((x) => x.snapshotId), [snap.snapshotId]);
+  const s = await Sandbox.create(snap.snapshotId, { envs: { FROM_SNAP: 'yes' }, metadata: { from: 'snap' },
+    timeoutMs: 60000 });
+  try {
+    assert.equal(await s.files.read('/home/user/snap.txt'), 'in the snapshot');
+    assert.equal((await s.commands.run('echo $FROM_SNAP $FROM_CREATE; whoami')).stdout, 'yes yes\nuser\n');
+    const info = await s.getInfo();
+    assert.deepEqual(info.metadata, { from: 'snap' });
+    assert.ok(Math.abs(info.endAt.getTime() - (Date.now() + 60000)) < 10000);
+  } finally {
+    await s.kill();
+  }
+  assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true);
+  assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false);
+  assert.deepEqual(await sbx.listSnapshots().nextItems(), []);
+});
+
+test("templates: cove's own by name, their env under the create's, their start command waited for", async () => {
+  const auth = { Authorization: `Bearer ${coved.token}`, 'Content-Type': 'application/json' };
+  const mk = async (body) => {
+    const r = await fetch(coved.url + '/v1/templates', { method: 'POST', headers: auth, body: JSON.stringify(body) });
+    assert.equal(r.status, 201, await r.text());
+  };
+  await mk({ name: 'e2b-env', env: { TPL_VAR: 'from-template', BOTH: 'template' } });
+  await mk({ name: 'e2b-web', start: ['python3', '-m', 'http.server', '8123', '--bind', '127.0.0.1'],
+    cwd: '/tmp', ready: { port: 8123, timeout: 60 } });
+  try {
+    const a = await Sandbox.create('e2b-env', { envs: { BOTH: 'create' }, metadata: { t: '1' } });
+    try {
+      assert.equal((await a.commands.run('echo $TPL_VAR $BOTH')).stdout, 'from-template create\n');
+      const info = await a.getInfo();
+      assert.deepEqual([info.templateId, info.metadata], ['e2b-env', { t: '1' }]);
+    } finally {
+      await a.kill();
+    }
+    const b = await Sandbox.create('e2b-web');
+    try {
+      const r = await b.commands.run('python3 -c "import urllib.request as u; print(u.urlopen(\'http://127.0.0.1:8123/\').status)"');
+      assert.equal(r.stdout, '200\n', 'the start command was up when create answered');
+    } finally {
+      await b.kill();
+    }
+  } finally {
+    for (const n of ['e2b-env', 'e2b-web']) await fetch(`${coved.url}/v1/templates/${n}`, { method: 'DELETE', headers: auth });
+  }
+});
+
+test('Sandbox.list: ordered by start (asc, desc), by template, startedAfter, and pages that follow the order', async () => {
+  const t0 = new Date();
+  const made = [];
+  for (let i = 0; i < 3; i++) made.push((await Sandbox.create('host', { metadata: { order: 'x' } })).sandboxId);
+  try {
+    const q = { metadata: { order: 'x' } };
+    const asc = await Sandbox.list({ query: q, order: 'asc' }).nextItems();
+    assert.deepEqual(asc.map((s) => s.sandboxId), made);
+    const desc = await Sandbox.list({ query: q, order: 'desc' }).nextItems();
+    assert.deepEqual(desc.map((s) => s.sandboxId), [...made].reverse());
+    const pager = Sandbox.list({ query: q, order: 'desc', limit: 2 });
+    const pages = [await pager.nextItems()];
+    assert.equal(pager.hasNext, true);
+    pages.push(await pager.nextItems());
+    assert.equal(pager.hasNext, false);
+    assert.deepEqual(pages.flat().map((s) => s.sandboxId), [...made].reverse());
+    const hosts = await Sandbox.list({ query: { template: 'host' } }).nextItems();
+    assert.deepEqual(hosts.map((s) => s.sandboxId).filter((id) => made.includes(id)), made);
+    assert.ok(!hosts.some((s) => s.sandboxId === sbx.sandboxId), 'base is not host');
+    const later = await Sandbox.list({ query: { startedAfter: t0 } }).nextItems();
+    assert.ok(!later.some((s) => s.sandboxId === sbx.sandboxId), 'startedAfter leaves older ones out');
+    assert.ok(made.every((id) => later.some((s) => s.sandboxId === id)));
+  } finally {
+    for (const id of made) await Sandbox.kill(id);
+  }
+});
+
+test('signed upload and download URLs (uploadUrl, downloadUrl): no header needed, a bad or expired signature is refused', async () => {
+  const up = await sbx.uploadUrl('/home/user/signed.txt');
+  const form = new FormData();
+  form.append('file', new Blob(['signed bytes']), 'signed.txt');
+  let r = await fetch(up, { method: 'POST', body: form });
+  assert.equal(r.status, 200, await r.clone().text());
+  assert.equal((await r.json())[0].path, '/home/user/signed.txt');
+  const down = await sbx.downloadUrl('/home/user/signed.txt');
+  r = await fetch(down);
+  assert.deepEqual([r.status, await r.text()], [200, 'signed bytes']);
+  r = await fetch(down.replace(/signature=v1_[^&]+/, 'signature=v1_AAAA'));
+  assert.equal(r.status, 401, 'a wrong signature: no sandbox is named, none found');
+  const asRoot = await sbx.downloadUrl('/home/user/signed.txt', { user: 'root', useSignatureExpiration: 60 });
+  r = await fetch(asRoot);
+  assert.deepEqual([r.status, await r.text()], [200, 'signed bytes']);
+  const expired = new URL(asRoot);
+  expired.searchParams.set('signature_expiration', String(Math.floor(Date.now() / 1000) - 10));
+  r = await fetch(expired);
+  assert.notEqual(r.status, 200, 'a changed expiration breaks the signature');
+  r = await fetch(down.replace('read', 'x'), { method: 'POST', body: form });
+  assert.notEqual(r.status, 200, 'a read signature does not write');
+});
+test("getHost(port): a host that cove's port proxy routes to the sandbox's port, public as E2B has it", async () => {
+  await sbx.files.write('/tmp/site/hello.html', 'hello from the sandbox');
+  const h = await sbx.commands.run('cd /tmp/site && exec python3 -m http.server 8000 --bind 127.0.0.1',
+    { background: true, timeoutMs: 0 });
+  try {
+    const host = sbx.getHost(8000);
+    assert.match(host, new RegExp(`^8000-${sbx.sandboxId}\\.localhost:\\d+$`));
+    // *.localhost does not resolve on this machine: the connection goes to
+    // the proxy's address, the name in Host, as a resolver would make it.
+    const get = (path) => new Promise((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: Number(host.split(':')[1]), path, headers: { Host: host } }, (res) => {
+        let body = '';
+        res.on('data', (d) => { body += d; });
+        res.on('end', () => resolve({ status: res.statusCode, body }));
+      }).on('error', reject);
+    });
+    const t0 = Date.now();
+    let r;
+    while ((r = await get('/hello.html')).status !== 200 && Date.now() - t0 < 20000)
+      await new Promise((res) => setTimeout(res, 200));
+    assert.deepEqual([r.status, r.body], [200, 'hello from the sandbox']);
+    // envd's URL with another E2b-Sandbox-Port: on to the proxy (fetch follows the 307)
+    const f = await fetch(coved.url + '/hello.html', { headers: { 'E2b-Sandbox-Id': sbx.sandboxId,
+      'E2b-Sandbox-Port': '8000' } });
+    assert.deepEqual([f.status, await f.text()], [200, 'hello from the sandbox']);
+    const ports = await (await fetch(`${coved.url}/v1/sandboxes/${sbx.sandboxId}/ports`,
+      { headers: { Authorization: `Bearer ${coved.token}` } })).json();
+    assert.ok(JSON.stringify(ports).includes('8000'), JSON.stringify(ports));
+  } finally {
+    await h.kill();
+  }
 });

@@ -5,7 +5,9 @@
  * Beyond "no crash", it checks the contracts: a request envelope parses
  * only when it is exactly one uncompressed message whose length matches
  * and whose payload is a JSON object, and then gives that object; every
- * refusal is COVE_EINVAL with a message and no object. A multipart parse
+ * refusal is COVE_EINVAL with a message and no object. Walking a client
+ * stream's envelopes only moves forward, stays inside the body, and stops
+ * at the first refusal without moving. A multipart parse
  * gives at most max parts, each lying inside the body.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu17 -D_GNU_SOURCE -Isrc -Iinclude \
@@ -42,6 +44,27 @@ static void envelope(const uint8_t *data, size_t size)
 	}
 }
 
+static void client_stream(const uint8_t *data, size_t size)
+{
+	size_t off = 0;
+	for (;;) {
+		size_t at = off;
+		uint8_t flags = 0xff;
+		json_t *j = NULL;
+		struct cove_err err = { 0 };
+		if (off == size)
+			return;
+		if (connect_next(data, size, &off, &flags, &j, &err) < 0) {
+			if (off != at || j || err.code != COVE_EINVAL || !err.msg[0])
+				abort();
+			return;
+		}
+		if (off <= at + 4 || off > size || (flags & ~CONNECT_FLAG_END) || !json_is_object(j))
+			abort();
+		json_decref(j);
+	}
+}
+
 static void multipart(const uint8_t *data, size_t size)
 {
 	static struct part parts[8];
@@ -58,6 +81,7 @@ static void multipart(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	envelope(data, size);
+	client_stream(data, size);
 	multipart(data, size);
 	return 0;
 }

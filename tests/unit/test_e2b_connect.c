@@ -58,6 +58,36 @@ static void envelopes(void)
 	      "codes and statuses as Connect has them");
 }
 
+/* A client stream's body, one envelope after the other. */
+static void client_stream(void)
+{
+	static const char body[] = "\x00\x00\x00\x00\x02{}"
+				   "\x02\x00\x00\x00\x08{\"a\":[]}"
+				   "\x00\x00\x00\x00\x09{\"b\":1}";
+	size_t off = 0;
+	uint8_t flags = 9;
+	json_t *j = NULL;
+	struct cove_err err = { 0 };
+	CHECK(connect_next((const uint8_t *)body, sizeof(body) - 1, &off, &flags, &j, &err) == 0 && off == 7 &&
+		      flags == 0 && json_object_size(j) == 0,
+	      "the first envelope: {}, offset 7");
+	json_decref(j);
+	CHECK(connect_next((const uint8_t *)body, sizeof(body) - 1, &off, &flags, &j, &err) == 0 && off == 20 &&
+		      flags == CONNECT_FLAG_END && json_is_array(json_object_get(j, "a")),
+	      "the second: its end-of-stream flag");
+	json_decref(j);
+	j = NULL;
+	CHECK(connect_next((const uint8_t *)body, sizeof(body) - 1, &off, &flags, &j, &err) == -1 && off == 20 && !j &&
+		      strstr(err.msg, "says 9 bytes but 7 follow"),
+	      "a cut one: refused, the offset unmoved (%s)", err.msg);
+	static const char odd[] = "\x04\x00\x00\x00\x02{}";
+	off = 0;
+	memset(&err, 0, sizeof(err));
+	CHECK(connect_next((const uint8_t *)odd, sizeof(odd) - 1, &off, &flags, &j, &err) == -1 && off == 0 &&
+		      strstr(err.msg, "unknown flags"),
+	      "unknown flags: refused (%s)", err.msg);
+}
+
 static void multipart(void)
 {
 	static const char body[] =
@@ -95,6 +125,7 @@ static void multipart(void)
 int main(void)
 {
 	envelopes();
+	client_stream();
 	multipart();
 	return tap_done();
 }

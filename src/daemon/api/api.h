@@ -52,6 +52,14 @@ int api_parse_launch(json_t *j, struct sandbox_spec *s, struct cove_err *err);
  * is over, at once if it has none or came from a pool; a launch that
  * fails, or a client gone meanwhile, deletes it. */
 int api_created(struct http_req *req, struct sandbox *sb, bool pooled, struct cove_err *err);
+/* The same in another front end's shapes: ok(req, sb) answers the
+ * sandbox, fail(req, err) the error. */
+struct api_answer {
+	void (*ok)(struct http_req *req, struct sandbox *sb);
+	void (*fail)(struct http_req *req, const struct cove_err *err);
+};
+int api_created_as(struct http_req *req, struct sandbox *sb, bool pooled, const struct api_answer *answer,
+		   struct cove_err *err);
 
 /* lifecycle.c */
 int h_pause(struct http_req *req, const char *id, struct cove_err *err);

@@ -1,10 +1,13 @@
 /* Reading cove's REST requests: JSON bodies and query strings, each
  * field checked (request.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/parse.h"
 #include "daemon/api/request.h"
+#include "engine/engine.h"
+#include "engine/network.h"
 
 /* The request body as JSON (an empty body is an empty object). */
 json_t *read_body(struct http_req *req, struct cove_err *err)
@@ -76,6 +79,42 @@ int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err)
 		return err_set(err, COVE_EINVAL, "'%s' must be a boolean", key);
 	*ret = json_is_true(v);
 	return 0;
+}
+
+int get_string_list(json_t *j, const char *key, size_t max, json_t **ret, struct cove_err *err)
+{
+	json_t *v = json_object_get(j, key), *it;
+	size_t i;
+	if (!v || json_is_null(v)) {
+		*ret = json_array();
+		return 0;
+	}
+	if (!json_is_array(v) || json_array_size(v) > max)
+		return err_set(err, COVE_EINVAL, "'%s' must be an array of at most %zu strings", key, max);
+	json_array_foreach(v, i, it)
+	{
+		if (!json_is_string(it))
+			return err_set(err, COVE_EINVAL, "'%s'[%zu] must be a string", key, i);
+	}
+	*ret = json_incref(v);
+	return 0;
+}
+
+int set_policy(struct sandbox *sb, json_t *allow, json_t *deny, struct cove_err *err)
+{
+	size_t na = json_array_size(allow), nd = json_array_size(deny);
+	const char **a = calloc(na + 1, sizeof(*a)), **dv = calloc(nd + 1, sizeof(*dv));
+	int r = a && dv ? 0 : err_set(err, COVE_EINTERNAL, "out of memory");
+	for (size_t i = 0; r == 0 && i < na; i++)
+		a[i] = json_string_value(json_array_get(allow, i));
+	for (size_t i = 0; r == 0 && i < nd; i++)
+		dv[i] = json_string_value(json_array_get(deny, i));
+	struct network_policy_req pr = { .allow_out = a, .n_allow = na, .deny_out = dv, .n_deny = nd };
+	if (r == 0)
+		r = network_set_policy(engine_ctx, sb, &pr, err);
+	free(a);
+	free(dv);
+	return r;
 }
 
 int check_env(json_t *env, struct cove_err *err)

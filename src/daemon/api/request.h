@@ -20,6 +20,13 @@ int check_fields(json_t *j, const char *const *allowed, struct cove_err *err);
 int get_string(json_t *j, const char *key, const char **ret, size_t max, struct cove_err *err);
 int get_number(json_t *j, const char *key, double min, double max, double *ret, struct cove_err *err);
 int get_bool(json_t *j, const char *key, bool *ret, struct cove_err *err);
+/* An array of at most max strings (absent or null: empty) into *ret, a
+ * new reference; what each string means is the caller's to check. */
+int get_string_list(json_t *j, const char *key, size_t max, json_t **ret, struct cove_err *err);
+/* sb's egress policy replaced by the lists allow and deny (arrays of
+ * strings, as get_string_list gives them): network_set_policy. */
+struct sandbox;
+int set_policy(struct sandbox *sb, json_t *allow, json_t *deny, struct cove_err *err);
 /* An object of environment variables: valid names, string values. */
 int check_env(json_t *env, struct cove_err *err);
 /* Bytes as a positive number or a string like "512M". */

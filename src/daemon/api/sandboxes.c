@@ -54,36 +54,14 @@ static int parse_isolation(json_t *j, struct sandbox_spec *s, struct cove_err *e
 	return 0;
 }
 
-/* "allow_out"/"deny_out": an array of at most NETWORK_LIST_MAX strings
- * (absent: empty), into *ret (a new reference). What each string means is
- * the engine's to check. */
-static int get_list(json_t *j, const char *key, json_t **ret, struct cove_err *err)
-{
-	json_t *v = json_object_get(j, key), *it;
-	size_t i;
-	if (!v || json_is_null(v)) {
-		*ret = json_array();
-		return 0;
-	}
-	if (!json_is_array(v) || json_array_size(v) > NETWORK_LIST_MAX)
-		return err_set(err, COVE_EINVAL, "'%s' must be an array of at most %d CIDRs and domain names", key,
-			       NETWORK_LIST_MAX);
-	json_array_foreach(v, i, it)
-	{
-		if (!json_is_string(it))
-			return err_set(err, COVE_EINVAL, "'%s'[%zu] must be a string", key, i);
-	}
-	*ret = json_incref(v);
-	return 0;
-}
-
 /* "network": "egress" (the default, but for an external sandbox, which
  * shares the host's) or "none"; and the policy lists. */
 static int parse_network(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 {
 	const char *network = s->external ? "none" : "egress";
-	if (get_string(j, "network", &network, 15, err) < 0 || get_list(j, "allow_out", &s->allow_out, err) < 0 ||
-	    get_list(j, "deny_out", &s->deny_out, err) < 0)
+	if (get_string(j, "network", &network, 15, err) < 0 ||
+	    get_string_list(j, "allow_out", NETWORK_LIST_MAX, &s->allow_out, err) < 0 ||
+	    get_string_list(j, "deny_out", NETWORK_LIST_MAX, &s->deny_out, err) < 0)
 		return -1;
 	if (strcmp(network, "egress") != 0 && strcmp(network, "none") != 0)
 		return err_set(err, COVE_EINVAL, "'network' must be \"egress\" or \"none\", not \"%s\"", network);
@@ -300,24 +278,14 @@ int h_network(struct http_req *req, const char *id, struct cove_err *err)
 	if (!j)
 		return -1;
 	json_t *allow = NULL, *deny = NULL;
-	int r = check_fields(j, fields, err) < 0 || get_list(j, "allow_out", &allow, err) < 0 ||
-				get_list(j, "deny_out", &deny, err) < 0
+	int r = check_fields(j, fields, err) < 0 ||
+				get_string_list(j, "allow_out", NETWORK_LIST_MAX, &allow, err) < 0 ||
+				get_string_list(j, "deny_out", NETWORK_LIST_MAX, &deny, err) < 0
 			? -1
 			: 0;
 	json_decref(j);
-	size_t na = json_array_size(allow), nd = json_array_size(deny);
-	const char **a = calloc(na + 1, sizeof(*a)), **dv = calloc(nd + 1, sizeof(*dv));
-	if (r == 0 && (!a || !dv))
-		r = err_set(err, COVE_EINTERNAL, "out of memory");
-	for (size_t i = 0; r == 0 && i < na; i++)
-		a[i] = json_string_value(json_array_get(allow, i));
-	for (size_t i = 0; r == 0 && i < nd; i++)
-		dv[i] = json_string_value(json_array_get(deny, i));
-	struct network_policy_req pr = { .allow_out = a, .n_allow = na, .deny_out = dv, .n_deny = nd };
 	if (r == 0)
-		r = network_set_policy(engine_ctx, sb, &pr, err);
-	free(a);
-	free(dv);
+		r = set_policy(sb, allow, deny, err);
 	json_decref(allow);
 	json_decref(deny);
 	if (r < 0)

@@ -138,7 +138,15 @@ struct launching {
 	struct http_output ho;
 	char id[16];
 	bool answered;
+	const struct api_answer *answer;
 };
+
+static void cove_ok(struct http_req *req, struct sandbox *sb)
+{
+	reply_json(req, 201, sandbox_to_json(sb));
+}
+
+static const struct api_answer cove_answer = { .ok = cove_ok, .fail = reply_error };
 
 static void launching_encode(struct http_output *ho, const struct out_event *ev)
 {
@@ -155,13 +163,13 @@ static void launching_finish(struct http_output *ho, const struct cove_err *err)
 	if (!err && sb && sb->spec.ephemeral && ephemeral_add(http_req_conn(ho->req), sb->id) < 0)
 		err = &e, err_set(&e, COVE_EINTERNAL, "out of memory");
 	if (!err && sb) {
-		reply_json(ho->req, 201, sandbox_to_json(sb));
+		c->answer->ok(ho->req, sb);
 	} else {
 		if (sb)
 			(void)sandbox_delete(engine_ctx, sb, NULL);
 		if (!err)
 			err_set(&e, COVE_ESTATE, "sandbox %s went away before it was ready", c->id), err = &e;
-		reply_error(ho->req, err);
+		c->answer->fail(ho->req, err);
 	}
 	ho->req = NULL;
 }
@@ -185,12 +193,20 @@ static const struct http_output_route launching_route = {
 
 int api_created(struct http_req *req, struct sandbox *sb, bool pooled, struct cove_err *err)
 {
+	return api_created_as(req, sb, pooled, &cove_answer, err);
+}
+
+int api_created_as(struct http_req *req, struct sandbox *sb, bool pooled, const struct api_answer *answer,
+		   struct cove_err *err)
+{
 	if (!pooled && launch_needed(sb)) {
 		struct launching *c = calloc(1, sizeof(*c));
 		int r = c ? http_output_init(&c->ho, req, &launching_route, c, err)
 			  : err_set(err, COVE_EINTERNAL, "out of memory");
-		if (c)
+		if (c) {
 			snprintf(c->id, sizeof(c->id), "%s", sb->id);
+			c->answer = answer;
+		}
 		if (r == 0 && (r = launch_start(engine_ctx, sb, &c->ho.out, err)) < 0)
 			http_output_abandon(&c->ho);
 		if (r < 0) {
@@ -205,7 +221,7 @@ int api_created(struct http_req *req, struct sandbox *sb, bool pooled, struct co
 		(void)sandbox_delete(engine_ctx, sb, NULL);
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	}
-	reply_json(req, 201, sandbox_to_json(sb));
+	answer->ok(req, sb);
 	return 0;
 }
 

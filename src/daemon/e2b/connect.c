@@ -26,21 +26,46 @@ static int parse_object(const uint8_t *p, size_t len, json_t **ret, struct cove_
 	return 0;
 }
 
+int connect_next(const uint8_t *body, size_t len, size_t *off, uint8_t *flags, json_t **ret, struct cove_err *err)
+{
+	const uint8_t *p = body + *off;
+	size_t left = len - *off;
+	if (left < 5)
+		return err_set(err, COVE_EINVAL,
+			       "an enveloped message must have 5 header bytes (%zu bytes is too short)", left);
+	uint32_t n = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+	if (p[0] & CONNECT_FLAG_COMPRESSED)
+		return err_set(err, COVE_EINVAL, "compressed messages are not supported");
+	if (p[0] & ~CONNECT_FLAG_END)
+		return err_set(err, COVE_EINVAL, "an envelope has unknown flags 0x%02x", p[0]);
+	if (n > CONNECT_MAX_MESSAGE)
+		return err_set(err, COVE_EINVAL, "the message is larger than %u bytes", CONNECT_MAX_MESSAGE);
+	if (n > left - 5)
+		return err_set(err, COVE_EINVAL, "the envelope says %u bytes but %zu follow", n, left - 5);
+	if (parse_object(p + 5, n, ret, err) < 0)
+		return -1;
+	*flags = p[0];
+	*off += 5 + (size_t)n;
+	return 0;
+}
+
 int connect_parse_request(const uint8_t *body, size_t len, json_t **ret, struct cove_err *err)
 {
+	size_t off = 0;
+	uint8_t flags = 0;
 	if (len < 5)
 		return err_set(err, COVE_EINVAL,
 			       "the request body must be one enveloped message (%zu bytes is too short)", len);
-	uint32_t n = (uint32_t)body[1] << 24 | (uint32_t)body[2] << 16 | (uint32_t)body[3] << 8 | body[4];
-	if (body[0] & CONNECT_FLAG_COMPRESSED)
-		return err_set(err, COVE_EINVAL, "compressed messages are not supported");
-	if (body[0] != 0)
+	if (body[0] == CONNECT_FLAG_END)
 		return err_set(err, COVE_EINVAL, "the request's envelope has flags 0x%02x, not a message", body[0]);
-	if (n > CONNECT_MAX_MESSAGE)
-		return err_set(err, COVE_EINVAL, "the message is larger than %u bytes", CONNECT_MAX_MESSAGE);
-	if (n != len - 5)
-		return err_set(err, COVE_EINVAL, "the envelope says %u bytes but %zu follow", n, len - 5);
-	return parse_object(body + 5, n, ret, err);
+	if (connect_next(body, len, &off, &flags, ret, err) < 0)
+		return -1;
+	if (off != len) {
+		json_decref(*ret);
+		*ret = NULL;
+		return err_set(err, COVE_EINVAL, "the envelope says %zu bytes but %zu follow", off - 5, len - 5);
+	}
+	return 0;
 }
 
 int connect_parse_unary(const uint8_t *body, size_t len, json_t **ret, struct cove_err *err)

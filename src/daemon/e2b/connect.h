@@ -17,6 +17,10 @@
  * holding a JSON object, and nothing after it. *ret is the object. -1 with
  * a COVE_EINVAL err naming what is wrong otherwise. */
 int connect_parse_request(const uint8_t *body, size_t len, json_t **ret, struct cove_err *err);
+/* The next envelope of a client stream's body at *off: its flags (0 or
+ * CONNECT_FLAG_END) and its JSON object; *off moves past it. -1 with a
+ * COVE_EINVAL err naming what is wrong (nothing moved). */
+int connect_next(const uint8_t *body, size_t len, size_t *off, uint8_t *flags, json_t **ret, struct cove_err *err);
 /* A unary request's body: a JSON object (empty = {}). */
 int connect_parse_unary(const uint8_t *body, size_t len, json_t **ret, struct cove_err *err);
 /* Connect's code name for a cove error code, and its HTTP status. */

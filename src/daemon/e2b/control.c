@@ -1,33 +1,26 @@
 /* E2B's control plane: sandboxes created, listed, described, extended and
  * killed, in the answers E2B's SDK takes (../shared/e2b-protocol.md,
- * section 4). A template is a cove image; E2B's 'base' is cove's 'host'
- * image with E2B's user 'user' (made in the sandbox at its create). */
+ * section 4). Its "domain" is the port proxy's, with its port, so that the
+ * SDK's getHost(port) names a host the proxy routes (PORT-ID.DOMAIN:PORT).
+ * A template is a cove image, any name the engine takes (and
+ * refuses: an unknown one is a 400); E2B's 'base' is cove's 'host' image
+ * with E2B's user 'user' (made in the new root by the engine at its
+ * create, sandbox_user_make, when the image has none). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 
-#include "common/cleanup.h"
+#include "daemon/api/api.h"
 #include "daemon/api/request.h"
 #include "daemon/e2b/e2b_private.h"
 #include "engine/engine.h"
-#include "engine/process.h"
+#include "engine/network.h"
+#include "engine/template.h"
 
 #define E2B_DEFAULT_TIMEOUT 300 /* seconds, E2B's */
 #define E2B_MAX_TIMEOUT (30 * 86400)
-#define E2B_MAX_LIST 1000
-
-/* E2B's user with a home, unless the image has one: the SDK's commands
- * run as 'user' by default, and E2B code expects /home/user. Shell
- * builtins but for mkdir and chown: it is on every create's way. */
-static const char user_script[] =
-	"used=' '\n"
-	"while IFS=: read -r n x u r; do [ \"$n\" = user ] && exit 0; used=\"$used$u \"; done </etc/passwd\n"
-	"while IFS=: read -r n x g r; do used=\"$used$g \"; done </etc/group\n"
-	"u=1000; while case \"$used\" in *\" $u \"*) true ;; *) false ;; esac; do u=$((u + 1)); done\n"
-	"echo \"user:x:$u:$u::/home/user:/bin/bash\" >>/etc/passwd && echo \"user:x:$u:\" >>/etc/group &&\n"
-	"mkdir -p -m 750 /home/user && chown $u:$u /home/user\n";
+#define E2B_MAX_FORK 100
 
 static void iso_time(int64_t ms, char out[32])
 {
@@ -38,20 +31,24 @@ static void iso_time(int64_t ms, char out[32])
 	snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
 }
 
-static const char *template_of(const struct sandbox *sb)
+const char *e2b_template_of(const struct sandbox *sb)
 {
-	return strcmp(sb->spec.image, "host") == 0 ? "base" : sb->spec.image;
+	bool base = strcmp(sb->spec.image, "host") == 0 && strcmp(sb->spec.user, E2B_USER) == 0;
+	return sb->spec.template[0] ? sb->spec.template : base ? "base" : sb->spec.image;
 }
 
 /* The SDK's Sandbox (full: create, connect) or ListedSandbox / info. */
-static json_t *sandbox_json(const struct sandbox *sb, bool with_token)
+json_t *e2b_sandbox_json(const struct sandbox *sb, bool with_token)
 {
 	char token[64], started[32], end[32];
 	e2b_envd_token(sb, token);
 	iso_time(sb->spec.created_at, started);
 	iso_time(sb->spec.expires_at, end);
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", sb->id, "templateID", template_of(sb), "alias",
-			      template_of(sb), "clientID", "cove", "envdVersion", E2B_ENVD_VERSION);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", sb->id, "templateID", e2b_template_of(sb),
+			      "alias", e2b_template_of(sb), "clientID", "cove", "envdVersion", E2B_ENVD_VERSION);
+	char domain[160];
+	if (e2b_proxy_domain(domain, sizeof(domain)))
+		json_object_set_new(j, "domain", json_string(domain));
 	if (with_token) {
 		json_object_set_new(j, "envdAccessToken", json_string(token));
 		json_object_set_new(j, "trafficAccessToken", json_null());
@@ -65,6 +62,12 @@ static json_t *sandbox_json(const struct sandbox *sb, bool with_token)
 	json_object_set_new(j, "diskSizeMB", json_integer(0));
 	json_object_set_new(j, "metadata", sb->spec.metadata ? json_deep_copy(sb->spec.metadata) : json_object());
 	json_object_set_new(j, "state", json_string(sb->state == SB_RUNNING ? "running" : "paused"));
+	if (json_array_size(sb->spec.allow_out) || json_array_size(sb->spec.deny_out))
+		json_object_set_new(j, "network",
+				    json_pack("{s:o, s:o}", "allowOut",
+					      sb->spec.allow_out ? json_deep_copy(sb->spec.allow_out) : json_array(),
+					      "denyOut",
+					      sb->spec.deny_out ? json_deep_copy(sb->spec.deny_out) : json_array()));
 	return j;
 }
 
@@ -97,16 +100,60 @@ static int check_metadata(json_t *m, struct cove_err *err)
 /* What coved cannot do yet is refused, not ignored. */
 static int check_unsupported(json_t *j, struct cove_err *err)
 {
-	json_t *auto_pause = json_object_get(j, "autoPause"), *net = json_object_get(j, "network");
-	json_t *internet = json_object_get(j, "allow_internet_access"), *mounts = json_object_get(j, "volumeMounts");
+	json_t *auto_pause = json_object_get(j, "autoPause"), *mounts = json_object_get(j, "volumeMounts");
 	if (json_is_true(auto_pause))
 		return err_set(err, COVE_EINVAL, "'autoPause' is not supported by this coved (no pause yet)");
-	if (json_is_false(internet) || (net && !json_is_null(net)))
-		return err_set(err, COVE_EINVAL,
-			       "network policies ('allow_internet_access', 'network') are not supported");
 	if (json_array_size(mounts) || json_object_get(j, "mcp"))
 		return err_set(err, COVE_EINVAL, "'volumeMounts' and 'mcp' are not supported by this coved");
 	return 0;
+}
+
+/* E2B's network options (net: {allowOut, denyOut, allowPublicTraffic},
+ * and internet: allow_internet_access) as cove's egress policy, whose
+ * semantics are E2B's (net/policy.h): the lists as they are, and
+ * allow_internet_access false denies every destination but allowOut's. */
+static int network_lists(json_t *net, json_t *internet, json_t **allow, json_t **deny, struct cove_err *err)
+{
+	static const char *const fields[] = { "allowOut", "denyOut", "allowPublicTraffic", "allow_internet_access",
+					      NULL };
+	bool public = true;
+	*allow = *deny = NULL;
+	if (internet && !json_is_null(internet) && !json_is_boolean(internet))
+		return err_set(err, COVE_EINVAL, "'allow_internet_access' must be a boolean");
+	if (net && !json_is_null(net) && !json_is_object(net))
+		return err_set(err, COVE_EINVAL, "'network' must be an object {allowOut, denyOut}");
+	if (json_is_object(net) &&
+	    (check_fields(net, fields, err) < 0 || get_bool(net, "allowPublicTraffic", &public, err) < 0))
+		return -1;
+	if (!public)
+		return err_set(err, COVE_EINVAL, "'allowPublicTraffic' false is not supported by this coved");
+	if (get_string_list(net, "allowOut", NETWORK_LIST_MAX, allow, err) < 0 ||
+	    get_string_list(net, "denyOut", NETWORK_LIST_MAX, deny, err) < 0) {
+		json_decref(*allow);
+		*allow = NULL;
+		return -1;
+	}
+	if (json_is_false(internet)) {
+		json_array_append_new(*deny, json_string("0.0.0.0/0"));
+		json_array_append_new(*deny, json_string("::/0"));
+	}
+	return 0;
+}
+
+/* PUT /sandboxes/{id}/network: the SDK's updateNetwork, its options at
+ * the top of the body; both lists replaced. */
+static int update_network(struct http_req *req, struct sandbox *sb, struct cove_err *err)
+{
+	json_t *j = read_body(req, err), *allow = NULL, *deny = NULL;
+	int r = !j ? -1 : network_lists(j, json_object_get(j, "allow_internet_access"), &allow, &deny, err);
+	if (r == 0)
+		r = set_policy(sb, allow, deny, err);
+	json_decref(j);
+	json_decref(allow);
+	json_decref(deny);
+	if (r == 0)
+		http_send_reply(req, 204, "No Content", NULL);
+	return r;
 }
 
 static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
@@ -117,15 +164,20 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 					      "autoPauseMemory", NULL };
 	const char *tpl = "base";
 	int64_t timeout = E2B_DEFAULT_TIMEOUT;
-	if (check_fields(j, fields, err) < 0 || get_string(j, "templateID", &tpl, 63, err) < 0 ||
+	if (check_fields(j, fields, err) < 0 || get_string(j, "templateID", &tpl, sizeof(s->image) - 1, err) < 0 ||
 	    get_timeout(j, &timeout, err) < 0 || check_env(json_object_get(j, "envVars"), err) < 0 ||
-	    check_metadata(json_object_get(j, "metadata"), err) < 0 || check_unsupported(j, err) < 0)
+	    check_metadata(json_object_get(j, "metadata"), err) < 0 || check_unsupported(j, err) < 0 ||
+	    network_lists(json_object_get(j, "network"), json_object_get(j, "allow_internet_access"), &s->allow_out,
+			  &s->deny_out, err) < 0)
 		return -1;
+	s->egress = true; /* E2B's sandboxes have the internet */
 	bool base = strcmp(tpl, "base") == 0;
-	if (!base && (strchr(tpl, '/') || tpl[0] == '.' || !tpl[0]))
-		return err_set(err, COVE_EINVAL, "bad template '%s'", tpl);
+	if (!tpl[0])
+		return err_set(err, COVE_EINVAL, "'templateID' must name a template");
 	snprintf(s->image, sizeof(s->image), "%s", base ? "host" : tpl);
 	snprintf(s->user, sizeof(s->user), "%s", base ? E2B_USER : "");
+	s->make_user = base;
+	s->ports_public = true; /* E2B's traffic is public unless asked otherwise */
 	s->memory = 512ull << 20;
 	s->cpu_millis = 2000;
 	s->pids = 1024;
@@ -136,201 +188,63 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	return 0;
 }
 
-/* ---- create: the sandbox, then (base) its user, then the answer ---- */
+/* ---- create ---- */
 
-struct creating {
-	struct http_output ho;
-	char id[16];
-	bool ok;
-};
-
-static void creating_encode(struct http_output *ho, const struct out_event *ev)
+static void created_ok(struct http_req *req, struct sandbox *sb)
 {
-	struct creating *c = ho->arg;
-	if (ev->type == OUT_EXIT)
-		c->ok = WIFEXITED(ev->exit->status) && WEXITSTATUS(ev->exit->status) == 0;
+	e2b_json(req, 201, e2b_sandbox_json(sb, true));
 }
 
-static void creating_finish(struct http_output *ho, const struct cove_err *err)
+static const struct api_answer created = { .ok = created_ok, .fail = e2b_error_of };
+
+/* A sandbox from cove's template t (templates.h): its fields under the
+ * create's envVars, as cove's own create merges them
+ * (api_template_merge); the create's metadata and deadline, and E2B's
+ * public ports, on top. spec
+ * (E2B's) is left for the caller to free. */
+static int from_template(struct template *t, struct sandbox_spec *spec, struct sandbox **ret, bool *pooled,
+			 struct cove_err *err)
 {
-	struct creating *c = ho->arg;
-	struct sandbox *sb = sandbox_find(engine_ctx, c->id);
-	if (sb && c->ok && !err) {
-		if (ho->req)
-			e2b_json(ho->req, 201, sandbox_json(sb, true));
-		ho->req = NULL;
-		return;
+	struct sandbox_spec ts = { 0 };
+	json_t *body = json_pack("{s:s, s:O}", "template", t->name, "env", spec->env), *merged = NULL;
+	struct template *found = NULL;
+	int r = api_template_merge(body, &found, &merged, err);
+	if (r == 0)
+		r = api_parse_spec(merged, &ts, err);
+	json_decref(body);
+	json_decref(merged);
+	if (r == 0) {
+		ts.expires_at = spec->expires_at;
+		ts.metadata = spec->metadata;
+		spec->metadata = NULL;
+		ts.ports_public = true;
+		r = template_create_sandbox(engine_ctx, found, &ts, ret, pooled, err);
 	}
-	if (sb)
-		(void)sandbox_delete(engine_ctx, sb, NULL);
-	if (ho->req)
-		e2b_error(ho->req, 500, "the sandbox's user could not be made: %s", err ? err->msg : "setup failed");
-	ho->req = NULL;
-}
-
-static void creating_free(struct http_output *ho)
-{
-	free(ho->arg);
-}
-
-static const struct http_output_route creating_route = {
-	.encode = creating_encode,
-	.finish = creating_finish,
-	.free = creating_free,
-};
-
-static int make_user(struct http_req *req, struct sandbox *sb, struct cove_err *err)
-{
-	struct creating *c = calloc(1, sizeof(*c));
-	if (!c)
-		return err_set(err, COVE_EINTERNAL, "out of memory");
-	snprintf(c->id, sizeof(c->id), "%s", sb->id);
-	json_t *argv = json_pack("[s, s, s]", "/bin/sh", "-c", user_script);
-	struct exec_request er = { .argv = argv, .user = "root", .cwd = "/", .timeout = 30, .max_output = 4096 };
-	int r = http_output_init(&c->ho, req, &creating_route, c, err);
-	if (r == 0 && (r = exec_start(sb, &er, &c->ho.out, err)) < 0)
-		http_output_abandon(&c->ho);
-	if (r < 0)
-		free(c);
-	json_decref(argv);
+	sandbox_spec_free(&ts);
 	return r;
 }
 
+/* templateID: 'base', a cove template, a snapshot's ID (snapshots.c), or
+ * an image. A template's start command and readiness are waited for
+ * before the answer (api_created_as). */
 static int create(struct http_req *req, struct cove_err *err)
 {
 	json_t *j = read_body(req, err);
 	struct sandbox_spec spec = { 0 };
 	struct sandbox *sb = NULL;
+	bool pooled = false;
 	int r = j ? parse_create(j, &spec, err) : -1;
 	json_decref(j);
-	bool base = strcmp(spec.user, E2B_USER) == 0;
-	if (r == 0)
+	struct template *t = r == 0 && !spec.make_user ? template_find(engine_ctx, spec.image) : NULL;
+	struct snapshot *sn = r == 0 && !t ? snapshot_find(engine_ctx, spec.image) : NULL;
+	if (r == 0 && t)
+		r = from_template(t, &spec, &sb, &pooled, err);
+	else if (r == 0 && sn)
+		r = e2b_snapshot_restore(req, sn, &spec, &sb, err);
+	else if (r == 0)
 		r = sandbox_create(engine_ctx, &spec, NULL, &sb, err);
 	sandbox_spec_free(&spec);
-	if (r < 0)
-		return -1;
-	if (!base) {
-		e2b_json(req, 201, sandbox_json(sb, true));
-		return 0;
-	}
-	if (make_user(req, sb, err) < 0) {
-		(void)sandbox_delete(engine_ctx, sb, NULL);
-		return -1;
-	}
-	return 0;
-}
-
-/* ---- list ---- */
-
-/* A form string's part, decoded twice (URLSearchParams', then the SDK's
- * own encodeURIComponent). NULL when out of memory or holding a NUL. */
-static char *decode_twice(const char *s, size_t n)
-{
-	_cleanup_free_ char *part = strndup(s, n);
-	size_t len1 = 0, len2 = 0;
-	_cleanup_free_ char *once = part ? evhttp_uridecode(part, 1, &len1) : NULL;
-	char *twice = once && strlen(once) == len1 ? evhttp_uridecode(once, 0, &len2) : NULL;
-	if (twice && strlen(twice) != len2) {
-		free(twice);
-		return NULL;
-	}
-	return twice;
-}
-
-/* The 'metadata' filter, decoded as the SDK encodes it (e2b-protocol.md,
- * section 4): an object of the pairs that must all be equal. */
-static int parse_filter(const char *query, json_t **ret, struct cove_err *err)
-{
-	char text[8192];
-	int r = query_param(query, "metadata", text, sizeof(text), err);
-	if (r <= 0)
-		return r;
-	json_t *f = json_object();
-	for (char *p = text, *next; p && *p; p = next) {
-		next = strchr(p, '&');
-		size_t n = next ? (size_t)(next - p) : strlen(p);
-		if (next)
-			next++;
-		const char *eq = memchr(p, '=', n);
-		_cleanup_free_ char *k = decode_twice(p, eq ? (size_t)(eq - p) : n);
-		_cleanup_free_ char *v = eq ? decode_twice(eq + 1, n - (size_t)(eq - p) - 1) : strdup("");
-		if (!k || !v) {
-			json_decref(f);
-			return err_set(err, COVE_EINVAL, "bad 'metadata' filter");
-		}
-		if (*k)
-			json_object_set_new(f, k, json_string(v));
-	}
-	*ret = f;
-	return 0;
-}
-
-static bool matches(const struct sandbox *sb, json_t *filter, bool running, bool paused)
-{
-	const char *k;
-	json_t *v;
-	if (sb->state == SB_DELETING || !(sb->state == SB_RUNNING ? running : paused))
-		return false;
-	json_object_foreach(filter, k, v)
-	{
-		json_t *have = sb->spec.metadata ? json_object_get(sb->spec.metadata, k) : NULL;
-		if (!have || !json_equal(have, v))
-			return false;
-	}
-	return true;
-}
-
-static int parse_list(const char *query, json_t **filter, bool *running, bool *paused, double *limit, int *from,
-		      struct cove_err *err)
-{
-	static const char *const params[] = { "metadata",     "state",    "limit", "nextToken",
-					      "startedAfter", "template", "order", NULL };
-	char state[64] = "", num[32] = "", token[32] = "";
-	if (check_params(query, params, err) < 0 || query_param(query, "state", state, sizeof(state), err) < 0 ||
-	    query_param(query, "limit", num, sizeof(num), err) < 0 ||
-	    query_param(query, "nextToken", token, sizeof(token), err) < 0 || parse_filter(query, filter, err) < 0)
-		return -1;
-	*running = !state[0] || strstr(state, "running");
-	*paused = !state[0] || strstr(state, "paused");
-	char *end;
-	*limit = num[0] ? strtod(num, &end) : E2B_MAX_LIST;
-	if (num[0] && (*end || !(*limit >= 1) || *limit > E2B_MAX_LIST))
-		return err_set(err, COVE_EINVAL, "'limit' must be 1 to %d", E2B_MAX_LIST);
-	long t = token[0] ? strtol(token, &end, 10) : 0;
-	if (token[0] && (*end || t < 0 || t >= MAX_SANDBOXES))
-		return err_set(err, COVE_EINVAL, "bad 'nextToken'");
-	*from = (int)t;
-	return 0;
-}
-
-/* Pages in slot order; the cursor is the next slot to look at. */
-static int list(struct http_req *req, struct cove_err *err)
-{
-	json_t *filter = NULL;
-	bool running = false, paused = false;
-	double limit = 0;
-	int from = 0;
-	if (parse_list(query_of(req), &filter, &running, &paused, &limit, &from, err) < 0)
-		return -1;
-	json_t *a = json_array();
-	int i = from;
-	for (; i < MAX_SANDBOXES && json_array_size(a) < (size_t)limit; i++) {
-		struct sandbox *sb = engine_ctx->sandboxes[i];
-		if (sandbox_listed(sb) && matches(sb, filter, running, paused))
-			json_array_append_new(a, sandbox_json(sb, false));
-	}
-	bool more = false;
-	for (int k = i; k < MAX_SANDBOXES && !more; k++)
-		more = sandbox_listed(engine_ctx->sandboxes[k]) &&
-		       matches(engine_ctx->sandboxes[k], filter, running, paused);
-	json_decref(filter);
-	if (more) {
-		char next[16];
-		snprintf(next, sizeof(next), "%d", i);
-		evhttp_add_header(http_req_out_headers(req), "X-Next-Token", next);
-	}
-	e2b_json(req, 200, a);
-	return 0;
+	return r < 0 ? -1 : api_created_as(req, sb, pooled, &created, err);
 }
 
 /* ---- one sandbox ---- */
@@ -366,12 +280,55 @@ static int extend(struct sandbox *sb, int64_t s, bool shorten, struct cove_err *
 	return sandbox_set_expiry(engine_ctx, sb, end > 0 ? end : 1, err);
 }
 
+/* POST /sandboxes/{id}/fork {timeout, count}: copies of sb's files at one
+ * frozen instant (sandbox_fork; its processes are not copied), each with
+ * its own deadline and envd token. */
+static int fork_sandbox(struct http_req *req, struct sandbox *sb, struct cove_err *err)
+{
+	static const char *const fields[] = { "timeout", "count", NULL };
+	json_t *j = read_body(req, err);
+	double count = 1;
+	int64_t timeout = E2B_DEFAULT_TIMEOUT;
+	int r = !j || check_fields(j, fields, err) < 0 || get_number(j, "count", 1, E2B_MAX_FORK, &count, err) < 0 ||
+				get_timeout(j, &timeout, err) < 0
+			? -1
+			: 0;
+	json_decref(j);
+	if (r == 0 && count != (int)count)
+		r = err_set(err, COVE_EINVAL, "'count' must be an integer from 1 to %d", E2B_MAX_FORK);
+	struct sandbox *copies[E2B_MAX_FORK];
+	if (r < 0 || sandbox_fork(engine_ctx, sb, (int)count, false, copies, err) < 0)
+		return -1;
+	json_t *a = json_array();
+	for (int i = 0; i < (int)count; i++) {
+		struct cove_err e = { 0 };
+		if (extend(copies[i], timeout, true, &e) == 0) {
+			json_array_append_new(a, json_pack("{s:o}", "sandbox", e2b_sandbox_json(copies[i], true)));
+			continue;
+		}
+		json_array_append_new(a, json_pack("{s:{s:i, s:s}}", "error", "code", 500, "message", e.msg));
+		(void)sandbox_delete(engine_ctx, copies[i], NULL);
+	}
+	e2b_json(req, 201, a);
+	return 0;
+}
+
+static bool known_action(const char *action)
+{
+	static const char *const known[] = { "",        "timeout", "refreshes", "connect",   "pause", "resume",
+					     "metrics", "network", "fork",      "snapshots", NULL };
+	for (int i = 0; known[i]; i++)
+		if (strcmp(action, known[i]) == 0)
+			return true;
+	return false;
+}
+
 static int one(struct http_req *req, struct sandbox *sb, const char *action, struct cove_err *err)
 {
 	enum http_method m = http_req_method(req);
 	int64_t s;
 	if (!*action && m == HTTP_GET) {
-		e2b_json(req, 200, sandbox_json(sb, false));
+		e2b_json(req, 200, e2b_sandbox_json(sb, false));
 	} else if (!*action && m == HTTP_DELETE) {
 		if (sandbox_delete(engine_ctx, sb, err) < 0)
 			return -1;
@@ -385,11 +342,19 @@ static int one(struct http_req *req, struct sandbox *sb, const char *action, str
 	} else if (!strcmp(action, "connect") && m == HTTP_POST) {
 		if (body_seconds(req, "timeout", true, &s, err) < 0 || extend(sb, s, false, err) < 0)
 			return -1;
-		e2b_json(req, 200, sandbox_json(sb, true));
+		e2b_json(req, 200, e2b_sandbox_json(sb, true));
 	} else if ((!strcmp(action, "pause") || !strcmp(action, "resume")) && m == HTTP_POST) {
 		e2b_error(req, 501, "%s is not supported by this coved yet", action);
+	} else if (!strcmp(action, "snapshots") && m == HTTP_POST) {
+		return e2b_snapshot_create(req, sb, err);
+	} else if (!strcmp(action, "fork") && m == HTTP_POST) {
+		return fork_sandbox(req, sb, err);
+	} else if (!strcmp(action, "network") && m == HTTP_PUT) {
+		return update_network(req, sb, err);
 	} else if (!strcmp(action, "metrics") && m == HTTP_GET) {
 		e2b_error(req, 501, "metrics are not supported by this coved yet");
+	} else if (known_action(action)) {
+		e2b_error(req, 405, "method not allowed on '%s'", http_req_path(req));
 	} else {
 		e2b_error(req, 404, "no route '%s'", http_req_path(req));
 	}
@@ -403,15 +368,27 @@ void e2b_control(struct http_req *req)
 	enum http_method m = http_req_method(req);
 	const char *rest = path + (strncmp(path, "/v2/", 4) == 0 ? 3 : 0); /* "/sandboxes..." */
 	int r = 0;
-	if (strcmp(rest, "/sandboxes") == 0) {
+	char id[32] = "", action[32] = "";
+	if (strcmp(path, "/snapshots") == 0) {
+		if (m == HTTP_GET)
+			r = e2b_snapshots_list(req, &err);
+		else
+			e2b_error(req, 405, "method not allowed on '%s'", path);
+	} else if (sscanf(path, "/templates/%31[^/]%31s", id, action) == 1) {
+		if (m == HTTP_DELETE)
+			r = e2b_template_delete(req, id, &err);
+		else
+			e2b_error(req, 405, "method not allowed on '%s'", path);
+	} else if (strncmp(path, "/templates/", 11) == 0) {
+		e2b_error(req, 404, "no route '%s'", path);
+	} else if (strcmp(rest, "/sandboxes") == 0) {
 		if (m == HTTP_POST && path != rest)
 			r = create(req, &err);
 		else if (m == HTTP_GET)
-			r = list(req, &err);
+			r = e2b_list(req, &err);
 		else
 			e2b_error(req, 405, "method not allowed on '%s'", path);
 	} else {
-		char id[32] = "", action[32] = "";
 		if (sscanf(rest, "/sandboxes/%31[^/]/%31[^/]", id, action) < 1 || strlen(id) > 15) {
 			e2b_error(req, 404, "sandbox '%.32s' not found", id);
 			return;

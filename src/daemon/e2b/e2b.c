@@ -1,5 +1,7 @@
 /* E2B's front end: which requests are E2B's, their auth, and the error
  * shapes the SDK branches on (../shared/e2b-protocol.md, section 2). */
+#include <limits.h>
+#include <nettle/sha2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,11 +10,13 @@
 
 #include "common/cleanup.h"
 #include "common/encoding.h"
+#include "daemon/api/request.h"
 #include "daemon/api/api.h"
 #include "daemon/e2b/connect.h"
 #include "daemon/e2b/e2b.h"
 #include "daemon/e2b/e2b_private.h"
 #include "daemon/http/access.h"
+#include "daemon/proxy/proxy.h"
 #include "engine/engine.h"
 
 void e2b_json(struct http_req *req, int status, json_t *body)
@@ -78,6 +82,43 @@ void e2b_envd_token(const struct sandbox *sb, char out[64])
 	access_derive(label, out);
 }
 
+bool e2b_proxy_domain(char *out, size_t cap)
+{
+	json_t *p = proxy_to_json();
+	const char *domain = json_string_value(json_object_get(p, "domain"));
+	int port = (int)json_integer_value(json_object_get(p, "port"));
+	int n = domain && port > 0 ? snprintf(out, cap, "%s:%d", domain, port) : -1;
+	json_decref(p);
+	return n > 0 && (size_t)n < cap;
+}
+
+/* A request for another port of the sandbox than envd's goes to the port
+ * proxy: 307 to the same path there (the E2b-Sandbox-* headers go along
+ * and route it), on the proxy's address, or the host the client used when
+ * the proxy listens on every address. false when it does not serve. */
+static bool to_proxy(struct http_req *req)
+{
+	json_t *p = proxy_to_json();
+	const char *listen = json_string_value(json_object_get(p, "listen"));
+	const char *host = evhttp_find_header(http_req_in_headers(req), "Host");
+	const char *colon = listen ? strrchr(listen, ':') : NULL, *query = http_req_query(req);
+	int port = (int)json_integer_value(json_object_get(p, "port"));
+	char name[256] = "", loc[8192];
+	bool any = listen && (strncmp(listen, "0.0.0.0:", 8) == 0 || strncmp(listen, "[::]:", 5) == 0);
+	if (colon && !any)
+		snprintf(name, sizeof(name), "%.*s", (int)(colon - listen), listen);
+	else if (host && host[0] != '[')
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(host, ":"), host);
+	json_decref(p);
+	int n = snprintf(loc, sizeof(loc), "http://%s:%d%s%s%s", name, port, http_req_path(req),
+			 query && *query ? "?" : "", query && *query ? query : "");
+	if (!name[0] || port <= 0 || n < 0 || (size_t)n >= sizeof(loc))
+		return false;
+	evhttp_add_header(http_req_out_headers(req), "Location", loc);
+	http_send_reply(req, 307, "Temporary Redirect", NULL);
+	return true;
+}
+
 /* ---- envd ---- */
 
 /* Constant time in the token's length, as access.c's check. */
@@ -88,6 +129,65 @@ static bool token_equal(const char *given, const char *token)
 	for (size_t i = 0; i < n; i++)
 		diff |= (unsigned char)token[i] ^ (unsigned char)(i < len ? given[i] : 0);
 	return diff == 0;
+}
+
+/* A signed /files URL (the SDK's uploadUrl and downloadUrl): its query's
+ * signature is "v1_" and base64(sha256("<path>:<read|write>:<username>:
+ * <envd token>[:<signature_expiration>]")) without its '=', and the
+ * expiration, when given, has not passed. */
+static bool signature_ok(struct http_req *req, const struct sandbox *sb)
+{
+	const char *q = query_of(req);
+	char path[PATH_MAX] = "", user[64] = "", sig[128] = "", exp[24] = "", token[64], *end;
+	struct cove_err e = { 0 };
+	if (query_param(q, "signature", sig, sizeof(sig), &e) <= 0 ||
+	    query_param(q, "path", path, sizeof(path), &e) < 0 ||
+	    query_param(q, "username", user, sizeof(user), &e) < 0 ||
+	    query_param(q, "signature_expiration", exp, sizeof(exp), &e) < 0)
+		return false;
+	long long until = exp[0] ? strtoll(exp, &end, 10) : 0;
+	if (exp[0] && (*end || until < sandbox_now_ms() / 1000))
+		return false;
+	e2b_envd_token(sb, token);
+	struct sha256_ctx ctx;
+	uint8_t digest[SHA256_DIGEST_SIZE];
+	char expected[8 + 2 * SHA256_DIGEST_SIZE] = "v1_";
+	sha256_init(&ctx);
+	sha256_update(&ctx, strlen(path), (const uint8_t *)path);
+	sha256_update(&ctx, 1, (const uint8_t *)":");
+	const char *op = http_req_method(req) == HTTP_GET ? "read" : "write";
+	sha256_update(&ctx, strlen(op), (const uint8_t *)op);
+	sha256_update(&ctx, 1, (const uint8_t *)":");
+	sha256_update(&ctx, strlen(user), (const uint8_t *)user);
+	sha256_update(&ctx, 1, (const uint8_t *)":");
+	sha256_update(&ctx, strlen(token), (const uint8_t *)token);
+	if (exp[0]) {
+		sha256_update(&ctx, 1, (const uint8_t *)":");
+		sha256_update(&ctx, strlen(exp), (const uint8_t *)exp);
+	}
+	sha256_digest(&ctx, sizeof(digest), digest);
+	size_t n = base64_encode(digest, sizeof(digest), expected + 3) + 3;
+	while (n > 3 && expected[n - 1] == '=')
+		expected[--n] = '\0';
+	return token_equal(sig, expected);
+}
+
+/* The sandbox a signed /files URL without E2b-Sandbox-Id is for: the one
+ * whose token signed it (the SDK puts no ID in the URL when
+ * E2B_SANDBOX_URL names coved). */
+static bool signed_target(struct http_req *req, char id[32])
+{
+	const char *p = http_req_path(req), *q = http_req_query(req);
+	if (!p || strcmp(p, "/files") != 0 || !q || !strstr(q, "signature="))
+		return false;
+	for (int i = 0; i < MAX_SANDBOXES; i++) {
+		const struct sandbox *sb = engine_ctx->sandboxes[i];
+		if (sb && sb->state != SB_DELETING && signature_ok(req, sb)) {
+			snprintf(id, 32, "%s", sb->id);
+			return true;
+		}
+	}
+	return false;
 }
 
 /* The user of 'Authorization: Basic base64("<user>:")', if any. */
@@ -113,9 +213,13 @@ static int basic_user(struct http_req *req, char *out, size_t cap)
 	return 0;
 }
 
+/* A Connect call's path: /<package>.<Service>/<Method>. */
 static bool is_connect(const char *path)
 {
-	return strncmp(path, "/process.Process/", 17) == 0 || strncmp(path, "/filesystem.Filesystem/", 23) == 0;
+	size_t svc = strspn(path + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.");
+	const char *m = path + 1 + svc;
+	return svc > 0 && memchr(path + 1, '.', svc) && m[0] == '/' && m[1] &&
+	       strspn(m + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(m + 1);
 }
 
 /* envd's refusal in the shape of the route asked for. */
@@ -143,7 +247,7 @@ static void envd_route(struct envd_req *er)
 	else if (strncmp(p, "/filesystem.Filesystem/", 23) == 0 && m == HTTP_POST)
 		filesystem_service(er, p + 23);
 	else if (is_connect(p))
-		connect_reply_error(req, "unimplemented", "no method '%s'", p);
+		connect_reply_error(req, "unimplemented", "envd has no service or method '%s'", p);
 	else
 		e2b_error(req, 404, "no route '%s'", p);
 }
@@ -159,11 +263,13 @@ static void envd(struct http_req *req, const struct envd_target *t)
 	struct envd_req er = { .req = req, .path = http_req_path(req) };
 	const char *id = t->id;
 	er.sb = sandbox_find(engine_ctx, id);
+	bool found = er.sb && er.sb->state != SB_DELETING;
+	if (found && strcmp(t->port, E2B_ENVD_PORT) != 0 && to_proxy(req))
+		return;
 	/* A paused or archived sandbox is there: the engine wakes it for the
 	 * operation that needs it. */
-	if (!er.sb || er.sb->state == SB_STOPPED || strcmp(t->port, E2B_ENVD_PORT) != 0) {
-		/* E2B's proxy's answer for a sandbox that is not there (ports
-		 * other than envd's are not proxied yet). */
+	if (!found || er.sb->state == SB_STOPPED || strcmp(t->port, E2B_ENVD_PORT) != 0) {
+		/* E2B's proxy's answer for a sandbox that is not there. */
 		e2b_json(req, 502,
 			 json_pack("{s:i, s:s, s:s}", "code", 502, "message", "The sandbox was not found", "sandboxId",
 				   id));
@@ -173,7 +279,9 @@ static void envd(struct http_req *req, const struct envd_target *t)
 	char token[64];
 	e2b_envd_token(er.sb, token);
 	const char *given = evhttp_find_header(http_req_in_headers(req), "X-Access-Token");
-	if (!health && !token_equal(given, token)) {
+	bool files = strcmp(er.path, "/files") == 0 &&
+		     (http_req_method(req) == HTTP_GET || http_req_method(req) == HTTP_POST);
+	if (!health && !token_equal(given, token) && !(files && !given && signature_ok(req, er.sb))) {
 		envd_refuse(req, er.path, 401, "unauthenticated", "missing or wrong X-Access-Token");
 		return;
 	}
@@ -189,12 +297,13 @@ static void envd(struct http_req *req, const struct envd_target *t)
 static bool is_control(const char *path)
 {
 	return path && (strcmp(path, "/sandboxes") == 0 || strncmp(path, "/sandboxes/", 11) == 0 ||
-			strcmp(path, "/v2/sandboxes") == 0 || strncmp(path, "/v2/sandboxes/", 14) == 0);
+			strcmp(path, "/v2/sandboxes") == 0 || strncmp(path, "/v2/sandboxes/", 14) == 0 ||
+			strcmp(path, "/snapshots") == 0 || strncmp(path, "/templates/", 11) == 0);
 }
 
 /* An envd request (on TCP only) names its sandbox with E2b-Sandbox-Id and
  * E2b-Sandbox-Port headers, or, as E2B's proxy takes them, with a host name
- * '<port>-<id>.<domain>'. */
+ * '<port>-<id>.<domain>'; a signed /files URL by its signature. */
 static bool envd_target(struct http_req *req, struct envd_target *t)
 {
 	struct evkeyvalq *h = http_req_in_headers(req);
@@ -208,7 +317,10 @@ static bool envd_target(struct http_req *req, struct envd_target *t)
 		snprintf(t->port, sizeof(t->port), "%s", port ? port : E2B_ENVD_PORT);
 		return true;
 	}
-	return host && sscanf(host, "%7[0-9]-%31[a-z0-9_]%n", t->port, t->id, &n) == 2 && host[n] == '.';
+	if (host && sscanf(host, "%7[0-9]-%31[a-z0-9_]%n", t->port, t->id, &n) == 2 && host[n] == '.')
+		return true;
+	snprintf(t->port, sizeof(t->port), "%s", E2B_ENVD_PORT);
+	return signed_target(req, t->id);
 }
 
 bool e2b_streams(struct http_req *req)

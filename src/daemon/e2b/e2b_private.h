@@ -20,11 +20,30 @@ void e2b_json(struct http_req *req, int status, json_t *body);
 void e2b_error(struct http_req *req, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* err as that error, its status from its code. */
 void e2b_error_of(struct http_req *req, const struct cove_err *err);
+/* The port proxy's "DOMAIN:PORT" (E2B's sandbox domain), false when it
+ * does not serve. */
+bool e2b_proxy_domain(char *out, size_t cap);
 /* The sandbox's envd access token. */
 void e2b_envd_token(const struct sandbox *sb, char out[64]);
 
 /* control.c */
 void e2b_control(struct http_req *req);
+/* The SDK's Sandbox (with_token: create's and connect's answer) or its
+ * ListedSandbox and info; the template it shows. */
+json_t *e2b_sandbox_json(const struct sandbox *sb, bool with_token);
+const char *e2b_template_of(const struct sandbox *sb);
+/* list.c: GET /v2/sandboxes: 0 answered, or -1 with err. */
+int e2b_list(struct http_req *req, struct cove_err *err);
+/* snapshots.c: 0 answered, or -1 with err (restore: nothing answered). */
+struct snapshot;
+struct sandbox_spec;
+int e2b_snapshot_create(struct http_req *req, struct sandbox *sb, struct cove_err *err);
+int e2b_snapshots_list(struct http_req *req, struct cove_err *err);
+int e2b_template_delete(struct http_req *req, const char *id, struct cove_err *err);
+/* A sandbox from sn for a create's spec (its env over the snapshot's, its
+ * metadata and deadline). */
+int e2b_snapshot_restore(struct http_req *req, const struct snapshot *sn, struct sandbox_spec *spec,
+			 struct sandbox **ret, struct cove_err *err);
 
 /* An envd request, once routed and authorized. */
 struct envd_req {
@@ -63,6 +82,8 @@ struct connect_stream *connect_stream_new(struct http_req *req, bool process, st
 void connect_stream_abandon(struct connect_stream *cs);
 /* A stream that fails before it began: 200 and its end only. */
 void connect_stream_fail(struct http_req *req, const char *code, const char *msg);
+/* A client stream's answer: 200, msg (consumed), then its end ({}). */
+void connect_stream_reply(struct http_req *req, json_t *msg);
 /* One message (consumed) on the stream; the answer starts at the first. */
 void connect_stream_send(struct connect_stream *cs, json_t *msg);
 /* The stream's end: EOS with the error code and msg (code NULL: {}). */
@@ -71,5 +92,13 @@ void connect_stream_end(struct connect_stream *cs, const char *code, const char 
 /* process.c, filesystem.c: the services. method is after the '/'. */
 void process_service(struct envd_req *er, const char *method);
 void filesystem_service(struct envd_req *er, const char *method);
+/* filesystem.c: a request's path (key, required), absolute, into out
+ * (PATH_MAX); a watch event as envd's FilesystemEvent (NULL: not a change). */
+struct watch_event;
+int fs_request_path(struct envd_req *er, json_t *j, const char *key, char *out, struct cove_err *err);
+json_t *fs_event_json(const struct watch_event *w);
+/* watcher.c: CreateWatcher, GetWatcherEvents, RemoveWatcher (method): 0
+ * answered, or -1 with err. */
+int watcher_call(struct envd_req *er, const char *method, json_t *j, struct cove_err *err);
 /* The request's JSON: 0, or -1 answered. */
 int connect_read(struct envd_req *er, bool stream, json_t **ret);

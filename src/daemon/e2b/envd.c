@@ -135,11 +135,12 @@ int envd_files_query(struct envd_req *er, bool need_path, char *path, struct cov
 	return r == 0 ? 0 : envd_abs_path(er, raw, path, PATH_MAX, err);
 }
 
-/* envd's REST error for a Files error. */
-static void files_error(struct http_req *req, const char *path, const struct cove_err *err)
+void envd_files_error(struct http_req *req, const char *path, const struct cove_err *err)
 {
 	if (err->code == COVE_ENOTFOUND)
 		e2b_error(req, 404, "path '%s' does not exist", path);
+	else if (err->code == COVE_ETOOBIG) /* ENOSPC, EDQUOT, EFBIG: the SDK's NotEnoughSpaceError */
+		e2b_error(req, 507, "not enough disk space: %s", err->msg);
 	else
 		e2b_error_of(req, err);
 }
@@ -149,7 +150,7 @@ static void got_file(void *arg, const struct files_result *res, const struct cov
 	struct fscall *fc = arg;
 	fscall_unbind(fc);
 	if (err) {
-		files_error(fc->req, fc->path, err);
+		envd_files_error(fc->req, fc->path, err);
 	} else if (res->fd < 0) {
 		e2b_error(fc->req, 400, "path '%s' is a directory", fc->path);
 	} else {
@@ -173,7 +174,7 @@ void envd_files_get(struct envd_req *er)
 	snprintf(fc->path, sizeof(fc->path), "%s", path);
 	struct files_read_req rq = { .path = fc->path, .user = fscall_user(fc), .depth = 1 };
 	if (files_read(er->sb, &rq, got_file, fc, &fc->op, &err) < 0) {
-		files_error(er->req, path, &err);
+		envd_files_error(er->req, path, &err);
 		fscall_free(fc);
 	}
 }

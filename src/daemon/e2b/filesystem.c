@@ -1,6 +1,7 @@
 /* envd's filesystem.Filesystem service over the engine's Files operations
  * (engine/files.h): Stat, ListDir, MakeDir, Move, Remove; each a unary
- * Connect call answered when the engine's done comes. */
+ * Connect call answered when the engine's done comes. WatchDir streams
+ * the engine's watch; the polled watchers are watcher.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include "engine/output.h"
 #include "engine/watch.h"
 
-enum fs_method { FS_STAT, FS_LIST, FS_MKDIR, FS_MOVE, FS_MOVE_STAT, FS_REMOVE };
+enum fs_method { FS_STAT, FS_LIST, FS_MKDIR, FS_MOVE, FS_MOVE_STAT, FS_REMOVE, FS_WATCHER };
 
 static void fs_done(void *arg, const struct files_result *res, const struct cove_err *err);
 
@@ -78,8 +79,7 @@ static void fs_done(void *arg, const struct files_result *res, const struct cove
 	fscall_free(fc);
 }
 
-/* key's path, made absolute, into out. */
-static int get_fs_path(struct envd_req *er, json_t *j, const char *key, char *out, struct cove_err *err)
+int fs_request_path(struct envd_req *er, json_t *j, const char *key, char *out, struct cove_err *err)
 {
 	const char *p = NULL;
 	if (get_string(j, key, &p, PATH_MAX - 1, err) < 0)
@@ -94,8 +94,8 @@ static int start(struct envd_req *er, struct fscall *fc, enum fs_method m, json_
 	double depth = 1;
 	const char *user = fscall_user(fc);
 	fc->arg = (void *)(intptr_t)m;
-	if (get_fs_path(er, j, m == FS_MOVE ? "source" : "path", fc->path, err) < 0 ||
-	    (m == FS_MOVE && get_fs_path(er, j, "destination", fc->path2, err) < 0) ||
+	if (fs_request_path(er, j, m == FS_MOVE ? "source" : "path", fc->path, err) < 0 ||
+	    (m == FS_MOVE && fs_request_path(er, j, "destination", fc->path2, err) < 0) ||
 	    get_number(j, "depth", 0, FILES_MAX_DEPTH, &depth, err) < 0)
 		return -1;
 	if (m == FS_STAT)
@@ -118,21 +118,28 @@ static int start(struct envd_req *er, struct fscall *fc, enum fs_method m, json_
 
 /* ---- WatchDir: a stream of the engine's watch events ---- */
 
-static void watch_event(struct connect_stream *cs, const struct out_event *ev)
+json_t *fs_event_json(const struct watch_event *w)
 {
 	static const char *const types[] = {
 		[WATCH_CREATE] = "EVENT_TYPE_CREATE", [WATCH_WRITE] = "EVENT_TYPE_WRITE",
 		[WATCH_REMOVE] = "EVENT_TYPE_REMOVE", [WATCH_RENAME] = "EVENT_TYPE_RENAME",
 		[WATCH_CHMOD] = "EVENT_TYPE_CHMOD",
 	};
+	if (w->type < WATCH_CREATE || w->type > WATCH_CHMOD || !w->name)
+		return NULL;
+	return json_pack("{s:s, s:s}", "name", w->name, "type", types[w->type]);
+}
+
+static void watch_event(struct connect_stream *cs, const struct out_event *ev)
+{
 	const struct watch_event *w = ev->event;
+	json_t *j;
 	if (ev->type != OUT_EVENT)
 		return; /* the stream's own keepalives stand for the engine's */
 	if (w->type == WATCH_START)
 		connect_stream_send(cs, json_pack("{s:{}}", "start"));
-	else if (w->type <= WATCH_CHMOD && w->name)
-		connect_stream_send(cs,
-				    json_pack("{s:{s:s, s:s}}", "filesystem", "name", w->name, "type", types[w->type]));
+	else if ((j = fs_event_json(w)))
+		connect_stream_send(cs, json_pack("{s:o}", "filesystem", j));
 }
 
 static void watch_dir(struct envd_req *er)
@@ -146,8 +153,8 @@ static void watch_dir(struct envd_req *er)
 				    .user = er->user[0] ? er->user : NULL,
 				    .keepalive = WATCH_MAX_KEEPALIVE };
 	struct connect_stream *cs = NULL;
-	int r = get_fs_path(er, j, "path", path, &err) < 0 || get_bool(j, "recursive", &rq.recursive, &err) < 0 ? -1
-														: 0;
+	int r = fs_request_path(er, j, "path", path, &err) < 0 || get_bool(j, "recursive", &rq.recursive, &err) < 0 ? -1
+														    : 0;
 	if (r == 0 && !(cs = connect_stream_new(er->req, false, &err)))
 		r = -1;
 	if (cs)
@@ -167,8 +174,14 @@ void filesystem_service(struct envd_req *er, const char *method)
 		const char *name;
 		enum fs_method m;
 	} methods[] = {
-		{ "Stat", FS_STAT }, { "ListDir", FS_LIST },  { "MakeDir", FS_MKDIR },
-		{ "Move", FS_MOVE }, { "Remove", FS_REMOVE },
+		{ "Stat", FS_STAT },
+		{ "ListDir", FS_LIST },
+		{ "MakeDir", FS_MKDIR },
+		{ "Move", FS_MOVE },
+		{ "Remove", FS_REMOVE },
+		{ "CreateWatcher", FS_WATCHER },
+		{ "GetWatcherEvents", FS_WATCHER },
+		{ "RemoveWatcher", FS_WATCHER },
 	};
 	size_t i = 0;
 	while (i < sizeof(methods) / sizeof(methods[0]) && strcmp(methods[i].name, method) != 0)
@@ -181,6 +194,12 @@ void filesystem_service(struct envd_req *er, const char *method)
 	struct cove_err err = { 0 };
 	if (connect_read(er, false, &j) < 0)
 		return;
+	if (methods[i].m == FS_WATCHER) {
+		if (watcher_call(er, method, j, &err) < 0)
+			connect_reply_err(er->req, &err);
+		json_decref(j);
+		return;
+	}
 	struct fscall *fc = fscall_new(er, fs_done);
 	if (fc && start(er, fc, methods[i].m, j, &err) < 0) {
 		connect_reply_err(er->req, &err);

@@ -32,6 +32,9 @@ void fscall_free(struct fscall *fc);
 const char *fscall_user(const struct fscall *fc); /* NULL: the sandbox's */
 /* envd's EntryInfo. */
 json_t *entry_info(const struct files_entry *e);
+/* envd's REST error for a Files error about path: 404, 507 for no space
+ * (the SDK's NotEnoughSpaceError), else by its code. */
+void envd_files_error(struct http_req *req, const char *path, const struct cove_err *err);
 /* The /files query: path (absolute; "" when absent and not need_path)
  * and username (into er->user). */
 int envd_files_query(struct envd_req *er, bool need_path, char *path, struct cove_err *err);

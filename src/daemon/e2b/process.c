@@ -1,13 +1,17 @@
 /* envd's process.Process service over the engine's kept processes
  * (engine/process.h): every E2B process outlives its Start stream (the SDK
  * re-attaches with Connect), dies at the stream's Connect-Timeout-Ms, and
- * is selected by pid or tag. */
+ * is selected by pid or tag. StreamInput, a client stream, is taken
+ * whole: the body holds all its messages (E2B's SDK cannot send it: fetch
+ * has no streaming request bodies). */
 #include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+
+#include <event2/buffer.h>
 
 #include "common/cleanup.h"
 #include "common/encoding.h"
@@ -251,24 +255,93 @@ static int list(struct envd_req *er, json_t *j, struct cove_err *err)
 	return 0;
 }
 
-static int send_input(struct envd_req *er, json_t *j, struct cove_err *err)
+/* ProcessInput's bytes ('stdin' or 'pty', base64) appended to out. */
+static int decode_input(json_t *in, struct evbuffer *out, struct cove_err *err)
 {
-	struct proc *p = select_proc(er, j, false, err);
-	json_t *in = json_object_get(j, "input");
 	json_t *data = json_object_get(in, "stdin") ? json_object_get(in, "stdin") : json_object_get(in, "pty");
-	if (!p || proc_stdin_check(p, err) < 0)
-		return -1;
 	if (!json_is_string(data) || json_string_length(data) > E2B_MAX_INPUT)
 		return err_set(err, COVE_EINVAL, "'input' must hold 'stdin' or 'pty' bytes (base64, at most 16M)");
 	_cleanup_free_ unsigned char *buf = malloc(json_string_length(data) / 4 * 3 + 3);
 	long n = buf ? base64_decode(json_string_value(data), json_string_length(data), buf) : -1;
 	if (n < 0)
 		return err_set(err, COVE_EINVAL, "'input' is not valid base64");
-	struct stdin_request sr = { .data = buf, .len = (size_t)n };
-	if (proc_write_stdin(p, &sr, NULL, err) < 0)
-		return -1;
-	connect_reply(er->req, json_object());
+	if (evbuffer_add(out, buf, (size_t)n) < 0)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
 	return 0;
+}
+
+/* in's bytes to p's stdin (or terminal). */
+static int write_input(struct proc *p, struct evbuffer *in, struct cove_err *err)
+{
+	size_t n = evbuffer_get_length(in);
+	struct stdin_request sr = { .data = n ? evbuffer_pullup(in, -1) : (const void *)"", .len = n };
+	return proc_stdin_check(p, err) < 0 || proc_write_stdin(p, &sr, NULL, err) < 0 ? -1 : 0;
+}
+
+static int send_input(struct envd_req *er, json_t *j, struct cove_err *err)
+{
+	struct proc *p = select_proc(er, j, false, err);
+	struct evbuffer *in = p ? evbuffer_new() : NULL;
+	int r = !p ? -1 : !in ? err_set(err, COVE_EINTERNAL, "out of memory") : 0;
+	if (r == 0 && (proc_stdin_check(p, err) < 0 || decode_input(json_object_get(j, "input"), in, err) < 0 ||
+		       write_input(p, in, err) < 0))
+		r = -1;
+	if (in)
+		evbuffer_free(in);
+	if (r == 0)
+		connect_reply(er->req, json_object());
+	return r;
+}
+
+/* ---- StreamInput: a client stream, whole in the request's body ---- */
+
+/* One StreamInputRequest: start (its selector into *p, first and once),
+ * data (its bytes onto in) or keepalive. */
+static int input_message(struct envd_req *er, json_t *m, struct proc **p, struct evbuffer *in, struct cove_err *err)
+{
+	json_t *start = json_object_get(m, "start"), *data = json_object_get(m, "data");
+	if (json_object_size(m) != 1 || !(start || data || json_object_get(m, "keepalive")))
+		return err_set(err, COVE_EINVAL, "a message must be one of 'start', 'data' and 'keepalive'");
+	if (start && *p)
+		return err_set(err, COVE_EINVAL, "'start' must come once, first");
+	if (start)
+		return (*p = select_proc(er, start, false, err)) ? 0 : -1;
+	if (!*p)
+		return err_set(err, COVE_EINVAL, "the first message must be 'start'");
+	return data ? decode_input(json_object_get(data, "input"), in, err) : 0;
+}
+
+/* Every message is checked before a byte goes in: a bad one changes
+ * nothing. */
+static void stream_input(struct envd_req *er)
+{
+	struct evbuffer *body = http_req_body(er->req);
+	size_t n = body ? evbuffer_get_length(body) : 0, off = 0;
+	const uint8_t *b = n ? evbuffer_pullup(body, -1) : (const uint8_t *)"";
+	struct evbuffer *in = evbuffer_new();
+	struct cove_err err = { 0 };
+	struct proc *p = NULL;
+	int r = in ? 0 : err_set(&err, COVE_EINTERNAL, "out of memory");
+	while (r == 0 && off < n) {
+		uint8_t flags = 0;
+		json_t *m = NULL;
+		r = connect_next(b, n, &off, &flags, &m, &err);
+		if (r == 0 && flags)
+			r = err_set(&err, COVE_EINVAL, "a request's envelope has flags 0x%02x, not a message", flags);
+		if (r == 0)
+			r = input_message(er, m, &p, in, &err);
+		json_decref(m);
+	}
+	if (r == 0 && !p)
+		r = err_set(&err, COVE_EINVAL, "the first message must be 'start'");
+	if (r == 0 && evbuffer_get_length(in))
+		r = write_input(p, in, &err);
+	if (in)
+		evbuffer_free(in);
+	if (r < 0)
+		connect_stream_fail(er->req, connect_code_of(err.code), err.msg);
+	else
+		connect_stream_reply(er->req, json_object());
 }
 
 static int send_signal(struct envd_req *er, json_t *j, struct cove_err *err)
@@ -329,6 +402,8 @@ void process_service(struct envd_req *er, const char *method)
 		return start(er);
 	if (strcmp(method, "Connect") == 0)
 		return reconnect(er);
+	if (strcmp(method, "StreamInput") == 0)
+		return stream_input(er);
 	for (size_t i = 0; i < sizeof(unary) / sizeof(unary[0]); i++) {
 		if (strcmp(method, unary[i].name) != 0)
 			continue;

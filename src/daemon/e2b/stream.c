@@ -12,23 +12,31 @@
 
 #define CONNECT_STREAM_TYPE "application/connect+json"
 
-static void send_envelope(struct connect_stream *cs, uint8_t flags, json_t *msg)
+static void add_envelope(struct evbuffer *b, uint8_t flags, json_t *msg)
 {
 	char *s = json_dumps(msg, JSON_COMPACT);
 	json_decref(msg);
-	struct evbuffer *b = evbuffer_new();
-	if (s && b) {
+	if (s) {
 		uint8_t hdr[5];
 		connect_envelope_header(flags, (uint32_t)strlen(s), hdr);
 		evbuffer_add(b, hdr, sizeof(hdr));
 		evbuffer_add(b, s, strlen(s));
-		if (!cs->ho.started)
-			reply_start(&cs->ho, CONNECT_STREAM_TYPE);
-		reply_chunk(&cs->ho, b);
 	}
 	free(s);
-	if (b)
-		evbuffer_free(b);
+}
+
+static void send_envelope(struct connect_stream *cs, uint8_t flags, json_t *msg)
+{
+	struct evbuffer *b = evbuffer_new();
+	if (!b) {
+		json_decref(msg);
+		return;
+	}
+	add_envelope(b, flags, msg);
+	if (!cs->ho.started)
+		reply_start(&cs->ho, CONNECT_STREAM_TYPE);
+	reply_chunk(&cs->ho, b);
+	evbuffer_free(b);
 }
 
 static void arm(struct connect_stream *cs)
@@ -141,24 +149,34 @@ void connect_stream_abandon(struct connect_stream *cs)
 	free(cs);
 }
 
-/* A stream that ends before it began: 200, then only its end. */
-void connect_stream_fail(struct http_req *req, const char *code, const char *msg)
+/* A whole stream in one answer: 200, msg (NULL: none), then the end with
+ * code's error (NULL: {}). */
+static void stream_whole(struct http_req *req, json_t *msg, const char *code, const char *text)
 {
-	json_t *eos = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
-	char *s = json_dumps(eos, JSON_COMPACT);
-	json_decref(eos);
 	struct evbuffer *b = evbuffer_new();
-	if (s && b) {
-		uint8_t hdr[5];
-		connect_envelope_header(CONNECT_FLAG_END, (uint32_t)strlen(s), hdr);
-		evbuffer_add(b, hdr, sizeof(hdr));
-		evbuffer_add(b, s, strlen(s));
-	}
-	free(s);
+	json_t *eos = code ? json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", text) : json_object();
+	if (b && msg)
+		add_envelope(b, 0, msg);
+	else
+		json_decref(msg);
+	if (b)
+		add_envelope(b, CONNECT_FLAG_END, eos);
+	else
+		json_decref(eos);
 	evhttp_add_header(http_req_out_headers(req), "Content-Type", CONNECT_STREAM_TYPE);
 	http_send_reply(req, 200, "OK", b);
 	if (b)
 		evbuffer_free(b);
+}
+
+void connect_stream_fail(struct http_req *req, const char *code, const char *msg)
+{
+	stream_whole(req, NULL, code, msg);
+}
+
+void connect_stream_reply(struct http_req *req, json_t *msg)
+{
+	stream_whole(req, msg, NULL, NULL);
 }
 
 int connect_read(struct envd_req *er, bool stream, json_t **ret)

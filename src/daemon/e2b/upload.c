@@ -64,10 +64,7 @@ static void part_done(void *arg, const struct files_result *res, const struct co
 	fscall_unbind(fc);
 	struct part *pt = &fc->parts[fc->next];
 	if (err) {
-		if (err->code == COVE_ENOTFOUND)
-			e2b_error(fc->req, 404, "path '%s' does not exist", pt->path);
-		else
-			e2b_error_of(fc->req, err);
+		envd_files_error(fc->req, pt->path, err);
 		fscall_free(fc);
 		return;
 	}
@@ -90,7 +87,7 @@ static void write_next(struct fscall *fc)
 		.path = fc->parts[fc->next].path, .user = fscall_user(fc), .parents = true, .mode = 0644
 	};
 	if (files_write(fc->sb, &rq, part_ready, part_done, fc, &fc->op, &err) < 0) {
-		e2b_error_of(fc->req, &err);
+		envd_files_error(fc->req, rq.path, &err);
 		fscall_free(fc);
 	}
 }

@@ -325,8 +325,14 @@ static int first_request(struct pconn *c, const struct http_head *h)
 		return -1;
 	struct sandbox *sb = sandbox_find(engine_ctx, c->id);
 	const struct sandbox_port *p = sb && sb->state != SB_DELETING ? ports_find(sb, c->port) : NULL;
+	struct cove_err err = { 0 };
 	if (!sb || sb->state == SB_DELETING) {
 		fail(c, 404, "Not Found", "no sandbox '%s'", c->id);
+		return -1;
+	}
+	/* A sandbox whose every port is public (E2B's): opened now. */
+	if (!p && sb->spec.ports_public && ports_open(engine_ctx, sb, c->port, true, &p, &err) < 0) {
+		fail(c, 502, "Bad Gateway", "port %d of sandbox '%s': %s", c->port, c->id, err.msg);
 		return -1;
 	}
 	if (!p) {
