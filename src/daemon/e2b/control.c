@@ -62,6 +62,9 @@ json_t *e2b_sandbox_json(const struct sandbox *sb, bool with_token)
 	json_object_set_new(j, "diskSizeMB", json_integer(0));
 	json_object_set_new(j, "metadata", sb->spec.metadata ? json_deep_copy(sb->spec.metadata) : json_object());
 	json_object_set_new(j, "state", json_string(sb->state == SB_RUNNING ? "running" : "paused"));
+	json_object_set_new(j, "lifecycle",
+			    json_pack("{s:b, s:s}", "autoResume", 1, "onTimeout",
+				      sb->spec.on_timeout == SB_ON_TIMEOUT_DELETE ? "kill" : "pause"));
 	if (json_array_size(sb->spec.allow_out) || json_array_size(sb->spec.deny_out))
 		json_object_set_new(j, "network",
 				    json_pack("{s:o, s:o}", "allowOut",
@@ -100,11 +103,27 @@ static int check_metadata(json_t *m, struct cove_err *err)
 /* What coved cannot do yet is refused, not ignored. */
 static int check_unsupported(json_t *j, struct cove_err *err)
 {
-	json_t *auto_pause = json_object_get(j, "autoPause"), *mounts = json_object_get(j, "volumeMounts");
-	if (json_is_true(auto_pause))
-		return err_set(err, COVE_EINVAL, "'autoPause' is not supported by this coved (no pause yet)");
+	json_t *mounts = json_object_get(j, "volumeMounts");
 	if (json_array_size(mounts) || json_object_get(j, "mcp"))
 		return err_set(err, COVE_EINVAL, "'volumeMounts' and 'mcp' are not supported by this coved");
+	return 0;
+}
+
+/* autoPause (and autoPauseMemory) as what the timeout does: delete
+ * ("kill"), pause, or with autoPauseMemory false archive (files only).
+ * autoResume is taken: a paused sandbox wakes at any envd call but
+ * /health (lifecycle.h). */
+static int parse_lifecycle(json_t *j, struct sandbox_spec *s, struct cove_err *err)
+{
+	bool pause = false, memory = true, resume = false;
+	json_t *ar = json_object_get(j, "autoResume");
+	static const char *const ar_fields[] = { "enabled", NULL };
+	if (get_bool(j, "autoPause", &pause, err) < 0 || get_bool(j, "autoPauseMemory", &memory, err) < 0)
+		return -1;
+	if (ar && !json_is_null(ar) &&
+	    (!json_is_object(ar) || check_fields(ar, ar_fields, err) < 0 || get_bool(ar, "enabled", &resume, err) < 0))
+		return err_set(err, COVE_EINVAL, "'autoResume' must be {\"enabled\": true or false}");
+	s->on_timeout = !pause ? SB_ON_TIMEOUT_DELETE : memory ? SB_ON_TIMEOUT_PAUSE : SB_ON_TIMEOUT_ARCHIVE;
 	return 0;
 }
 
@@ -167,6 +186,7 @@ static int parse_create(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	if (check_fields(j, fields, err) < 0 || get_string(j, "templateID", &tpl, sizeof(s->image) - 1, err) < 0 ||
 	    get_timeout(j, &timeout, err) < 0 || check_env(json_object_get(j, "envVars"), err) < 0 ||
 	    check_metadata(json_object_get(j, "metadata"), err) < 0 || check_unsupported(j, err) < 0 ||
+	    parse_lifecycle(j, s, err) < 0 ||
 	    network_lists(json_object_get(j, "network"), json_object_get(j, "allow_internet_access"), &s->allow_out,
 			  &s->deny_out, err) < 0)
 		return -1;
@@ -257,13 +277,18 @@ static struct sandbox *lookup(struct http_req *req, const char *id)
 	return sb && sb->state != SB_DELETING ? sb : NULL;
 }
 
-/* A body's 'key': seconds (1 to 30 days), required unless opt. */
-static int body_seconds(struct http_req *req, const char *key, bool opt, int64_t *ret, struct cove_err *err)
+/* A body's 'key': seconds (1 to 30 days), required unless opt (-1 when
+ * absent); and 'memory' (true when absent) into *memory. */
+static int body_seconds(struct http_req *req, const char *key, bool opt, int64_t *ret, bool *memory,
+			struct cove_err *err)
 {
 	const char *fields[] = { key, "memory", NULL };
 	json_t *j = read_body(req, err);
 	double t = -1;
-	int r = !j || check_fields(j, fields, err) < 0 || get_number(j, key, 0, E2B_MAX_TIMEOUT, &t, err) < 0 ? -1 : 0;
+	int r = !j || check_fields(j, fields, err) < 0 || get_number(j, key, 0, E2B_MAX_TIMEOUT, &t, err) < 0 ||
+				get_bool(j, "memory", memory, err) < 0
+			? -1
+			: 0;
 	json_decref(j);
 	if (r == 0 && t < 0 && !opt)
 		r = err_set(err, COVE_EINVAL, "'%s' is required", key);
@@ -323,6 +348,56 @@ static bool known_action(const char *action)
 	return false;
 }
 
+/* ---- pause, connect (resume): the engine's lifecycle (lifecycle.h) ---- */
+
+static bool asleep(const struct sandbox *sb)
+{
+	return sb->state == SB_PAUSED || sb->state == SB_ARCHIVED;
+}
+
+/* POST .../pause {memory}: running to paused (its memory kept) or, with
+ * memory false, archived (its files only); 409 when it is not running. */
+static int pause_sandbox(struct http_req *req, struct sandbox *sb, struct cove_err *err)
+{
+	int64_t s;
+	bool memory = true;
+	if (body_seconds(req, "timeout", true, &s, &memory, err) < 0)
+		return -1;
+	if (sb->state != SB_RUNNING) {
+		e2b_error(req, 409, "sandbox '%s' is %s, not running", sb->id, sandbox_state_name(sb->state));
+		return 0;
+	}
+	if ((memory ? engine_sandbox_pause : engine_sandbox_archive)(engine_ctx, sb, SB_REASON_USER, err) < 0)
+		return -1;
+	http_send_reply(req, 204, "No Content", NULL);
+	return 0;
+}
+
+/* POST /v2/sandboxes/{id}/connect {timeout, memory}, and v1's resume: a
+ * paused or archived sandbox is woken (201; with memory false started
+ * afresh on its files: a reboot), a running one is found (200; resume:
+ * 409). The timeout only extends, but a woken sandbox whose end has passed
+ * gets a new one (E2B's default without one). */
+static int connect_sandbox(struct http_req *req, struct sandbox *sb, bool resume, struct cove_err *err)
+{
+	int64_t s;
+	bool memory = true, woke = asleep(sb);
+	if (body_seconds(req, "timeout", true, &s, &memory, err) < 0)
+		return -1;
+	if (!woke && resume) {
+		e2b_error(req, 409, "sandbox '%s' is %s, not paused", sb->id, sandbox_state_name(sb->state));
+		return 0;
+	}
+	if (woke && (memory ? engine_sandbox_wake : engine_sandbox_reboot)(engine_ctx, sb, SB_REASON_USER, err) < 0)
+		return -1;
+	if (woke && s < 0 && sb->spec.expires_at && sb->spec.expires_at <= sandbox_now_ms())
+		s = E2B_DEFAULT_TIMEOUT;
+	if (extend(sb, s, false, err) < 0)
+		return -1;
+	e2b_json(req, woke ? 201 : 200, e2b_sandbox_json(sb, true));
+	return 0;
+}
+
 static int one(struct http_req *req, struct sandbox *sb, const char *action, struct cove_err *err)
 {
 	enum http_method m = http_req_method(req);
@@ -334,17 +409,15 @@ static int one(struct http_req *req, struct sandbox *sb, const char *action, str
 			return -1;
 		http_send_reply(req, 204, "No Content", NULL);
 	} else if ((!strcmp(action, "timeout") || !strcmp(action, "refreshes")) && m == HTTP_POST) {
-		bool timeout = !strcmp(action, "timeout");
-		if (body_seconds(req, timeout ? "timeout" : "duration", !timeout, &s, err) < 0 ||
+		bool timeout = !strcmp(action, "timeout"), memory;
+		if (body_seconds(req, timeout ? "timeout" : "duration", !timeout, &s, &memory, err) < 0 ||
 		    extend(sb, s, timeout, err) < 0)
 			return -1;
 		http_send_reply(req, 204, "No Content", NULL);
-	} else if (!strcmp(action, "connect") && m == HTTP_POST) {
-		if (body_seconds(req, "timeout", true, &s, err) < 0 || extend(sb, s, false, err) < 0)
-			return -1;
-		e2b_json(req, 200, e2b_sandbox_json(sb, true));
-	} else if ((!strcmp(action, "pause") || !strcmp(action, "resume")) && m == HTTP_POST) {
-		e2b_error(req, 501, "%s is not supported by this coved yet", action);
+	} else if ((!strcmp(action, "connect") || !strcmp(action, "resume")) && m == HTTP_POST) {
+		return connect_sandbox(req, sb, !strcmp(action, "resume"), err);
+	} else if (!strcmp(action, "pause") && m == HTTP_POST) {
+		return pause_sandbox(req, sb, err);
 	} else if (!strcmp(action, "snapshots") && m == HTTP_POST) {
 		return e2b_snapshot_create(req, sb, err);
 	} else if (!strcmp(action, "fork") && m == HTTP_POST) {

@@ -262,20 +262,22 @@ static void envd(struct http_req *req, const struct envd_target *t)
 {
 	struct envd_req er = { .req = req, .path = http_req_path(req) };
 	const char *id = t->id;
+	bool health = strcmp(er.path, "/health") == 0;
 	er.sb = sandbox_find(engine_ctx, id);
 	bool found = er.sb && er.sb->state != SB_DELETING;
 	if (found && strcmp(t->port, E2B_ENVD_PORT) != 0 && to_proxy(req))
 		return;
 	/* A paused or archived sandbox is there: the engine wakes it for the
-	 * operation that needs it. */
-	if (!found || er.sb->state == SB_STOPPED || strcmp(t->port, E2B_ENVD_PORT) != 0) {
+	 * operation that needs it (E2B's autoResume), but for /health, which
+	 * tells the SDK's isRunning() the truth without waking it. */
+	if (!found || er.sb->state == SB_STOPPED || (health && er.sb->state != SB_RUNNING) ||
+	    strcmp(t->port, E2B_ENVD_PORT) != 0) {
 		/* E2B's proxy's answer for a sandbox that is not there. */
 		e2b_json(req, 502,
 			 json_pack("{s:i, s:s, s:s}", "code", 502, "message", "The sandbox was not found", "sandboxId",
 				   id));
 		return;
 	}
-	bool health = strcmp(er.path, "/health") == 0;
 	char token[64];
 	e2b_envd_token(er.sb, token);
 	const char *given = evhttp_find_header(http_req_in_headers(req), "X-Access-Token");
