@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import {
   Sandbox, CommandExitError, FileNotFoundError, InvalidArgumentError, TimeoutError,
-  AuthenticationError, SandboxNotFoundError, NotFoundError,
+  AuthenticationError, SandboxNotFoundError, NotFoundError, NotEnoughSpaceError,
 } from 'e2b';
 import { startCoved } from './coved.mjs';
 
@@ -438,5 +438,33 @@ test("getHost(port): a host that cove's port proxy routes to the sandbox's port,
     assert.ok(JSON.stringify(ports).includes('8000'), JSON.stringify(ports));
   } finally {
     await h.kill();
+test("getMetrics: one reading now, from the sandbox's cgroup and disk", async () => {
+  let [m] = await sbx.getMetrics();
+  assert.ok(Math.abs(m.timestamp.getTime() - Date.now()) < 10000, String(m.timestamp));
+  assert.equal(m.cpuCount, 2);
+  assert.equal(m.memTotal, 512 * 1024 * 1024);
+  assert.ok(m.memUsed > 0 && m.memUsed < m.memTotal, String(m.memUsed));
+  assert.equal(typeof m.cpuUsedPct, 'number');
+  await sbx.commands.run('timeout 1 sh -c "while :; do :; done" || true');
+  [m] = await sbx.getMetrics();
+  assert.ok(m.cpuUsedPct > 0, `CPU used since the reading before: ${m.cpuUsedPct}`);
+  assert.deepEqual(await sbx.getMetrics({ start: new Date(Date.now() - 3600e3), end: new Date(Date.now() - 1800e3) }), []);
+  await assert.rejects(Sandbox.getMetrics('sb_nosuchthing0'), (e) => e instanceof SandboxNotFoundError);
+  const r = await fetch(`${coved.url}/sandboxes/${sbx.sandboxId}/metrics?start=9&end=3`, { headers: { 'X-API-KEY': coved.token } });
+  assert.deepEqual([r.status, (await r.json()).code], [400, 400]);
+});
+
+test('a write past the disk limit: NotEnoughSpaceError (507)', async () => {
+  const auth = { Authorization: `Bearer ${coved.token}`, 'Content-Type': 'application/json' };
+  const made = await (await fetch(coved.url + '/v1/sandboxes', { method: 'POST', headers: auth,
+    body: JSON.stringify({ disk: '16M', network: 'none' }) })).json();
+  assert.ok(made.id, JSON.stringify(made));
+  try {
+    const s = await Sandbox.connect(made.id);
+    await assert.rejects(s.files.write('/tmp/big.bin', new Uint8Array(32 << 20)), (e) => e instanceof NotEnoughSpaceError);
+    await s.files.remove('/tmp/big.bin'); // what was written up to the limit
+    assert.equal((await s.files.write('/tmp/small.txt', 'fits')).name, 'small.txt');
+  } finally {
+    await fetch(`${coved.url}/v1/sandboxes/${made.id}`, { method: 'DELETE', headers: auth });
   }
 });

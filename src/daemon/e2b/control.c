@@ -22,15 +22,6 @@
 #define E2B_MAX_TIMEOUT (30 * 86400)
 #define E2B_MAX_FORK 100
 
-static void iso_time(int64_t ms, char out[32])
-{
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
-}
-
 const char *e2b_template_of(const struct sandbox *sb)
 {
 	bool base = strcmp(sb->spec.image, "host") == 0 && strcmp(sb->spec.user, E2B_USER) == 0;
@@ -42,8 +33,8 @@ json_t *e2b_sandbox_json(const struct sandbox *sb, bool with_token)
 {
 	char token[64], started[32], end[32];
 	e2b_envd_token(sb, token);
-	iso_time(sb->spec.created_at, started);
-	iso_time(sb->spec.expires_at, end);
+	e2b_iso_time(sb->spec.created_at, started);
+	e2b_iso_time(sb->spec.expires_at, end);
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", sb->id, "templateID", e2b_template_of(sb),
 			      "alias", e2b_template_of(sb), "clientID", "cove", "envdVersion", E2B_ENVD_VERSION);
 	char domain[160];
@@ -59,7 +50,7 @@ json_t *e2b_sandbox_json(const struct sandbox *sb, bool with_token)
 	json_object_set_new(j, "endAt", sb->spec.expires_at ? json_string(end) : json_null());
 	json_object_set_new(j, "cpuCount", json_integer(cpus ? cpus : 1));
 	json_object_set_new(j, "memoryMB", json_integer((json_int_t)(sb->spec.memory >> 20)));
-	json_object_set_new(j, "diskSizeMB", json_integer(0));
+	json_object_set_new(j, "diskSizeMB", json_integer((json_int_t)(sb->spec.disk >> 20)));
 	json_object_set_new(j, "metadata", sb->spec.metadata ? json_deep_copy(sb->spec.metadata) : json_object());
 	json_object_set_new(j, "state", json_string(sb->state == SB_RUNNING ? "running" : "paused"));
 	json_object_set_new(j, "lifecycle",
@@ -425,7 +416,7 @@ static int one(struct http_req *req, struct sandbox *sb, const char *action, str
 	} else if (!strcmp(action, "network") && m == HTTP_PUT) {
 		return update_network(req, sb, err);
 	} else if (!strcmp(action, "metrics") && m == HTTP_GET) {
-		e2b_error(req, 501, "metrics are not supported by this coved yet");
+		return e2b_metrics(req, sb, err);
 	} else if (known_action(action)) {
 		e2b_error(req, 405, "method not allowed on '%s'", http_req_path(req));
 	} else {

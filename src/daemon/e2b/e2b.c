@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/encoding.h"
@@ -117,6 +118,15 @@ static bool to_proxy(struct http_req *req)
 	evhttp_add_header(http_req_out_headers(req), "Location", loc);
 	http_send_reply(req, 307, "Temporary Redirect", NULL);
 	return true;
+}
+
+void e2b_iso_time(int64_t ms, char out[32])
+{
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
 }
 
 /* ---- envd ---- */

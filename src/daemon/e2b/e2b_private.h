@@ -23,6 +23,8 @@ void e2b_error_of(struct http_req *req, const struct cove_err *err);
 /* The port proxy's "DOMAIN:PORT" (E2B's sandbox domain), false when it
  * does not serve. */
 bool e2b_proxy_domain(char *out, size_t cap);
+/* unix ms as RFC 3339 with milliseconds, UTC. */
+void e2b_iso_time(int64_t ms, char out[32]);
 /* The sandbox's envd access token. */
 void e2b_envd_token(const struct sandbox *sb, char out[64]);
 
@@ -44,6 +46,8 @@ int e2b_template_delete(struct http_req *req, const char *id, struct cove_err *e
  * metadata and deadline). */
 int e2b_snapshot_restore(struct http_req *req, const struct snapshot *sn, struct sandbox_spec *spec,
 			 struct sandbox **ret, struct cove_err *err);
+/* metrics.c: GET /sandboxes/{id}/metrics: 0 answered, or -1 with err. */
+int e2b_metrics(struct http_req *req, const struct sandbox *sb, struct cove_err *err);
 
 /* An envd request, once routed and authorized. */
 struct envd_req {
