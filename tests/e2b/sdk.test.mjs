@@ -438,6 +438,9 @@ test("getHost(port): a host that cove's port proxy routes to the sandbox's port,
     assert.ok(JSON.stringify(ports).includes('8000'), JSON.stringify(ports));
   } finally {
     await h.kill();
+  }
+});
+
 test("getMetrics: one reading now, from the sandbox's cgroup and disk", async () => {
   let [m] = await sbx.getMetrics();
   assert.ok(Math.abs(m.timestamp.getTime() - Date.now()) < 10000, String(m.timestamp));
