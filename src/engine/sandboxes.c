@@ -394,6 +394,18 @@ static int write_identity(const char *subvol, const char *image, const char *id,
 	return 0;
 }
 
+/* A new root's identity, its image's preparation and E2B's user (none of
+ * them for a restore's or an external sandbox's), then its disk limit. */
+static int root_fill(struct engine *d, struct sandbox *sb, const char *from, const char *image, const char *subvol,
+		     struct cove_err *err)
+{
+	if (!from && !sb->spec.external &&
+	    (write_identity(subvol, image, sb->id, err) < 0 || image_root_prepare(&sb->spec, image, subvol, err) < 0 ||
+	     (sb->spec.make_user && sandbox_user_make(&sb->spec, image, subvol, err) < 0)))
+		return -1;
+	return disk_limit_apply(d, sb, err);
+}
+
 /* The first half of a create, up to its runtime's start (see boot_begin):
  * the root (taken: the ID of one already taken, see sandbox_create_taken,
  * or NULL to take one here), its row, its slot (reserved: *ret is in
@@ -455,10 +467,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	if (r < 0)
 		goto fail;
 	taken = NULL; /* from here on, its failures delete the root */
-	if ((!from && !sb->spec.external &&
-	     (write_identity(subvol, image, sb->id, err) < 0 || image_root_prepare(&sb->spec, image, subvol, err) < 0 ||
-	      (sb->spec.make_user && sandbox_user_make(&sb->spec, image, subvol, err) < 0))) ||
-	    disk_limit_apply(d, sb, err) < 0) {
+	if (root_fill(d, sb, from, image, subvol, err) < 0) {
 		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;
 	}
