@@ -146,3 +146,61 @@ def test_files_race_with_a_folder_swapped_for_root(cv):
         assert (_host_listing(host), os.stat(os.path.join(host, "canary")).st_mtime_ns) == before
     finally:
         shutil.rmtree(host, ignore_errors=True)
+
+
+# ---- writing host files through an idmapped mount's ids ----
+
+HOST_FILE = "/usr/bin/env"  # the host's /usr is an idmapped, read-only lower layer
+
+
+def _fingerprint(path):
+    st = os.stat(path)
+    return _digest(path), st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _stat_as_nobody(path):
+    """errno of a stat by host uid 65534 (0 when it can reach path)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            os.stat(path)
+        except OSError as e:
+            code = e.errno
+        os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_idmapped_ids_write_no_host_file(cv):
+    """The sandbox's root owns the host's /usr through the idmapped mount
+    (on disk uid 0 is its uid 0): writing, truncating, chmod (setuid),
+    chown, xattrs, renaming and removing it change the sandbox's copy-up
+    only, the host's file is byte for byte and inode for inode the same.
+    A setuid-root file the sandbox makes is root's on disk: no host user
+    but root can reach it (the pool is 0700)."""
+    before = _fingerprint(HOST_FILE)
+    with _sandbox(cv) as sid:
+        inside = cv.exec(sid, ["sha256sum", HOST_FILE])["stdout"].split()[0]
+        assert inside == before[0], "the sandbox does not see the host's " + HOST_FILE
+        script = ("f=%s; id -u; stat -c '%%u %%g' $f; echo pwned >> $f; chmod 6777 $f; chown 1234:1234 $f; "
+                  "setfattr -n user.cove -v x $f 2>/dev/null; truncate -s 1 $f; cp $f /tmp/keep; "
+                  "mv $f $f.moved; rm -f $f.moved; chown 70000 /tmp/keep 2>&1 || echo chown-70000-refused; "
+                  "cp /tmp/keep /tmp/suid && chown 0:0 /tmp/suid && chmod 4755 /tmp/suid && stat -c '%%a %%u' /tmp/suid"
+                  % HOST_FILE)
+        r = cv.exec(sid, ["sh", "-c", script])
+        lines = r["stdout"].splitlines()
+        assert lines[:2] == ["0", "0 0"], r  # root inside, and the host file is its root's
+        assert "chown-70000-refused" in lines and lines[-1] == "4755 0", r
+        assert cv.exec(sid, ["sh", "-c", "test -e %s || echo gone" % HOST_FILE])["stdout"] == "gone\n"
+        upper = os.path.join(cv.data, "pool", "sandboxes", sid, "upper", "root")
+        suid = os.path.join(upper, "tmp", "suid")
+        st = os.stat(suid)
+        assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o4755), st  # setuid root, on disk
+        pool = os.stat(os.path.join(cv.data, "pool"))
+        assert pool.st_uid == 0 and pool.st_mode & 0o077 == 0, oct(pool.st_mode)
+        assert _stat_as_nobody(suid) == 13, suid  # EACCES
+        _healthy(cv)
+    assert _fingerprint(HOST_FILE) == before
