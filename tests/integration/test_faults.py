@@ -102,3 +102,56 @@ def test_enospc_from_a_tiny_pool(cv):
         assert tf.get(own, sid, "/tmp/after") == (200, b"after\n")
     finally:
         own.teardown()
+
+
+def test_full_disk_under_state_db(cv):
+    """The data root on a tmpfs of the test's own, the pool file allocated
+    in full on it, and a ballast file filling the rest: state.db cannot
+    grow. Creates and snapshots refuse with 507 and leave nothing; the
+    sandbox that was acknowledged keeps working and listed; with the
+    ballast gone, creates work, and a restart finds everything."""
+    d = tempfile.mkdtemp(prefix="cove-faults-", dir="/var/tmp")
+    data = os.path.join(d, "data")
+    os.makedirs(data, 0o700)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400M,mode=0700", "cove-faults", data], check=True)
+    own = None
+    try:
+        img = os.path.join(data, "pool.img")
+        subprocess.run(["fallocate", "-l", "330M", img], check=True)
+        subprocess.run(["mkfs.btrfs", "-q", img], check=True, capture_output=True)
+        own = covetest.Coved(data=d).start()
+        sid = own.create()
+        ballast = os.path.join(data, "ballast")
+        with open(ballast, "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * MIB)
+                    f.flush()
+            except OSError as e:
+                assert e.errno == 28, e
+        sandboxes, snapshots = own.sandbox_dirs(), _snapshots(own)
+        for _ in range(3):
+            st, j = own.api("POST", "/v1/sandboxes", {})
+            assert st == 507 and j["error"]["code"] == "no_space" and "disk is full" in j["error"]["message"], j
+        st, j = own.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {})
+        assert st == 507 and j["error"]["code"] == "no_space", (st, j)
+        covetest.wait_until(lambda: own.sandbox_dirs() == sandboxes, 30)
+        assert own.sandbox_dirs() == sandboxes and _snapshots(own) == snapshots
+        assert [s["id"] for s in own.api("GET", "/v1/sandboxes")[1]["sandboxes"]] == [sid]
+        # The pool is not full: the sandbox's own files and processes work.
+        assert tf.put(own, sid, "/tmp/during", b"during\n")[0] == 201
+        assert own.exec(sid, ["cat", "/tmp/during"])["stdout"] == "during\n"
+        os.unlink(ballast)
+        other = own.create()
+        st, snap = own.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {})
+        assert st == 201, (st, snap)
+        own.kill()
+        own.start()
+        assert sorted(s["id"] for s in own.api("GET", "/v1/sandboxes")[1]["sandboxes"]) == sorted([sid, other])
+        assert snap["id"] in _snapshots(own)
+        assert tf.get(own, sid, "/tmp/during") == (200, b"during\n")
+    finally:
+        if own:
+            own.teardown()
+        subprocess.run(["umount", "-l", data])
+        shutil.rmtree(d, ignore_errors=True)
