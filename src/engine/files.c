@@ -31,6 +31,7 @@
 
 #include "common/array.h"
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "common/wire.h"
 #include "engine/engine.h"
@@ -371,6 +372,10 @@ static void file_done(struct file_op *op, int fd, const struct stat *st)
 
 int files_write_data(struct file_op *op, struct evbuffer *buf)
 {
+	if (evbuffer_get_length(buf) > 0 && io_fault_eio()) {
+		op_fail(op, EIO);
+		return -1;
+	}
 	while (evbuffer_get_length(buf) > 0) {
 		int n = evbuffer_write(buf, op->body_fd);
 		if (n < 0 && errno == EINTR)

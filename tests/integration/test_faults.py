@@ -155,3 +155,72 @@ def test_full_disk_under_state_db(cv):
             own.teardown()
         subprocess.run(["umount", "-l", data])
         shutil.rmtree(d, ignore_errors=True)
+
+
+def _arm_eio(cv, control, n):
+    """Make coved's next n writes fail with EIO (its SIGUSR2 switch), and
+    wait until its log says so."""
+    with open(control, "w") as f:
+        f.write("eio %d\n" % n)
+    mark = "test faults: the next %d writes fail with EIO" % n
+    seen = cv.read_log().count(mark)
+    os.kill(cv.pid(), 10 + 2)  # SIGUSR2
+    assert covetest.wait_until(lambda: cv.read_log().count(mark) > seen, 30), cv.read_log()
+
+
+def _eio(st, j, what):
+    assert st == 500 and "Input/output error" in j["error"]["message"], (what, st, j)
+
+
+def test_eio_from_coved_writes(cv):
+    """COVE_TEST_FAULTS: coved's own writes (a snapshot's manifest, a PUT's
+    body, a tar upload's spool) fail with EIO on command. Each request
+    fails whole with a clear 500, leaves nothing half made, loses nothing
+    acknowledged, and coved goes on serving; a restart finds it all."""
+    own = covetest.Coved()
+    control = os.path.join(own.dir, "faults")
+    os.environ["COVE_TEST_FAULTS"] = control
+    try:
+        own.start()
+    finally:
+        del os.environ["COVE_TEST_FAULTS"]
+    try:
+        sid = own.create()
+        assert tf.put(own, sid, "/root/keep", b"acknowledged\n")[0] == 201
+        tf.sh(own, sid, "mkdir -p /tmp/untar && echo old > /tmp/untar/f")
+        snapshots = _snapshots(own)
+        _arm_eio(own, control, 1)
+        _eio(*own.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {}), "POST /snapshots")
+        assert _snapshots(own) == snapshots
+        _arm_eio(own, control, 1)
+        _eio(*tf.put(own, sid, "/tmp/new", b"x" * MIB), "PUT /files")
+        # Over an existing file, the write truncates in place (as a shell's
+        # "cat > f" does): a failed one leaves it cut, and a retry makes it whole.
+        assert tf.put(own, sid, "/tmp/over", b"old\n")[0] == 201
+        _arm_eio(own, control, 1)
+        _eio(*tf.put(own, sid, "/tmp/over", b"x" * MIB), "PUT /files over a file")
+        assert tf.put(own, sid, "/tmp/over", b"z" * MIB)[0] == 200
+        assert tf.get(own, sid, "/tmp/over") == (200, b"z" * MIB)
+        _arm_eio(own, control, 1)
+        _eio(*tf.put_tar(own, sid, "/tmp/untar", tf._tar([("f", "file", b"new\n", 0o644)])), "PUT /files/tar")
+        assert tf.sh(own, sid, "cat /tmp/untar/f; ls /tmp/untar") == "old\nf\n"
+        # Used up: everything works again, nothing acknowledged was lost.
+        assert tf.get(own, sid, "/root/keep") == (200, b"acknowledged\n")
+        assert tf.put(own, sid, "/tmp/new", b"y" * MIB)[0] in (200, 201)
+        st, snap = own.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {})
+        assert st == 201, (st, snap)
+        # Several armed at once, across requests: coved stays up.
+        _arm_eio(own, control, 3)
+        for i in range(5):
+            own.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {})
+        assert own.api("GET", "/v1/health")[0] == 200 and own.proc.poll() is None
+        own.kill()
+        own.start()
+        assert snap["id"] in _snapshots(own)
+        assert tf.get(own, sid, "/root/keep") == (200, b"acknowledged\n")
+        assert tf.get(own, sid, "/tmp/new") == (200, b"y" * MIB)
+        restored = own.api("POST", "/v1/snapshots/%s/restore" % snap["id"], {})
+        assert restored[0] == 201, restored
+        assert tf.get(own, restored[1]["id"], "/root/keep") == (200, b"acknowledged\n")
+    finally:
+        own.teardown()
