@@ -16,9 +16,11 @@ LIBS_CLIENT := -ljansson -larchive -lacl
 
 COMMON_SRC := $(wildcard src/common/*.c)
 SYS_SRC    := $(filter-out src/sys/nftables.c,$(wildcard src/sys/*.c))
-# The registry client is left out of coved until it is wired in: libcurl's
-# shared libraries would be mapped into every fork (see COVED_LIBS).
+# The registry client is never linked into coved: libcurl's shared
+# libraries would be mapped into every fork (see COVED_LIBS). Imports and
+# pulls run in cove-image, a helper coved starts (src/image/helper/).
 REGISTRY_SRC := src/image/registry.c
+HELPER_SRC := src/image/helper/cove_image.c
 SANDBOX_SRC:= $(wildcard src/sandbox/*.c) $(filter-out $(REGISTRY_SRC),$(wildcard src/image/*.c))
 DAEMON_SRC := $(wildcard src/daemon/*.c src/daemon/*/*.c)
 ENGINE_SRC := $(wildcard src/engine/*.c src/store/*.c)
@@ -48,7 +50,7 @@ CLI_OBJ    := $(call obj,$(CLI_SRC))
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-PROGS := $(BUILD)/coved $(BUILD)/cove $(BUILD)/cove-init $(BUILD)/libcove.a $(BUILD)/cove-probe
+PROGS := $(BUILD)/coved $(BUILD)/cove $(BUILD)/cove-init $(BUILD)/libcove.a $(BUILD)/cove-probe $(BUILD)/cove-image
 
 MANS := $(BUILD)/man/cove.1 $(BUILD)/man/coved.8
 
@@ -87,6 +89,9 @@ COVED_LIBS := -Wl,-Bstatic -levent_core -levent_extra -ljansson -lsqlite3 -lsecc
 $(BUILD)/coved: $(DAEMON_OBJ) $(ENGINE_OBJ) $(CORE_OBJ) $(NET_OBJ)
 	$(CC) $(PIE_LDFLAGS) -o $@ $^ $(COVED_LIBS)
 
+$(BUILD)/cove-image: $(call obj,$(HELPER_SRC) $(REGISTRY_SRC)) $(CORE_OBJ)
+	$(CC) $(PIE_LDFLAGS) -o $@ $^ $(LIBS_DAEMON) -lcurl -lzstd
+
 # The CLI is linked statically (static-pie keeps ASLR): loading shared
 # libraries costs a third of a `cove exec` on this kind of VM. Sanitizer
 # builds link dynamically, as the sanitizers need.
@@ -106,6 +111,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) $(NET_OBJ) $(call obj,$(CLIENT_SRC)
 
 # The engine's own test drives it without any server: it links the engine.
 $(BUILD)/tests/test_engine: tests/unit/test_engine.c $(ENGINE_OBJ) $(CORE_OBJ) $(NET_OBJ) $(call obj,$(CLIENT_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
+
+# The engine's images: the engine too.
+$(BUILD)/tests/test_images: tests/unit/test_images.c $(ENGINE_OBJ) $(CORE_OBJ) $(NET_OBJ) $(call obj,$(CLIENT_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PIE_CFLAGS) $(PIE_LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIBS_DAEMON)
 
@@ -193,7 +203,7 @@ $(BUILD)/cove.pc: FORCE
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) \
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(COMPDIR)
-	install -m 0755 $(BUILD)/cove $(BUILD)/coved $(BUILD)/cove-init $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BUILD)/cove $(BUILD)/coved $(BUILD)/cove-init $(BUILD)/cove-image $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(BUILD)/libcove.a $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/cove.h $(DESTDIR)$(INCDIR)/
 	install -m 0644 $(BUILD)/cove.pc $(DESTDIR)$(LIBDIR)/pkgconfig/

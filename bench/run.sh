@@ -28,6 +28,8 @@ PUT_MIB=${PUT_MIB:-1024}    # (e) a file written through the API (streamed to th
 SESSION_N=${SESSION_N:-1000} # (f) `true` in a session
 LOAD_CLIENTS=${LOAD_CLIENTS:-50} LOAD_REQUESTS=${LOAD_REQUESTS:-200} LOAD_SANDBOXES=${LOAD_SANDBOXES:-20} # (g)
 SNAP_N=${SNAP_N:-20}        # snapshot / restore / fork runs per sandbox size
+IMAGE_N=${IMAGE_N:-30}      # creates from host and from images, each
+IMAGE_RUNS=${IMAGE_RUNS:-5} # pulls (and skopeo copy + tar -x), each
 CP_RUNS=${CP_RUNS:-2}       # cp -a of the large tree (slow)
 CRIU_N=${CRIU_N:-10}        # memory dump + restore runs, each through sys/criu.c and the criu CLI
 CRIU_MIB=${CRIU_MIB:-100}   # touched memory of the dumped tree
@@ -272,6 +274,16 @@ if have wrk; then
 		tee "$RES/ports-report.txt" >&2
 else
 	log "portbench skipped: no wrk (sh scripts/deps.sh)"
+fi
+
+# --- 2b'. images: create from an image next to host, 1 vs 20 layers; a pull next to
+# skopeo copy + tar -x of the same layers, from docker-registry on loopback ------------
+if have skopeo && have docker-registry; then
+	log "imagebench: $IMAGE_N creates each, $IMAGE_RUNS pulls each"
+	python3 "$ROOT/bench/imagebench.py" --socket "$SOCK" --n "$IMAGE_N" --runs "$IMAGE_RUNS" \
+		--scratch "$B/imagebench" --out "$RES/image.txt" >&2
+else
+	log "imagebench skipped: skopeo or docker-registry missing (sh scripts/deps.sh)"
 fi
 
 # --- 2c. memory snapshots: sys/criu.c next to the plain criu CLI ----------------------

@@ -335,6 +335,26 @@ int cove_export_counted(struct cove *c, const char *id, const char *path, const 
 int cove_import_portable(struct cove *c, const char *id, const char *path, const void *json, size_t len,
 			 char **ret_json, struct cove_error *err);
 
+/* Images. An OCI image layout or a docker archive, as a tar read from src
+ * (see cove_source), imported and named name (may be NULL); *ret_json (if
+ * not NULL): the image. */
+int cove_image_import_from(struct cove *c, const struct cove_source *src, const char *name, char **ret_json,
+			   struct cove_error *err);
+/* A pull's progress: a layer's bytes (status "waiting", "downloading",
+ * "verified", "exists", "unpacked"). */
+struct cove_image_event {
+	const char *digest;
+	const char *status;
+	unsigned long long done, total;
+};
+/* Non-zero from it stops the pull (the connection is closed). */
+typedef int (*cove_image_fn)(void *arg, const struct cove_image_event *ev);
+/* Pull ref from its registry (as coved's --registry-auth logs in), fn (may
+ * be NULL) hearing of each layer; *ret_json (if not NULL): the image. The
+ * rest of the image API (GET/DELETE /v1/images/...) is cove_call's. */
+int cove_image_pull(struct cove *c, const char *ref, cove_image_fn fn, void *arg, char **ret_json,
+		    struct cove_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,7 @@ it_out=$(python3 tests/integration/run.py 2>&1); it_rc=$?
 echo "$it_out"
 e2b_out=$(scripts/e2b-check.sh 2>&1); e2b_rc=$?
 echo "$e2b_out"
-sum() { echo "$1" | grep -E "$2" | tail -1; }
+sum() { echo "$1" | grep -aE "$2" | tail -1; }
 u=$(sum "$unit_out" '^unit: [0-9]+ passed'); i=$(sum "$it_out" '^integration: [0-9]+ passed')
 up=$(echo "$u" | sed -n 's/^unit: \([0-9]*\) passed.*/\1/p'); uf=$(echo "$u" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
 ip=$(echo "$i" | sed -n 's/^integration: \([0-9]*\) passed.*/\1/p'); if=$(echo "$i" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
@@ -37,7 +37,7 @@ else
 	py_out="sdk/python: no python3 with pytest (sh scripts/deps.sh installs python3-pytest)"; py_rc=1
 fi
 echo "$py_out"
-pl=$(echo "$py_out" | grep -E '[0-9]+ (passed|failed)' | tail -1)
+pl=$(echo "$py_out" | grep -aE '[0-9]+ (passed|failed)' | tail -1)
 pp=$(echo "$pl" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
 pf=$(( $(echo "$pl" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || echo 0) + $(echo "$pl" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+' || echo 0) ))
 [ $py_rc -eq 0 ] || [ "$pf" -gt 0 ] || pf=1

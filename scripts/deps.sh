@@ -8,7 +8,7 @@ libevent-dev libjansson-dev libsqlite3-dev libseccomp-dev
 libarchive-dev libacl1-dev libnftables-dev nftables libcurl4-openssl-dev
 nettle-dev libzstd-dev liblz4-dev libbz2-dev libxml2-dev liblzma-dev zlib1g-dev
 btrfs-progs util-linux iproute2 procps psmisc python3 python3-pytest python3-pip python3-setuptools python3-wheel jq man-db
-busybox-static hyperfine crun bubblewrap docker-registry wrk
+busybox-static hyperfine crun bubblewrap docker-registry wrk skopeo
 clang libclang-rt-14-dev clang-format clang-tidy cppcheck tmux
 curl xz-utils libprotobuf-c-dev protobuf-c-compiler
 libbsd-dev libcap-dev libgnutls28-dev libnet1-dev libnl-3-dev

@@ -31,6 +31,7 @@ sources()
 	entry) echo "src/common/wire.c" ;;
 	dns) echo "src/net/dnsmsg.c" ;;
 	policy) echo "src/net/policy.c src/common/error.c" ;;
+	sniff) echo "src/net/sniff.c" ;;
 	oci) echo "src/image/oci.c src/image/ref.c src/image/challenge.c src/image/digest.c src/common/error.c" ;;
 	layer) echo "src/image/layer.c src/image/digest.c src/common/wire.c src/common/io.c src/common/error.c" ;;
 	connect) echo "src/daemon/e2b/connect.c src/daemon/e2b/multipart.c src/common/error.c -ljansson" ;;

@@ -7,7 +7,7 @@ for t in "$@"; do
 	out=$("$t" 2>&1)
 	rc=$?
 	echo "$out"
-	line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
+	line=$(echo "$out" | grep -aE '^[0-9]+ passed, [0-9]+ failed' | tail -1)
 	p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
 	f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
 	s=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')

@@ -122,6 +122,13 @@ int cmd_template_create(struct cli *cli, int argc, char **argv);
 int cmd_template_ls(struct cli *cli, int argc, char **argv);
 int cmd_template_info(struct cli *cli, int argc, char **argv);
 int cmd_template_rm(struct cli *cli, int argc, char **argv);
+/* cmd_image.c */
+int cmd_image_import(struct cli *cli, int argc, char **argv);
+int cmd_image_pull(struct cli *cli, int argc, char **argv);
+int cmd_image_ls(struct cli *cli, int argc, char **argv);
+int cmd_image_inspect(struct cli *cli, int argc, char **argv);
+int cmd_image_rm(struct cli *cli, int argc, char **argv);
+int cmd_image_prune(struct cli *cli, int argc, char **argv);
 /* cmd_export.c: export, and snapshot/restore --portable */
 int cmd_export(struct cli *cli, int argc, char **argv);
 int cmd_snapshot_portable(struct cli *cli, int argc, char **argv);
@@ -156,6 +163,12 @@ void progress_set(struct progress *p, unsigned long long done);
 void progress_add(struct progress *p, unsigned long long n);
 /* The last state and a newline, if anything was drawn. */
 void progress_end(struct progress *p);
+
+/* cmd_files.c: a temporary file nobody else can open (-1, errno); src's
+ * tree as a tar into fd, names relative to src, under prefix when not NULL
+ * (0, or -1 after a message). */
+int cli_temp_file(void);
+int cli_tar_tree(const char *src, const char *prefix, int fd);
 
 /* Run a command in sandbox id, streaming output to our stdout/stderr.
  * Returns the exit status to exit with (the command's, 128+signal, or

@@ -117,7 +117,7 @@ static int remote_stat(struct cli *cli, const char *id, const char *path, char *
 
 /* A temporary file nobody else can open (unnamed when the file system
  * allows). */
-static int temp_file(void)
+int cli_temp_file(void)
 {
 	const char *dir = getenv("TMPDIR");
 	if (!dir || !*dir)
@@ -147,7 +147,7 @@ static int copy_data(struct archive *in, struct archive *out)
 
 /* src's tree as a tar into fd, names relative to src, under prefix when
  * not NULL (src itself is then the entry prefix). Symlinks stay symlinks. */
-static int tar_tree(const char *src, const char *prefix, int fd)
+int cli_tar_tree(const char *src, const char *prefix, int fd)
 {
 	struct archive *disk = archive_read_disk_new(), *out = archive_write_new();
 	struct archive_entry *e = archive_entry_new();
@@ -211,10 +211,10 @@ static int upload_dir(struct cli *cli, const char *src, const char *id, const ch
 	}
 	/* Onto an existing folder: inside it, under its own name. */
 	const char *prefix = type[0] && !means_contents(src) ? base : NULL;
-	_cleanup_close_ int fd = temp_file();
+	_cleanup_close_ int fd = cli_temp_file();
 	if (fd < 0)
 		return fail_errno("temporary file");
-	if (tar_tree(root, prefix, fd) < 0)
+	if (cli_tar_tree(root, prefix, fd) < 0)
 		return 1;
 	off_t size = lseek(fd, 0, SEEK_END);
 	if (size < 0 || lseek(fd, 0, SEEK_SET) < 0)
@@ -366,7 +366,7 @@ static int download_dir(struct cli *cli, const char *id, const char *src, const 
 	/* Onto an existing folder: inside it, under its own name. */
 	snprintf(root, sizeof(root), "%s%s%s", dst, exists && !means_contents(src) ? "/" : "",
 		 exists && !means_contents(src) ? base : "");
-	_cleanup_close_ int fd = temp_file();
+	_cleanup_close_ int fd = cli_temp_file();
 	if (fd < 0)
 		return fail_errno("temporary file");
 	out.fd = fd;

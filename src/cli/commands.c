@@ -12,7 +12,7 @@
 
 /* Sandbox options, of run and create. */
 static const struct cli_opt spec_opts[] = {
-	{ 'I', 0, "image", "IMAGE", "the image (default: host, the host's /usr and /opt)" },
+	{ 'I', 0, "image", "IMAGE", "host (the default: the host's /usr and /opt), or an image's name or ID (cove image ls)" },
 	{ 'm', 0, "memory", "SIZE", "memory limit, like 512M or 2G" },
 	{ 'c', 0, "cpus", "N", "CPU limit, like 1 or 0.5" },
 	{ 'p', 0, "pids", "N", "most processes at once" },
@@ -153,6 +153,25 @@ static const struct cli_opt force_opts[] = {
 	{ 'f', 'f', "force", NULL, "replace TO if it exists" },
 	{ 0 },
 };
+static const struct cli_opt image_import_opts[] = {
+	{ 'n', 0, "name", "REF", "name the image (like app:1; a name another image had moves here)" },
+	{ 0 },
+};
+
+static const struct cli_opt image_prune_opts[] = {
+	{ 'a', 0, "all", NULL, "every image nothing uses, named or not (default: only those without a name)" },
+	{ 0 },
+};
+
+/* A docker archive made by hand, for the image examples. */
+#define DEMO_IMAGE                                                                                              \
+	"mkdir -p root/bin && cp /bin/busybox root/bin/sh && tar -C root -cf layer.tar bin\n"                   \
+	"D=$(sha256sum layer.tar | cut -d' ' -f1)\n"                                                             \
+	"printf '{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":{\"Cmd\":[\"sh\"]},'"              \
+	"'\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:%s\"]}}' $D > config.json\n"                  \
+	"echo '[{\"Config\":\"config.json\",\"RepoTags\":[\"demo:1\"],\"Layers\":[\"layer.tar\"]}]' > manifest.json\n" \
+	"tar -cf demo.tar manifest.json config.json layer.tar\n"
+
 static const struct cli_opt help_opts[] = {
 	{ 'M', 0, "man", NULL, "the whole manual, cove(1), as roff" },
 	{ 0 },
@@ -270,6 +289,22 @@ const struct cli_cmd cli_commands[] = {
 	{ "template rm", cmd_template_rm, "NAME...",
 	  "Delete templates and their warm pools (the sandboxes made from them stay).", NULL, -1,
 	  "cove template create gone\ncove template rm gone" },
+	{ "image import", cmd_image_import, "[--name REF] PATH",
+	  "Import an OCI image layout or a docker archive (docker save, podman save): a folder, or a tar of one "
+	  "(plain or compressed; - for stdin); print the image's ID.",
+	  image_import_opts, -1, DEMO_IMAGE "cove image import --name demo:1 demo.tar" },
+	{ "image pull", cmd_image_pull, "REF",
+	  "Pull an image from its registry (an index resolved to linux/amd64; coved's --registry-auth logs in); a "
+	  "bar per layer on a terminal; print the image's ID.",
+	  NULL, -1, "cove image pull 127.0.0.1:5999/demo:1 || echo 'no registry listens on 127.0.0.1:5999'" },
+	{ "image ls", cmd_image_ls, "", "List the images, with who uses them.", NULL, -1, "cove image ls" },
+	{ "image inspect", cmd_image_inspect, "REF...", "Images, as the API's JSON (config, layers, users).", NULL, -1,
+	  DEMO_IMAGE "cove image import --name demo:1 demo.tar\ncove image inspect demo:1" },
+	{ "image rm", cmd_image_rm, "REF...",
+	  "Delete images; one that a sandbox, snapshot or template uses is kept (an error).", NULL, -1,
+	  DEMO_IMAGE "cove image import --name demo:2 demo.tar\ncove image rm demo:2" },
+	{ "image prune", cmd_image_prune, "[--all]", "Delete the images nothing uses; print their IDs.",
+	  image_prune_opts, -1, "cove image prune" },
 	{ "help", cmd_help, "[--man] [COMMAND]", "A command's usage, or all of them.", help_opts, -1,
 	  "cove help exec" },
 };

@@ -2,6 +2,7 @@
  * exec, processes, streams, history; files.c: the Files API, watch and
  * export). Not installed: the public API is include/cove.h. */
 #pragma once
+#include <jansson.h>
 #include <stddef.h>
 
 #include "client/http.h"
@@ -35,3 +36,20 @@ int client_request_raw(struct cove *c, const char *method, const char *path, con
 int client_take_json(struct http_response *res, char **ret_json, struct cove_error *err);
 /* Append "<sep>name=<value, percent-encoded>" to the NUL-terminated buf. */
 int client_add_param(char *buf, size_t cap, char sep, const char *name, const char *value, struct cove_error *err);
+
+/* An NDJSON body's lines, gathered (up to MAX_EVENT_LINE) and handed to fn
+ * one at a time, without the newline; fn's non-zero stops the stream. */
+struct client_lines {
+	int (*fn)(void *arg, const char *line, size_t len);
+	void *arg;
+	char *line; /* free it after the request */
+	size_t len, cap;
+};
+/* An http_body_cb: 0 to go on, 1 to stop (fn said so, or a line too long). */
+int client_lines_feed(void *lines, const char *buf, size_t n);
+/* An NDJSON line's "type" (j may be NULL: then NULL). An error, a line
+ * {"type":"error","error":{code,message}} or an error answer instead of
+ * the stream, is "error", its code and message copied (32 and 512 bytes). */
+const char *client_line_type(json_t *j, char *code, char *message);
+/* The HTTP status an error code ("not_found") stands for. */
+int client_status_of_code(const char *code);

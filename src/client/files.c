@@ -301,65 +301,38 @@ int cove_import_portable(struct cove *c, const char *id, const char *path, const
 
 /* A watch's NDJSON stream: lines are gathered in line, each handed to fn. */
 struct watch_stream {
+	struct client_lines lines;
 	cove_watch_fn fn;
 	void *arg;
-	char *line;
-	size_t len, cap;
 	bool stopped;
 	char error_code[32], error_message[512];
 };
 
-static void watch_line(struct watch_stream *s)
+static int watch_line(void *arg, const char *line, size_t len)
 {
-	json_t *j = json_loadb(s->line, s->len, 0, NULL);
-	const char *type = json_string_value(json_object_get(j, "type"));
-	if (!type && json_object_get(j, "error"))
-		type = "error"; /* an error answer instead of the stream */
-	if (type && strcmp(type, "error") == 0) {
-		const char *code = "internal", *message = "";
-		json_unpack(j, "{s:{s?s, s?s}}", "error", "code", &code, "message", &message);
-		snprintf(s->error_code, sizeof(s->error_code), "%s", code);
-		snprintf(s->error_message, sizeof(s->error_message), "%s", message);
-	} else if (type && strcmp(type, "keepalive") != 0) {
+	struct watch_stream *s = arg;
+	json_t *j = json_loadb(line, len, 0, NULL);
+	const char *type = client_line_type(j, s->error_code, s->error_message);
+	if (type && strcmp(type, "error") != 0 && strcmp(type, "keepalive") != 0) {
 		const char *name = json_string_value(json_object_get(j, "name"));
 		struct cove_watch_event ev = { .type = type,
 					       .name = name ? name : "",
 					       .is_dir = json_is_true(json_object_get(j, "is_dir")),
 					       .moved = json_string_value(json_object_get(j, "moved")),
-					       .json = s->line };
+					       .json = line };
 		s->stopped = s->fn(s->arg, &ev) != 0;
 	}
 	json_decref(j);
+	return s->stopped ? 1 : 0;
 }
 
 static int on_watch_body(void *arg, const char *buf, size_t n)
 {
 	struct watch_stream *s = arg;
-	while (n > 0 && !s->stopped) {
-		const char *nl = memchr(buf, '\n', n);
-		size_t take = nl ? (size_t)(nl - buf) : n;
-		if (s->len + take + 1 > s->cap) {
-			size_t cap = (s->len + take + 1) * 2;
-			char *bigger = cap <= MAX_EVENT_LINE ? realloc(s->line, cap) : NULL;
-			if (!bigger)
-				return 1;
-			s->line = bigger;
-			s->cap = cap;
-		}
-		memcpy(s->line + s->len, buf, take);
-		s->len += take;
-		if (!nl)
-			break;
-		s->line[s->len] = '\0';
-		watch_line(s);
-		s->len = 0;
-		buf += take + 1;
-		n -= take + 1;
-	}
-	return s->stopped ? 1 : 0;
+	return client_lines_feed(&s->lines, buf, n);
 }
 
-static int status_of_code(const char *code)
+int client_status_of_code(const char *code)
 {
 	static const struct {
 		const char *code;
@@ -383,6 +356,7 @@ int cove_watch(struct cove *c, const char *id, const char *path, bool recursive,
 	snprintf(target, sizeof(target), "%.*s/watch%s%s", (int)(query - files), files, query,
 		 recursive ? "&recursive=1" : "");
 	struct watch_stream s = { .fn = fn, .arg = arg };
+	s.lines = (struct client_lines){ .fn = watch_line, .arg = &s };
 	struct http_response res;
 	int r = client_request_raw(c, "GET", target, NULL, 0, on_watch_body, &s, &res, err);
 	if (s.stopped) {
@@ -390,12 +364,12 @@ int cove_watch(struct cove *c, const char *id, const char *path, bool recursive,
 		if (err)
 			memset(err, 0, sizeof(*err));
 	} else if (r == 0 && s.error_code[0]) {
-		r = client_set_error(err, res.status >= 300 ? res.status : status_of_code(s.error_code), s.error_code,
-				     "%s", s.error_message);
+		r = client_set_error(err, res.status >= 300 ? res.status : client_status_of_code(s.error_code),
+				     s.error_code, "%s", s.error_message);
 	} else if (r == 0) {
 		r = client_set_error(err, res.status >= 300 ? res.status : 0, "unreachable",
 				     "the watch stream ended early");
 	}
-	free(s.line);
+	free(s.lines.line);
 	return r;
 }

@@ -109,11 +109,17 @@ static void usage(FILE *f)
 		   "                    btrfs when it can be had, else overlay (snapshots copy the changes)\n"
 		   "  --subnet CIDR  sandboxes' addresses, a /30 each (default: the first of\n"
 		   "                 10.200.0.0/16 ... 10.219.0.0/16 that no host route overlaps)\n"
+		   "  --resolv-conf PATH  the host's resolvers, for sandboxes' DNS and the egress proxy\n"
+		   "                      (default /etc/resolv.conf)\n"
 		   "  --proxy-listen ADDR:PORT  the port proxy: sandboxes' open ports as URLs\n"
 		   "                 (default " PROXY_DEFAULT_LISTEN ", else any free port; port 0: any free one; off: none)\n"
 		   "  --proxy-domain D  host names PORT-ID.D of the URLs (default localhost)\n"
 		   "  --warm N       keep N sandboxes of the default spec (image host) started and\n"
-		   "                 ready, for creates without a template (default 0)\n");
+		   "                 ready, for creates without a template (default 0)\n"
+		   "images:\n"
+		   "  --registry-auth FILE     registry logins, as Docker's config.json \"auths\"\n"
+		   "  --insecure-registry HOST  plain HTTP to HOST[:PORT] (loopback registries always are)\n"
+		   "  --image-helper PATH      cove-image binary (default: next to coved)\n");
 	fprintf(f, "API over TCP (plain HTTP; every request needs 'Authorization: Bearer TOKEN'):\n"
 		   "  --listen ADDR:PORT      also serve on TCP, like 127.0.0.1:7070 or [::1]:7070\n"
 		   "  --token-file PATH       the token (mode 0600, 32+ bytes; default DIR/token, made if missing)\n"
@@ -124,6 +130,37 @@ static void usage(FILE *f)
 		   "  --idle-timeout S        close a connection idle between requests (default 60)\n"
 		   "  --request-timeout S     close a connection whose request is not whole S seconds\n"
 		   "                          after its first byte (default 60)\n");
+}
+
+/* --warm N */
+static int warm_option(struct engine *e, const char *arg)
+{
+	char *end;
+	long n = strtol(arg, &end, 10);
+	if (*end || end == arg || n < 0 || n > TEMPLATE_MAX_WARM) {
+		fprintf(stderr, "coved: --warm: want a number from 0 to %d\n", TEMPLATE_MAX_WARM);
+		return -1;
+	}
+	e->warm = (int)n;
+	return 0;
+}
+
+/* 'G': an engine option that takes a string (the network's, the images'), by its name. */
+static void engine_option(struct engine *e, const char *name, const char *arg)
+{
+	if (strcmp(name, "subnet") == 0) {
+		snprintf(e->subnet, sizeof(e->subnet), "%s", arg);
+	} else if (strcmp(name, "resolv-conf") == 0) {
+		snprintf(e->resolv_conf, sizeof(e->resolv_conf), "%s", arg);
+	} else if (strcmp(name, "registry-auth") == 0) {
+		snprintf(e->registry_auth, sizeof(e->registry_auth), "%s", arg);
+	} else if (strcmp(name, "image-helper") == 0) {
+		snprintf(e->image_helper, sizeof(e->image_helper), "%s", arg);
+	} else {
+		if (!e->insecure_registries)
+			e->insecure_registries = json_array();
+		json_array_append_new(e->insecure_registries, json_string(arg));
+	}
 }
 
 static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path, size_t cap)
@@ -143,10 +180,14 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 		{ "idle-timeout", required_argument, NULL, 'A' },
 		{ "request-timeout", required_argument, NULL, 'A' },
 		{ "storage", required_argument, NULL, 'S' },
-		{ "subnet", required_argument, NULL, 'N' },
+		{ "subnet", required_argument, NULL, 'G' },
+		{ "resolv-conf", required_argument, NULL, 'G' },
 		{ "proxy-listen", required_argument, NULL, 'P' },
 		{ "proxy-domain", required_argument, NULL, 'P' },
 		{ "warm", required_argument, NULL, 'W' },
+		{ "registry-auth", required_argument, NULL, 'G' },
+		{ "insecure-registry", required_argument, NULL, 'G' },
+		{ "image-helper", required_argument, NULL, 'G' },
 		{ 0 },
 	};
 	struct cove_err err = { 0 };
@@ -180,19 +221,13 @@ static int parse_args(int argc, char **argv, struct daemon *fe, char *init_path,
 				return -1;
 			}
 			break;
-		case 'N':
-			snprintf(fe->engine->subnet, sizeof(fe->engine->subnet), "%s", optarg);
-			break;
-		case 'W': {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*end || end == optarg || n < 0 || n > TEMPLATE_MAX_WARM) {
-				fprintf(stderr, "coved: --warm: want a number from 0 to %d\n", TEMPLATE_MAX_WARM);
+		case 'W':
+			if (warm_option(fe->engine, optarg) < 0)
 				return -1;
-			}
-			fe->engine->warm = (int)n;
 			break;
-		}
+		case 'G':
+			engine_option(fe->engine, opts[longindex].name, optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -321,7 +356,9 @@ int main(int argc, char **argv)
 	char init_path[1024], self[1024];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = '\0';
-	snprintf(init_path, sizeof(init_path), "%s/cove-init", dirname(self));
+	const char *dir = dirname(self);
+	snprintf(init_path, sizeof(init_path), "%s/cove-init", dir);
+	snprintf(d.image_helper, sizeof(d.image_helper), "%s/cove-image", dir);
 	if (parse_args(argc, argv, &fe, init_path, sizeof(init_path)) < 0)
 		return 2;
 	engine_ctx = &d;

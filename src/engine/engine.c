@@ -10,6 +10,7 @@
 #include "common/io.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "engine/images.h"
 #include "engine/template.h"
 #include "engine/network.h"
 #include "image/host_image.h"
@@ -66,7 +67,7 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 		log_warn("coved: no btrfs pool can be had here (%s): the overlay storage driver is in use, "
 			 "snapshots copy a sandbox's changes",
 			 d->pool.fallback);
-	if (host_image_ensure(&d->pool, d->host_image, err) < 0)
+	if (host_image_ensure(&d->pool, d->host_image, err) < 0 || images_open(d, err) < 0)
 		return -1;
 	if (snapshot_store_pool_open(&d->snapshot_store, d->pool.dir, d->pool.driver, err) < 0)
 		return -1;
@@ -92,6 +93,7 @@ int engine_open(struct engine *d, const char *init_path, struct cove_err *err)
 void engine_close(struct engine *d)
 {
 	templates_close(d);
+	images_close(d);
 	network_close(d);
 	store_close(d->store);
 	d->store = NULL;

@@ -29,8 +29,14 @@ struct warm;
 
 struct sandbox_spec {
 	char name[64];
-	char image[64];     /* what was asked for: "host" */
-	char image_dir[64]; /* the image subvolume it was made from: "host-<fingerprint>" */
+	char image[320];    /* what was asked for: "host", or an image's reference or ID */
+	char image_dir[96]; /* the image tree it was made from, under <pool>/images:
+			     * "host-<fingerprint>", or "layers/<chain id hex>" (images.h) */
+	char image_id[80];  /* an OCI image's ID (its manifest digest); "" for host */
+	/* What an OCI image's config gave it besides env, cwd, user and start,
+	 * shown at the top of its JSON: "exposed_ports", "labels"; NULL for
+	 * host (images.c). */
+	json_t *image_meta;
 	uint64_t memory;
 	uint32_t cpu_millis;
 	uint32_t pids;
@@ -56,7 +62,7 @@ struct sandbox_spec {
 	 * (none). Kept with the spec, shown in it only when not empty. */
 	json_t *metadata;
 	/* The start command, a kept process started at create (an argv array;
-	 * NULL: none), and the readiness check that create waits for
+	 * NULL: none; an OCI image's Entrypoint + Cmd unless given), and the readiness check that create waits for
 	 * (launch.c; NULL: none): {"port": N | "url": U | "cmd": argv,
 	 * "timeout": seconds}. */
 	json_t *start, *ready;
@@ -99,7 +105,7 @@ struct snapshot {
 	char id[16];
 	char sandbox[16];
 	char name[64];
-	char image_dir[64];
+	char image_dir[96];
 	int64_t created_at; /* unix ms */
 	json_t *spec;       /* the sandbox's spec when it was taken */
 	struct snapshot *next;
@@ -126,6 +132,7 @@ struct engine {
 	bool stopping; /* SIGTERM: exit once no deletion or worker job is under way */
 	enum storage_driver storage; /* --storage: what was asked for (STORAGE_AUTO by default) */
 	char subnet[64];             /* --subnet: the sandboxes' address pool ("": the default) */
+	char resolv_conf[512];       /* --resolv-conf: the host's resolvers ("": /etc/resolv.conf) */
 	struct engine_net *net;      /* network.c */
 	struct template *templates;  /* templates.c, by name */
 	int warm;                    /* --warm: the default pool's size (plain creates of "host") */
@@ -139,6 +146,10 @@ struct engine {
 	/* A front end's: the URL of port of sandbox id into buf (the port
 	 * proxy's), -1 if none; shown with the sandbox's open ports. */
 	int (*port_url)(const char *id, int port, char *buf, size_t cap);
+	struct engine_images *images; /* images.c */
+	char image_helper[1024];      /* cove-image (default: next to coved) */
+	char registry_auth[1024];     /* --registry-auth: Docker's config.json form, or "" */
+	json_t *insecure_registries;  /* --insecure-registry: array of "host[:port]", or NULL */
 };
 
 extern struct engine *engine_ctx;

@@ -10,7 +10,8 @@
  *         namespace (setns is per thread), answered 2xx or 3xx;
  *   cmd:  an exec in the sandbox, as its user, exiting 0.
  * A start command that ends before the check passes fails the launch at
- * once: nothing would make it pass any more. */
+ * once: nothing would make it pass any more. Without a check, the launch
+ * ends once the start command runs, whatever it does next. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -346,7 +347,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	json_t *ready = l->sb->spec.ready;
 	if (l->start_pending || l->probing)
 		return; /* their answers schedule the next tick */
-	if (start_ended(l, &err) || !ready) {
+	/* Without a check, the start command running is the launch (one that
+	 * ends at once, an image's `sh` Cmd, is no failure: nothing waits on it). */
+	if (!ready || start_ended(l, &err)) {
 		launch_end(l, err.code ? &err : NULL);
 		return;
 	}

@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "engine/network.h"
 #include "net/dns.h"
+#include "net/egress.h"
 #include "net/net.h"
 #include "net/policy.h"
 #include "net/pool.h"
@@ -22,14 +23,18 @@
 struct engine_net {
 	struct net_pool pool;
 	struct net_forwarding fw;
-	bool started; /* forwarding on, table made */
+	struct evdns_base *dns; /* the host's resolvers, for the egress proxies */
+	bool started;           /* forwarding on, table made */
 };
 
 struct sandbox_net {
 	struct net_addrs addrs;
 	struct policy_list allow, deny;
 	struct dns_forwarder *dns;
+	struct egress_proxy *proxy; /* once its policy named a domain */
+	const struct net_pool *pool;
 	int claim_fd;  /* holds the host-wide lock on its addresses, or -1 */
+	bool ruled;    /* rules made in this run (network_rules) */
 	bool attached; /* veth and rules made in this run */
 };
 
@@ -60,6 +65,8 @@ void network_close(struct engine *d)
 {
 	if (!d->net)
 		return;
+	if (d->net->dns)
+		evdns_base_free(d->net->dns, 0);
 	net_pool_free(&d->net->pool);
 	free(d->net);
 	d->net = NULL;
@@ -128,6 +135,12 @@ static void guard_share(struct net_forwarding *fw)
 	}
 }
 
+/* The host's resolvers: coved --resolv-conf, else /etc/resolv.conf. */
+static const char *resolv_conf(const struct engine *d)
+{
+	return d->resolv_conf[0] ? d->resolv_conf : "/etc/resolv.conf";
+}
+
 /* forwarding and the table: once, at the first sandbox with egress. */
 static int start(struct engine *d, struct cove_err *err)
 {
@@ -139,6 +152,14 @@ static int start(struct engine *d, struct cove_err *err)
 	guard_share(&n->fw);
 	if (net_init(&n->pool, &n->fw, err) < 0)
 		return -1;
+	/* Nameservers and options only: no search list (a name a sandbox
+	 * sends is dialed as it is) and no hosts file (the proxy dials what
+	 * the resolvers say, as the sandbox's own DNS sees it). */
+	n->dns = evdns_base_new(d->base, 0);
+	if (!n->dns ||
+	    evdns_base_resolv_conf_parse(n->dns, DNS_OPTION_NAMESERVERS | DNS_OPTION_MISC, resolv_conf(d)) != 0) {
+		log_warn("network: no nameserver in '%s': the egress proxy cannot resolve", resolv_conf(d));
+	}
 	n->started = true;
 	return 0;
 }
@@ -166,6 +187,7 @@ static void sandbox_net_free(struct sandbox_net *sn)
 	if (!sn)
 		return;
 	dns_forwarder_free(sn->dns);
+	egress_proxy_free(sn->proxy);
 	if (sn->claim_fd >= 0)
 		close(sn->claim_fd);
 	policy_list_free(&sn->allow);
@@ -201,6 +223,19 @@ static bool host_has_addr(const uint8_t addr[4])
 	return fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 }
 
+/* The same for a slot's IPv6 gateway: a veth left with it and without
+ * its IPv4 one (seen on a host shared by many coveds killed in tests)
+ * would route the new sandbox's IPv6 replies to the old veth. */
+static bool host_has_addr6(const struct net_addrs *a)
+{
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6 };
+	if (!a->has_v6)
+		return false;
+	memcpy(&sa.sin6_addr, a->gw6, 16);
+	_cleanup_close_ int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	return fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+}
+
 /* The host-wide claim on a gateway address, among the coveds of a host: a
  * record lock on CLAIM_DIR/<gateway>, held as long as the sandbox lives in
  * this coved (a POSIX lock: coved's forks do not inherit it, and it goes
@@ -232,7 +267,7 @@ static int alloc_addrs(struct net_pool *p, struct net_addrs *ret, int *claim_fd)
 	static uint32_t skipped[ALLOC_MAX_SKIPPED]; /* the loop's: one alloc at a time */
 	int n = 0, r;
 	while ((r = net_pool_alloc(p, ret)) == 0) {
-		if ((*claim_fd = claim(ret->gw4)) >= 0 && !host_has_addr(ret->gw4))
+		if ((*claim_fd = claim(ret->gw4)) >= 0 && !host_has_addr(ret->gw4) && !host_has_addr6(ret))
 			break;
 		if (*claim_fd >= 0)
 			close(*claim_fd);
@@ -256,6 +291,7 @@ int network_prepare(struct engine *d, struct sandbox *sb, bool loaded, const cha
 	if (!sn)
 		return err_set(err, COVE_EINTERNAL, "out of memory");
 	sn->claim_fd = -1;
+	sn->pool = &d->net->pool;
 	int r = !loaded ? alloc_addrs(&d->net->pool, &sn->addrs, &sn->claim_fd)
 			: net_pool_take(&d->net->pool, (uint32_t)sb->spec.net_slot, &sn->addrs);
 	/* A sandbox kept over a restart: its addresses are its own already. */
@@ -279,6 +315,20 @@ int network_prepare(struct engine *d, struct sandbox *sb, bool loaded, const cha
 	return 0;
 }
 
+void network_readdress(struct engine *d, struct sandbox *sb)
+{
+	struct sandbox_net *sn = sb->net;
+	struct net_addrs a;
+	int fd = -1;
+	if (!sn || sn->claim_fd >= 0 || alloc_addrs(&d->net->pool, &a, &fd) < 0)
+		return;
+	log_info("sandbox %s: network slot %u is another coved's now: slot %u", sb->id, sn->addrs.slot, a.slot);
+	net_pool_release(&d->net->pool, sn->addrs.slot);
+	sn->addrs = a;
+	sn->claim_fd = fd;
+	sb->spec.net_slot = (int)a.slot;
+}
+
 static bool name_allowed(void *data, const char *name)
 {
 	struct sandbox_net *sn = data;
@@ -289,7 +339,7 @@ static int dns_start(struct engine *d, struct sandbox_net *sn, struct cove_err *
 {
 	struct dns_config c = { .allowed = name_allowed, .data = sn };
 	struct sockaddr_in *sa = (struct sockaddr_in *)&c.listen;
-	if (dns_config_resolv_conf(&c, "/etc/resolv.conf", err) < 0)
+	if (dns_config_resolv_conf(&c, resolv_conf(d), err) < 0)
 		return -1;
 	sa->sin_family = AF_INET;
 	sa->sin_port = htons(53);
@@ -299,24 +349,103 @@ static int dns_start(struct engine *d, struct sandbox_net *sn, struct cove_err *
 	return sn->dns ? 0 : -1;
 }
 
+static enum egress_verdict judge_name(void *data, const char *name)
+{
+	struct sandbox_net *sn = data;
+	enum policy_verdict v = policy_name_verdict(&sn->allow, &sn->deny, name);
+	return v == POLICY_ALLOW ? EGRESS_ALLOW : v == POLICY_DENY ? EGRESS_DENY : EGRESS_BY_ADDRESS;
+}
+
+static bool judge_addr(void *data, const struct sockaddr *sa, bool name_allowed)
+{
+	struct sandbox_net *sn = data;
+	if (net_addr_denied(sn->pool, sa))
+		return false;
+	if (name_allowed)
+		return true;
+	const uint8_t *a = sa->sa_family == AF_INET ? (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr
+						    : ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+	return policy_addr_allowed(&sn->allow, &sn->deny, sa->sa_family, a);
+}
+
+/* The sandbox's egress proxy, made the first time its policy names a
+ * domain (and kept: its connections outlive a policy change); the ports
+ * that ns's rules send TCP 80 and 443 to while the policy names one. */
+static int proxy_ports(struct engine *d, struct sandbox *sb, struct net_sandbox *ns, struct cove_err *err)
+{
+	struct sandbox_net *sn = sb->net;
+	if (!policy_has_domains(ns->allow, ns->deny))
+		return 0;
+	if (!sn->proxy) {
+		struct egress_config c = { .id = sb->id,
+					   .dns = d->net->dns,
+					   .judge_name = judge_name,
+					   .judge_addr = judge_addr,
+					   .data = sn,
+					   .has_peer6 = sn->addrs.has_v6 };
+		struct sockaddr_in *v4 = (struct sockaddr_in *)&c.listen[0];
+		v4->sin_family = AF_INET;
+		memcpy(&v4->sin_addr, sn->addrs.gw4, 4);
+		c.listen_len[0] = sizeof(*v4);
+		memcpy(c.peer4, sn->addrs.sb4, 4);
+		c.n_listen = 1;
+		if (sn->addrs.has_v6) {
+			struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&c.listen[1];
+			v6->sin6_family = AF_INET6;
+			memcpy(&v6->sin6_addr, sn->addrs.gw6, 16);
+			c.listen_len[1] = sizeof(*v6);
+			memcpy(c.peer6, sn->addrs.sb6, 16);
+			c.n_listen = 2;
+		}
+		if (!d->net->dns)
+			return err_set(err, COVE_EINTERNAL, "the egress proxy has no resolver ('%s')", resolv_conf(d));
+		sn->proxy = egress_proxy_new(d->base, &c, err);
+		if (!sn->proxy)
+			return -1;
+	}
+	ns->proxy4 = egress_proxy_port(sn->proxy, AF_INET);
+	ns->proxy6 = egress_proxy_port(sn->proxy, AF_INET6);
+	return 0;
+}
+
+static void net_sandbox_of(const struct sandbox *sb, struct net_sandbox *ret)
+{
+	struct sandbox_net *sn = sb->net;
+	*ret = (struct net_sandbox){ .id = sb->id, .addrs = sn->addrs, .allow = &sn->allow, .deny = &sn->deny };
+}
+
+int network_rules(struct engine *d, struct sandbox *sb, struct cove_err *err)
+{
+	struct sandbox_net *sn = sb->net;
+	struct net_sandbox ns;
+	if (!sn || sn->ruled)
+		return 0;
+	net_sandbox_of(sb, &ns);
+	if (start(d, err) < 0 || proxy_ports(d, sb, &ns, err) < 0 || net_sandbox_policy(&ns, err) < 0)
+		return -1;
+	sn->ruled = true;
+	return 0;
+}
+
 int network_attach(struct engine *d, struct sandbox *sb, bool reattached, struct cove_err *err)
 {
 	struct sandbox_net *sn = sb->net;
+	struct net_sandbox ns;
 	if (!sn)
 		return 0;
-	struct net_sandbox ns = { .id = sb->id, .addrs = sn->addrs, .allow = &sn->allow, .deny = &sn->deny };
-	if (start(d, err) < 0)
+	if (network_rules(d, sb, err) < 0)
 		return -1;
-	if (reattached) {
-		if (net_sandbox_policy(&ns, err) < 0)
-			return -1;
-	} else {
+	/* A re-attached sandbox's veth is there, and its rules are all it
+	 * needs; but for a coved killed between its init's start and its
+	 * veth's (its gateway is then nowhere on the host). */
+	if (!reattached || !host_has_addr(sn->addrs.gw4)) {
 		char path[64];
+		net_sandbox_of(sb, &ns);
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", sb->init_pid);
 		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return err_sys(err, errno, "open '%s'", path);
-		if (net_sandbox_attach(&ns, fd, err) < 0)
+		if (net_sandbox_link(&ns, fd, err) < 0)
 			return -1;
 	}
 	sn->attached = true;
@@ -367,7 +496,7 @@ int network_set_policy(struct engine *d, struct sandbox *sb, const struct networ
 	/* Stored first: what is in force is never what a restart would not
 	 * bring back. */
 	bool saved = sandbox_save(d, sb, err) == 0;
-	if (!saved || net_sandbox_policy(&ns, err) < 0) {
+	if (!saved || proxy_ports(d, sb, &ns, err) < 0 || net_sandbox_policy(&ns, err) < 0) {
 		json_decref(sb->spec.allow_out);
 		json_decref(sb->spec.deny_out);
 		sb->spec.allow_out = old_allow;

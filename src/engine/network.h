@@ -44,6 +44,16 @@ int network_check(const struct sandbox_spec *s, struct cove_err *err);
  * which has it already) /etc/resolv.conf naming the resolver. At load
  * (loaded true): the addresses it had. A no-op for network "none". */
 int network_prepare(struct engine *d, struct sandbox *sb, bool loaded, const char *new_root, struct cove_err *err);
+/* Before a loaded sandbox boots anew (its init was gone): when another
+ * coved took its addresses while this one was down (it had no veth yet,
+ * so they looked free; the claim is the other's now), new ones. */
+void network_readdress(struct engine *d, struct sandbox *sb);
+/* The sandbox's nftables rules (and its egress proxy), network_attach's
+ * first half, for a create to run while its runtime's child makes the
+ * namespace: the rules name the veth before it exists, and the
+ * transaction is then off the create's critical path. A no-op for network
+ * "none"; network_attach skips what it did. */
+int network_rules(struct engine *d, struct sandbox *sb, struct cove_err *err);
 /* After the runtime started init (a new network namespace): veth, rules,
  * resolver. With reattached (init of a previous coved, still running: its
  * veth is there) only rules and resolver. */

@@ -36,6 +36,7 @@
 #include "engine/template.h"
 #include "engine/watch.h"
 #include "store/store.h"
+#include "engine/images.h"
 #include "image/host_image.h"
 #include "sandbox/runtime.h"
 #include "sys/storage.h"
@@ -83,7 +84,8 @@ void sandbox_spec_free(struct sandbox_spec *spec)
 	json_decref(spec->metadata);
 	json_decref(spec->start);
 	json_decref(spec->ready);
-	spec->metadata = spec->start = spec->ready = NULL;
+	json_decref(spec->image_meta);
+	spec->metadata = spec->start = spec->ready = spec->image_meta = NULL;
 }
 
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
@@ -109,6 +111,7 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	json_object_set_new(j, "from_pool", json_boolean(s->from_pool));
 	if (s->pooled)
 		json_object_set_new(j, "pooled", json_true());
+	image_spec_to_json(s, j);
 	return j;
 }
 
@@ -165,6 +168,7 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 	snprintf(s->template, sizeof(s->template), "%s", template ? template : "");
 	s->pooled = json_is_true(json_object_get(j, "pooled"));
 	s->from_pool = json_is_true(json_object_get(j, "from_pool"));
+	image_spec_from_json(j, s);
 	json_decref(j);
 	return 0;
 }
@@ -294,6 +298,7 @@ static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pendi
 				     .uid_base = UID_BASE + (uid_t)sb->slot * RUNTIME_UID_COUNT,
 				     .init_socket = sock,
 				     .init_exe_fd = d->init_exe_fd,
+				     .host_layers = strncmp(sb->spec.image_dir, "host-", 5) == 0,
 				     .cgroups = &d->cgroups,
 				     .seccomp = &d->seccomp };
 	if (runtime_begin(&rc, sb->spec.external, p, err) < 0) {
@@ -488,6 +493,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	}
 	sb->spec = *spec;
 	spec->env = spec->allow_out = spec->deny_out = spec->metadata = spec->start = spec->ready = NULL; /* moved */
+	spec->image_meta = NULL;
 	sb->spec.created_at = sandbox_now_ms();
 	sb->spec.from_pool = false; /* a pool hands out what it made; a copy of one was not */
 	/* A restore or a fork copies a spec: what ties its source to a deadline
@@ -501,9 +507,10 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	if (network_check(&sb->spec, err) < 0)
 		goto fail;
 	/* A restored root keeps the image it was made on, whatever "host" is
-	 * today: its changes are only meaningful over that one. */
-	if (!from && strcmp(sb->spec.image, "host") == 0)
-		snprintf(sb->spec.image_dir, sizeof(sb->spec.image_dir), "%s", d->host_image);
+	 * today: its changes are only meaningful over that one. A new one
+	 * takes its image's tree and config (images.c). */
+	if (!from && !sb->spec.external && image_spec_apply(d, &sb->spec, err) < 0)
+		goto fail;
 	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
 	subvol_path(d, sb->id, subvol, sizeof(subvol));
 	/* An external sandbox has no image: its commands see the host. */
@@ -521,7 +528,8 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 	if (r < 0)
 		goto fail;
 	taken = NULL; /* from here on, its failures delete the root */
-	if (!from && !sb->spec.external && write_identity(subvol, image, sb->id, err) < 0) {
+	if (!from && !sb->spec.external &&
+	    (write_identity(subvol, image, sb->id, err) < 0 || image_root_prepare(&sb->spec, image, subvol, err) < 0)) {
 		(void)storage_delete(d->pool.driver, subvol);
 		goto fail;
 	}
@@ -551,7 +559,12 @@ fail:
 static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
 	double t0 = now_ms();
-	bool ok = boot_finish(d, sb, p, err) == 0 && network_attach(d, sb, false, err) == 0 &&
+	/* The network's rules while the runtime's child makes the sandbox (on
+	 * the other core, if there is one): the nftables transaction is off
+	 * the create's path. The boot is finished (its child reaped) even if
+	 * they fail. */
+	bool ruled = network_rules(d, sb, err) == 0;
+	bool ok = boot_finish(d, sb, p, err) == 0 && ruled && network_attach(d, sb, false, err) == 0 &&
 		  sandbox_save(d, sb, err) == 0;
 	log_debug("sandbox %s: runtime ready and saved %.2f ms", sb->id, now_ms() - t0);
 	if (!ok) {
@@ -593,8 +606,9 @@ int sandbox_spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 	to->metadata = from->metadata ? json_deep_copy(from->metadata) : NULL;
 	to->start = from->start ? json_deep_copy(from->start) : NULL;
 	to->ready = from->ready ? json_deep_copy(from->ready) : NULL;
+	to->image_meta = from->image_meta ? json_deep_copy(from->image_meta) : NULL;
 	if (to->env && to->allow_out && to->deny_out && (to->metadata || !from->metadata) &&
-	    (to->start || !from->start) && (to->ready || !from->ready))
+	    (to->start || !from->start) && (to->ready || !from->ready) && (to->image_meta || !from->image_meta))
 		return 0;
 	sandbox_spec_free(to);
 	return -1;
@@ -667,6 +681,7 @@ static void finish_delete(struct engine *d, struct sandbox *sb)
 	}
 	d->sandboxes[sb->slot] = NULL;
 	sandbox_free(sb);
+	images_collect_pending(d);
 	sandboxes_stop_if_idle(d);
 }
 
@@ -892,6 +907,7 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	}
 	memset(&err, 0, sizeof(err));
 	(void)cgroup_destroy(&d->cgroups, sb->id, 2000, NULL);
+	network_readdress(d, sb);
 	if (boot(d, sb, &err) < 0 || network_attach(d, sb, false, &err) < 0 || sandbox_save(d, sb, &err) < 0) {
 		log_error("sandbox %s: restart failed: %s", sb->id, err.msg);
 		sb->state = SB_STOPPED;

@@ -10,6 +10,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "engine/images.h"
 #include "engine/template.h"
 #include "store/snapshot_store.h"
 #include "store/store.h"
@@ -65,16 +66,16 @@ static char *template_row(const struct template *t)
 	return text;
 }
 
-/* The image a template stands on must exist now: "host", or an image's
- * subvolume in the pool. */
+/* The image a template stands on must exist now: "host", or an image of
+ * the pool's (images.h: by name, ID or ID prefix). */
 static int check_image(struct engine *d, const struct sandbox_spec *spec, struct cove_err *err)
 {
-	char path[700];
-	if (spec->external || strcmp(spec->image, "host") == 0)
+	struct image_resolved r;
+	if (spec->external)
 		return 0;
-	snprintf(path, sizeof(path), "%s/images/%s", d->pool.dir, spec->image);
-	if (!spec->image[0] || strchr(spec->image, '/') || storage_is_tree(d->pool.driver, path) != 1)
-		return err_set(err, COVE_ENOTFOUND, "unknown image '%s'", spec->image);
+	if (image_resolve(d, spec->image, &r, err) < 0)
+		return -1;
+	image_resolved_free(&r);
 	return 0;
 }
 

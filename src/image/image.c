@@ -23,6 +23,8 @@
 int image_store_open(struct image_store *s, const struct pool *pool, struct cove_err *err)
 {
 	s->pool = pool;
+	s->progress = NULL;
+	s->progress_arg = NULL;
 	snprintf(s->images, sizeof(s->images), "%s/images", pool->dir);
 	snprintf(s->layers, sizeof(s->layers), "%s/layers", s->images);
 	if (blobs_open(&s->blobs, s->images, err) < 0)
@@ -42,6 +44,12 @@ void image_store_close(struct image_store *s)
 void image_layer_path(const struct image_store *s, const char *chain_id, char out[PATH_MAX])
 {
 	snprintf(out, PATH_MAX, "%s/%s", s->layers, digest_hex(chain_id));
+}
+
+void image_report(const struct image_store *s, const char *digest, uint64_t done, uint64_t total, const char *status)
+{
+	if (s->progress)
+		s->progress(s->progress_arg, &(struct image_progress){ digest, done, total, status });
 }
 
 static void strv_free(char **v)
@@ -290,11 +298,13 @@ static int unpack_layers(struct import *im, char top[DIGEST_STR_MAX], struct cov
 	for (size_t i = 0; i < im->manifest.n_layers; i++) {
 		oci_chain_id(im->config.diff_ids, i + 1, top);
 		image_layer_path(im->s, top, tree);
+		const struct oci_descriptor *l = &im->manifest.layers[i];
 		if (storage_is_tree(im->s->pool->driver, tree) != 1) {
 			if (unpack_one(im, i, *below ? below : NULL, tree, err) < 0)
 				return -1;
 			memcpy(im->made[im->n_made++], tree, PATH_MAX);
 		}
+		image_report(im->s, l->digest, (uint64_t)l->size, (uint64_t)l->size, "unpacked");
 		memcpy(below, tree, PATH_MAX);
 	}
 	return 0;

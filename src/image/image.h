@@ -35,8 +35,18 @@
 #define IMAGE_OS "linux"
 #define IMAGE_ARCH "amd64"
 
+/* What an import or a pull tells of a blob or a layer as it goes. */
+struct image_progress {
+	const char *digest; /* the blob's (a layer's as stored: compressed) */
+	uint64_t done, total;
+	const char *status; /* "downloading", "verified", "exists", "unpacked" */
+};
+
 struct image_store {
 	const struct pool *pool;
+	/* Told of progress, if not NULL. */
+	void (*progress)(void *arg, const struct image_progress *p);
+	void *progress_arg;
 	char images[PATH_MAX]; /* <pool>/images */
 	char layers[PATH_MAX]; /* <pool>/images/layers */
 	struct blob_store blobs;
@@ -68,5 +78,7 @@ int image_import_tar_fd(struct image_store *s, int fd, const char *ref, struct i
 /* An imported image by its manifest digest; COVE_ENOTFOUND if it or one of
  * its layer trees is missing. */
 int image_open(struct image_store *s, const char *manifest, struct image_info *ret, struct cove_err *err);
+/* Tell s's progress hook, if any. */
+void image_report(const struct image_store *s, const char *digest, uint64_t done, uint64_t total, const char *status);
 /* The tree of chain id into out. */
 void image_layer_path(const struct image_store *s, const char *chain_id, char out[PATH_MAX]);

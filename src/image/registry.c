@@ -18,6 +18,7 @@
 #include "image/source.h"
 
 #define REGISTRY_TOKEN_MAX 8192
+#define REGISTRY_PARALLEL 4 /* layers downloaded at once */
 #define ACCEPT_MANIFESTS                                                                                \
 	"Accept: application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, " \
 	"application/vnd.docker.distribution.manifest.list.v2+json, "                                   \
@@ -33,7 +34,13 @@ struct sink {
 	bool started, discard;
 	uint64_t *cut_after; /* fault injection, shared by the pull: 0 = off */
 	struct cove_err *err;
+	/* A blob's progress goes to s's hook, every REPORT_STEP bytes. */
+	const struct image_store *s;
+	const struct oci_descriptor *d;
+	uint64_t reported;
 };
+
+#define REPORT_STEP (1u << 20)
 
 struct reg {
 	CURL *c;
@@ -88,6 +95,7 @@ static int sink_start(struct sink *k, CURL *c)
 struct body_ctx {
 	struct reg *r;
 	struct sink *k;
+	CURL *c; /* the transfer's handle */
 };
 
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
@@ -95,7 +103,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	struct body_ctx *b = arg;
 	struct sink *k = b->k;
 	size_t len = size * n;
-	if (!k->started && sink_start(k, b->r->c) < 0)
+	if (!k->started && sink_start(k, b->c) < 0)
 		return 0;
 	if (k->discard)
 		return len;
@@ -120,28 +128,33 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	if (blob_writer_write(k->w, p, take, k->err) < 0)
 		return 0;
 	b->r->stats.bytes += take;
+	if (k->s && k->w->size >= k->reported + REPORT_STEP) {
+		k->reported = k->w->size;
+		image_report(k->s, k->d->digest, k->w->size, (uint64_t)k->d->size, "downloading");
+	}
 	return cut ? take : len;
 }
 
-/* One request: the HTTP status to *status, curl's verdict to *cc. */
-static void perform(struct reg *r, const char *url, const char *accept, struct sink *k, long *status, CURLcode *cc)
+/* A request on c, set up but not performed: k gets the body (through b,
+ * which names c), *h holds the headers (the caller frees them after the
+ * transfer), range the Range of a resumed blob. */
+static void setup(struct reg *r, CURL *c, const char *url, const char *accept, struct body_ctx *b,
+		  struct curl_slist **h, char range[32])
 {
-	struct curl_slist *h = NULL;
-	char range[32];
-	struct body_ctx b = { r, k };
-	CURL *c = r->c;
+	struct sink *k = b->k;
 	curl_easy_reset(c);
 	r->challenge[0] = r->content_type[0] = '\0';
 	k->started = false;
+	*h = NULL;
 	if (accept)
-		h = curl_slist_append(h, accept);
+		*h = curl_slist_append(*h, accept);
 	if (r->authz[0])
-		h = curl_slist_append(h, r->authz);
+		*h = curl_slist_append(*h, r->authz);
 	bool tls = strncmp(url, "https:", 6) == 0;
 	(void)curl_easy_setopt(c, CURLOPT_URL, url);
-	(void)curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	(void)curl_easy_setopt(c, CURLOPT_HTTPHEADER, *h);
 	(void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	(void)curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	(void)curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
 	(void)curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	(void)curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
 	(void)curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
@@ -159,13 +172,22 @@ static void perform(struct reg *r, const char *url, const char *accept, struct s
 		(void)curl_easy_setopt(c, CURLOPT_PASSWORD, r->o->password ? r->o->password : "");
 	}
 	if (k->w && k->w->size > 0) {
-		snprintf(range, sizeof(range), "%llu-", (unsigned long long)k->w->size);
+		snprintf(range, 32, "%llu-", (unsigned long long)k->w->size);
 		(void)curl_easy_setopt(c, CURLOPT_RANGE, range);
 		r->stats.resumed++;
 	}
-	*cc = curl_easy_perform(c);
+}
+
+/* One request: the HTTP status to *status, curl's verdict to *cc. */
+static void perform(struct reg *r, const char *url, const char *accept, struct sink *k, long *status, CURLcode *cc)
+{
+	struct curl_slist *h;
+	char range[32];
+	struct body_ctx b = { r, k, r->c };
+	setup(r, r->c, url, accept, &b, &h, range);
+	*cc = curl_easy_perform(r->c);
 	*status = 0;
-	(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	(void)curl_easy_getinfo(r->c, CURLINFO_RESPONSE_CODE, status);
 	curl_slist_free_all(h);
 }
 
@@ -222,7 +244,11 @@ static int authenticate(struct reg *r, struct cove_err *err)
 	struct challenge ch;
 	if (r->auth_depth > 1)
 		return err_set(err, COVE_EINVAL, "registry: the token server asks for a token itself");
-	if (challenge_parse(r->challenge, &ch) < 0)
+	int parsed = challenge_parse(r->challenge, &ch);
+	if (parsed < 0 && r->auth_depth > 0) /* the token server's own 401 */
+		return err_set(err, COVE_EPERM, "registry %s: the token server refused %s (HTTP 401)", r->ref.registry,
+			       r->o->user ? "the login given" : "an anonymous pull: a login is needed");
+	if (parsed < 0)
 		return err_set(err, COVE_EINVAL, "registry: a 401 without a usable WWW-Authenticate");
 	if (strcasecmp(ch.scheme, "Bearer") == 0) {
 		r->auth_depth++;
@@ -345,17 +371,32 @@ static int resolve(struct reg *r, const struct blob_store *bs, char ret[DIGEST_S
 	}
 }
 
-/* One blob into the store, resumed after a broken transfer. */
-static int fetch_blob(struct reg *r, const struct blob_store *bs, const struct oci_descriptor *d, struct cove_err *err)
+/* A blob whose bytes are all written: stored if they hash to its digest. */
+static int commit_blob(struct reg *r, const struct image_store *s, struct blob_writer *w,
+		       const struct oci_descriptor *d, struct cove_err *err)
 {
-	if (blob_exists(bs, d->digest))
+	bool fresh;
+	if (blob_writer_commit(&s->blobs, w, d->digest, d->size, NULL, &fresh, err) < 0)
+		return -1;
+	image_report(s, d->digest, (uint64_t)d->size, (uint64_t)d->size, "verified");
+	r->stats.blobs++;
+	return fresh && source_note_added(&r->added, d->digest) < 0 ? err_sys(err, ENOMEM, "pull") : 0;
+}
+
+/* One blob into the store, resumed after a broken transfer. */
+static int fetch_blob(struct reg *r, const struct image_store *s, const struct oci_descriptor *d, struct cove_err *err)
+{
+	const struct blob_store *bs = &s->blobs;
+	if (blob_exists(bs, d->digest)) {
+		image_report(s, d->digest, (uint64_t)d->size, (uint64_t)d->size, "exists");
 		return 0;
+	}
 	char url[2048];
 	snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", r->base, r->ref.repository, d->digest);
 	struct blob_writer w;
 	if (blob_writer_begin(bs, &w, (uint64_t)d->size, err) < 0)
 		return -1;
-	struct sink k = { .w = &w, .bs = bs, .cut_after = &r->cut_after, .err = err };
+	struct sink k = { .w = &w, .bs = bs, .cut_after = &r->cut_after, .err = err, .s = s, .d = d };
 	long status = 0;
 	CURLcode cc = CURLE_OK;
 	for (int tries = 0; tries < REGISTRY_TRIES; tries++) {
@@ -375,11 +416,145 @@ static int fetch_blob(struct reg *r, const struct blob_store *bs, const struct o
 		blob_writer_abort(&w);
 		return http_error(r, d->digest, status, cc, err);
 	}
-	bool fresh;
-	if (blob_writer_commit(bs, &w, d->digest, d->size, NULL, &fresh, err) < 0)
+	return commit_blob(r, s, &w, d, err);
+}
+
+/* ---- layers, REGISTRY_PARALLEL at a time (a curl multi handle) ---- */
+
+struct xfer {
+	CURL *c;
+	const struct oci_descriptor *d;
+	struct blob_writer w;
+	struct sink k;
+	struct body_ctx b;
+	struct curl_slist *h;
+	char url[2048], range[32];
+	int tries;
+	bool busy;
+};
+
+static int xfer_start(struct reg *r, CURLM *m, struct xfer *x, struct cove_err *err)
+{
+	setup(r, x->c, x->url, NULL, &x->b, &x->h, x->range);
+	if (curl_multi_add_handle(m, x->c) == CURLM_OK)
+		return 0;
+	curl_slist_free_all(x->h);
+	x->h = NULL;
+	return err_set(err, COVE_EINTERNAL, "libcurl: cannot add a transfer");
+}
+
+static int xfer_begin(struct reg *r, const struct image_store *s, CURLM *m, struct xfer *x,
+		      const struct oci_descriptor *d, struct cove_err *err)
+{
+	x->d = d;
+	x->tries = 0;
+	snprintf(x->url, sizeof(x->url), "%s/v2/%s/blobs/%s", r->base, r->ref.repository, d->digest);
+	if (blob_writer_begin(&s->blobs, &x->w, (uint64_t)d->size, err) < 0)
 		return -1;
-	r->stats.blobs++;
-	return fresh && source_note_added(&r->added, d->digest) < 0 ? err_sys(err, ENOMEM, "pull") : 0;
+	x->k = (struct sink){ .w = &x->w, .bs = &s->blobs, .cut_after = &r->cut_after, .err = err, .s = s, .d = d };
+	x->b = (struct body_ctx){ r, &x->k, x->c };
+	if (xfer_start(r, m, x, err) < 0) {
+		blob_writer_abort(&x->w);
+		return -1;
+	}
+	x->busy = true;
+	return 0;
+}
+
+/* x's transfer ended with cc: 1 when it goes on (tried again from where
+ * it stopped), 0 when the blob is stored, -1 on failure. A 401 (a token
+ * that ran out) is left to fetch_blob, which authenticates. */
+static int xfer_done(struct reg *r, const struct image_store *s, CURLM *m, struct xfer *x, CURLcode cc,
+		     struct cove_err *err)
+{
+	long status = 0;
+	(void)curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
+	(void)curl_multi_remove_handle(m, x->c);
+	curl_slist_free_all(x->h);
+	x->h = NULL;
+	bool whole = cc == CURLE_OK && (status == 200 || status == 206);
+	if (!(err && err->code) && !whole && (cc != CURLE_OK || status >= 500) && ++x->tries < REGISTRY_TRIES) {
+		if (xfer_start(r, m, x, err) == 0)
+			return 1;
+	}
+	x->busy = false;
+	if ((err && err->code) || (!whole && status != 401)) {
+		blob_writer_abort(&x->w);
+		return err && err->code ? -1 : http_error(r, x->d->digest, status, cc, err);
+	}
+	if (whole)
+		return commit_blob(r, s, &x->w, x->d, err);
+	blob_writer_abort(&x->w);
+	return fetch_blob(r, s, x->d, err);
+}
+
+/* Start layers from *next into the idle transfers; those stored already
+ * are only reported. */
+static int fill(struct reg *r, const struct image_store *s, CURLM *m, struct xfer *x, const struct oci_manifest *man,
+		size_t *next, struct cove_err *err)
+{
+	for (int i = 0; i < REGISTRY_PARALLEL && *next < man->n_layers; i++) {
+		if (x[i].busy)
+			continue;
+		const struct oci_descriptor *d = &man->layers[(*next)++];
+		if (blob_exists(&s->blobs, d->digest))
+			image_report(s, d->digest, (uint64_t)d->size, (uint64_t)d->size, "exists");
+		else if (xfer_begin(r, s, m, &x[i], d, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int run_transfers(struct reg *r, const struct image_store *s, CURLM *m, struct xfer *x,
+			 const struct oci_manifest *man, struct cove_err *err)
+{
+	size_t next = 0;
+	for (;;) {
+		int running = 0, q, active = 0;
+		if (fill(r, s, m, x, man, &next, err) < 0)
+			return -1;
+		for (int i = 0; i < REGISTRY_PARALLEL; i++)
+			active += x[i].busy;
+		if (!active && next == man->n_layers)
+			return 0;
+		(void)curl_multi_perform(m, &running);
+		CURLMsg *msg;
+		while ((msg = curl_multi_info_read(m, &q))) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			int i = 0;
+			while (i < REGISTRY_PARALLEL && x[i].c != msg->easy_handle)
+				i++;
+			if (i < REGISTRY_PARALLEL && xfer_done(r, s, m, &x[i], msg->data.result, err) < 0)
+				return -1;
+		}
+		(void)curl_multi_poll(m, NULL, 0, 1000, NULL);
+	}
+}
+
+static int fetch_layers(struct reg *r, const struct image_store *s, const struct oci_manifest *man,
+			struct cove_err *err)
+{
+	struct xfer x[REGISTRY_PARALLEL] = { 0 };
+	CURLM *m = curl_multi_init();
+	int rc = m ? 0 : err_set(err, COVE_EINTERNAL, "libcurl failed to start");
+	for (int i = 0; rc == 0 && i < REGISTRY_PARALLEL; i++)
+		if (!(x[i].c = curl_easy_init()))
+			rc = err_set(err, COVE_EINTERNAL, "libcurl failed to start");
+	if (rc == 0)
+		rc = run_transfers(r, s, m, x, man, err);
+	for (int i = 0; i < REGISTRY_PARALLEL; i++) {
+		if (x[i].busy) {
+			(void)curl_multi_remove_handle(m, x[i].c);
+			curl_slist_free_all(x[i].h);
+			blob_writer_abort(&x[i].w);
+		}
+		if (x[i].c)
+			curl_easy_cleanup(x[i].c);
+	}
+	if (m)
+		curl_multi_cleanup(m);
+	return rc;
 }
 
 static int pull_blobs(struct reg *r, struct image_store *s, char manifest[DIGEST_STR_MAX], struct cove_err *err)
@@ -389,9 +564,11 @@ static int pull_blobs(struct reg *r, struct image_store *s, char manifest[DIGEST
 	struct oci_manifest m = { 0 };
 	if (resolve(r, &s->blobs, manifest, &doc, &len, err) < 0 || oci_parse_manifest(doc, len, &m, err) < 0)
 		return -1;
-	int rc = fetch_blob(r, &s->blobs, &m.config, err);
-	for (size_t i = 0; rc == 0 && i < m.n_layers; i++)
-		rc = fetch_blob(r, &s->blobs, &m.layers[i], err);
+	for (size_t i = 0; i < m.n_layers; i++)
+		image_report(s, m.layers[i].digest, 0, (uint64_t)m.layers[i].size, "waiting");
+	int rc = fetch_blob(r, s, &m.config, err);
+	if (rc == 0)
+		rc = fetch_layers(r, s, &m, err);
 	oci_manifest_free(&m);
 	return rc;
 }

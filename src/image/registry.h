@@ -11,8 +11,12 @@
  * (a token from the challenge's realm, anonymous or with the credentials).
  * Plain HTTP only for loopback registries or with opts->insecure.
  *
- * Blocking, one transfer at a time, under the import lock. Not linked into
- * coved yet (it would bring libcurl's shared libraries into every fork). */
+ * Blocking, under the import lock: the manifest and config one after the
+ * other, then the layers REGISTRY_PARALLEL (4) at a time on a curl multi
+ * handle, each resumed on its own; a layer whose token ran out (a 401) is
+ * fetched again alone, authenticating. Never linked into coved (it would
+ * bring libcurl's shared libraries into every fork): coved runs it in its
+ * helper, cove-image (src/image/helper/). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>

@@ -69,6 +69,7 @@ static void base_rules(FILE *f, const struct net_pool *pool, const struct net_fo
 {
 	fprintf(f, "add table " TABLE "\n");
 	fprintf(f, "add map " TABLE " sandboxes { type ifname : verdict; }\n");
+	fprintf(f, "add map " TABLE " sandboxes_nat { type ifname : verdict; }\n");
 	fprintf(f, "add chain " TABLE " input { type filter hook input priority filter; policy accept; }\n");
 	fprintf(f, "add chain " TABLE " forward { type filter hook forward priority filter; policy accept; }\n");
 	fprintf(f, "add chain " TABLE " post { type nat hook postrouting priority srcnat; policy accept; }\n");
@@ -84,6 +85,12 @@ static void base_rules(FILE *f, const struct net_pool *pool, const struct net_fo
 	fprintf(f, "add rule " TABLE " pre iifname \"" NET_IFPREFIX "*\" ip daddr ");
 	put_addr(f, AF_INET, r.gw4);
 	fprintf(f, " meta l4proto { tcp, udp } th dport 53 redirect\n");
+	/* The egress proxies' DNAT in a base chain of its own: coveds share
+	 * the table, and one of a version before it (a rolling upgrade, or
+	 * tests of two trees on one host) resets the chain pre as it knows it. */
+	fprintf(f, "add chain " TABLE " proxy { type nat hook prerouting priority dstnat; policy accept; }\n");
+	fprintf(f, "flush chain " TABLE " proxy\n");
+	fprintf(f, "add rule " TABLE " proxy iifname \"" NET_IFPREFIX "*\" iifname vmap @sandboxes_nat\n");
 	common_rules(f, pool);
 	/* A veth without a chain (half made, or half removed) gets nothing. */
 	fprintf(f, "add rule " TABLE " input iifname \"" NET_IFPREFIX "*\" iifname vmap @sandboxes\n");
@@ -161,6 +168,13 @@ static void common_rules(FILE *f, const struct net_pool *pool)
 	/* "fib daddr . iif": local on this very veth, i.e. its gateway; not
 	 * another sandbox's gateway, not any other address of the host. */
 	fprintf(f, "%s fib daddr . iif type local meta l4proto { tcp, udp } th dport 53 accept\n", c);
+	/* What sb_X_nat sent to the sandbox's egress proxy on its gateway:
+	 * only connections made to ports 80 and 443 and changed by that
+	 * DNAT, not the proxy's port dialed straight. */
+	fprintf(f,
+		"%s fib daddr . iif type local meta l4proto tcp ct status dnat ct original proto-dst { 80, 443 } "
+		"accept\n",
+		c);
 	fprintf(f, "%s fib daddr type { local, broadcast, multicast, anycast } drop\n", c);
 	fprintf(f, "%s ip daddr { 169.254.0.0/16, ", c);
 	put_cidr(f, &pool->v4);
@@ -186,6 +200,28 @@ static uint32_t ct_mark(const char *id)
 	return h | 0x80000000u;
 }
 
+/* The chain sb_X_nat and the map elements of the sandbox (adding an
+ * element that is there already, the same, is no error: a restart's
+ * policy call makes sure of them). */
+static void nat_rules(FILE *f, const struct net_sandbox *sb)
+{
+	char ifname[16];
+	(void)net_ifname(sb->id, ifname);
+	fprintf(f, "add chain " TABLE " %s_nat\nflush chain " TABLE " %s_nat\n", sb->id, sb->id);
+	if (sb->proxy4) {
+		fprintf(f, "add rule " TABLE " %s_nat meta nfproto ipv4 tcp dport { 80, 443 } dnat ip to ", sb->id);
+		put_addr(f, AF_INET, sb->addrs.gw4);
+		fprintf(f, ":%u\n", sb->proxy4);
+	}
+	if (sb->proxy6 && sb->addrs.has_v6) {
+		fprintf(f, "add rule " TABLE " %s_nat meta nfproto ipv6 tcp dport { 80, 443 } dnat ip6 to [", sb->id);
+		put_addr(f, AF_INET6, sb->addrs.gw6);
+		fprintf(f, "]:%u\n", sb->proxy6);
+	}
+	fprintf(f, "add element " TABLE " sandboxes { \"%s\" : jump %s }\n", ifname, sb->id);
+	fprintf(f, "add element " TABLE " sandboxes_nat { \"%s\" : jump %s_nat }\n", ifname, sb->id);
+}
+
 /* The chain sb_X's rules, replacing what it had: spoofed sources, the
  * flow's mark, then the common checks, then the user's lists. */
 static void sandbox_rules(FILE *f, const struct net_sandbox *sb)
@@ -203,10 +239,19 @@ static void sandbox_rules(FILE *f, const struct net_sandbox *sb)
 	}
 	fprintf(f, " } drop\n");
 	fprintf(f, "add rule " TABLE " %s ct mark set 0x%08x\n", chain, ct_mark(sb->id));
+	/* What sb_X_nat sent to the sandbox's egress proxy on its gateway:
+	 * only connections made to ports 80 and 443 and changed by that DNAT,
+	 * not the proxy's port dialed straight. Here, not in sandbox_common,
+	 * which a coved of an earlier version resets without it. */
+	fprintf(f,
+		"add rule " TABLE " %s fib daddr . iif type local meta l4proto tcp ct status dnat "
+		"ct original proto-dst { 80, 443 } accept\n",
+		chain);
 	fprintf(f, "add rule " TABLE " %s jump sandbox_common\n", chain);
 	list_rules(f, chain, sb->allow, "accept");
 	list_rules(f, chain, sb->deny, "drop");
 	fprintf(f, "add rule " TABLE " %s accept\n", chain);
+	nat_rules(f, sb);
 }
 
 int net_sandbox_policy(const struct net_sandbox *sb, struct cove_err *err)
@@ -294,12 +339,18 @@ int net_sandbox_attach(const struct net_sandbox *sb, int netns_fd, struct cove_e
 	if (net_ifname(sb->id, ifname) < 0)
 		return err_set(err, COVE_EINVAL, "not a sandbox ID: '%s'", sb->id);
 	struct script s;
-	if (script_open(&s)) {
+	if (script_open(&s))
 		sandbox_rules(s.f, sb);
-		fprintf(s.f, "add element " TABLE " sandboxes { \"%s\" : jump %s }\n", ifname, sb->id);
-	}
 	if (script_run(&s, err) < 0)
 		return -1;
+	return net_sandbox_link(sb, netns_fd, err);
+}
+
+int net_sandbox_link(const struct net_sandbox *sb, int netns_fd, struct cove_err *err)
+{
+	char ifname[16];
+	if (net_ifname(sb->id, ifname) < 0)
+		return err_set(err, COVE_EINVAL, "not a sandbox ID: '%s'", sb->id);
 	if (veth_make(ifname, &sb->addrs, netns_fd, err) < 0) {
 		(void)net_sandbox_detach(sb->id, true, NULL);
 		return -1;
@@ -307,26 +358,32 @@ int net_sandbox_attach(const struct net_sandbox *sb, int netns_fd, struct cove_e
 	return 0;
 }
 
-/* The map element, then the chain it jumps to (a chain still referenced
- * cannot go). Each alone, so that one already gone does not keep the other. */
+/* The map elements, then the chains they jump to (a chain still
+ * referenced cannot go), in one transaction; if that fails (something
+ * already gone, or a table of a coved before sandboxes_nat), each alone,
+ * so that one already gone does not keep the others. */
 static int rules_remove(const char *id, const char *ifname, struct cove_err *err)
 {
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "delete element " TABLE " sandboxes { \"%s\" }\ndelete chain " TABLE " %s\n", ifname,
-		 id);
+	char cmd[4][128];
+	snprintf(cmd[0], sizeof(cmd[0]), "delete element " TABLE " sandboxes { \"%s\" }\n", ifname);
+	snprintf(cmd[1], sizeof(cmd[1]), "delete element " TABLE " sandboxes_nat { \"%s\" }\n", ifname);
+	snprintf(cmd[2], sizeof(cmd[2]), "delete chain " TABLE " %s\n", id);
+	snprintf(cmd[3], sizeof(cmd[3]), "delete chain " TABLE " %s_nat\n", id);
+	char all[sizeof(cmd)];
+	snprintf(all, sizeof(all), "%s%s%s%s", cmd[0], cmd[1], cmd[2], cmd[3]);
 	/* Its conntrack entries first: the chain that marks them is still
 	 * there, and a flow that goes on after this flush is cut by the veth's
 	 * removal anyway. */
 	(void)netlink_conntrack_flush_mark(ct_mark(id));
-	if (nftables_run(cmd, NULL) == 0)
+	if (nftables_run(all, NULL) == 0)
 		return 0;
-	snprintf(cmd, sizeof(cmd), "delete element " TABLE " sandboxes { \"%s\" }\n", ifname);
-	(void)nftables_run(cmd, NULL);
-	snprintf(cmd, sizeof(cmd), "delete chain " TABLE " %s\n", id);
-	struct cove_err e = { 0 };
-	if (nftables_run(cmd, &e) < 0 && !strstr(e.msg, "No such file"))
-		return err_set(err, e.code, "remove the rules of %s: %s", id, e.msg);
-	return 0;
+	int r = 0;
+	for (int i = 0; i < 4; i++) {
+		struct cove_err e = { 0 };
+		if (nftables_run(cmd[i], &e) < 0 && i >= 2 && !strstr(e.msg, "No such file") && r == 0)
+			r = err_set(err, e.code, "remove the rules of %s: %s", id, e.msg);
+	}
+	return r;
 }
 
 int net_sandbox_detach(const char *id, bool delete_link, struct cove_err *err)
@@ -343,6 +400,56 @@ int net_sandbox_detach(const char *id, bool delete_link, struct cove_err *err)
 			return err_sys(err, -r, "delete veth '%s'", ifname);
 	}
 	return rules_remove(id, ifname, err);
+}
+
+/* Whether addr is an address of this host (bind succeeds only then). */
+static bool host_local(const struct sockaddr *sa)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	memcpy(&ss, sa, len);
+	((struct sockaddr_in *)&ss)->sin_port = 0; /* the same place in both */
+	_cleanup_close_ int fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	return fd >= 0 && bind(fd, (struct sockaddr *)&ss, len) == 0;
+}
+
+static bool v4_denied(const struct net_pool *pool, const uint8_t a[4])
+{
+	static const struct cidr denied[] = {
+		{ AF_INET, { 0 }, 8 },                   /* "this network", unspecified */
+		{ AF_INET, { 127 }, 8 },                 /* loopback */
+		{ AF_INET, { 169, 254 }, 16 },           /* link-local, cloud metadata */
+		{ AF_INET, { 224 }, 4 },                 /* multicast */
+		{ AF_INET, { 255, 255, 255, 255 }, 32 }, /* broadcast */
+	};
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++)
+		if (cidr_contains(&denied[i], a))
+			return true;
+	return cidr_contains(&pool->v4, a);
+}
+
+bool net_addr_denied(const struct net_pool *pool, const struct sockaddr *sa)
+{
+	static const struct cidr denied6[] = {
+		{ AF_INET6, { 0 }, 127 },         /* :: and ::1 */
+		{ AF_INET6, { 0xfe, 0x80 }, 10 }, /* link-local */
+		{ AF_INET6, { 0xff }, 8 },        /* multicast */
+	};
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	if (sa->sa_family == AF_INET)
+		return v4_denied(pool, (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr) || host_local(sa);
+	if (sa->sa_family != AF_INET6)
+		return true;
+	const uint8_t *a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+	if (memcmp(a, mapped, 12) == 0) {
+		struct sockaddr_in v4 = { .sin_family = AF_INET };
+		memcpy(&v4.sin_addr, a + 12, 4);
+		return v4_denied(pool, a + 12) || host_local((struct sockaddr *)&v4);
+	}
+	for (size_t i = 0; i < sizeof(denied6) / sizeof(denied6[0]); i++)
+		if (cidr_contains(&denied6[i], a))
+			return true;
+	return (pool->has_v6 && cidr_contains(&pool->v6, a)) || host_local(sa);
 }
 
 static bool is_live(const char *id, const char *const *live, size_t n)
@@ -421,9 +528,12 @@ static int reconcile_rules(const char *const *live, size_t n_live, struct cove_e
 	{
 		json_t *chain = json_object_get(it, "chain");
 		const char *table = json_string_value(json_object_get(chain, "table"));
-		const char *name = json_string_value(json_object_get(chain, "name"));
-		char ifname[16];
-		if (!table || strcmp(table, "cove") != 0 || !name || net_ifname(name, ifname) < 0 ||
+		const char *full = json_string_value(json_object_get(chain, "name"));
+		char ifname[16], name[32];
+		/* sb_X, or sb_X_nat (left alone by a crash of an older coved). */
+		bool named = full && strncmp(full, "sb_", 3) == 0;
+		snprintf(name, sizeof(name), "%.*s", named ? (int)strcspn(full + 3, "_") + 3 : 0, named ? full : "");
+		if (!table || strcmp(table, "cove") != 0 || !full || net_ifname(name, ifname) < 0 ||
 		    is_live(name, live, n_live))
 			continue;
 		if (rules_remove(name, ifname, err) < 0)

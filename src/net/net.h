@@ -13,13 +13,23 @@
  *   chain post     (nat)          pool sources out of the pool: masquerade
  *   chain pre      (nat)          from a cv-*, DNS to the resolver address
  *                                 (see NET_RESOLVER_SLOT): to its gateway
+ *   chain proxy    (nat)          from a cv-*: its sb_X_nat (map
+ *                                 sandboxes_nat)
+ *   chain sb_X_nat per sandbox:   when its policy names a domain, TCP to
+ *                  ports 80 and 443 to its egress proxy (egress.h) on its
+ *                  gateway; empty otherwise
  *   chain sandbox_common          replies to the host; DNS to the sandbox's
  *                  own gateway; every other host address dropped (coved's
  *                  listeners among them); link-local, multicast and the pool
  *                  (other sandboxes) dropped; else back to the caller
- *   chain sb_X     per sandbox:   its own source addresses only, then
- *                  sandbox_common, then allow_out accepts, deny_out drops,
- *                  then accept.
+ *   chain sb_X     per sandbox:   its own source addresses only, what
+ *                  sb_X_nat sent to its proxy, then sandbox_common, then
+ *                  allow_out accepts, deny_out drops, then accept.
+ *
+ * What a later version adds to the base chains goes in chains of its own
+ * (proxy) or in the sandboxes' own chains (sb_X): coveds of two versions
+ * may share the table for a while, each resetting the base chains it knows
+ * at its start.
  *
  * A sandbox's rules are one nftables transaction, so they are all there or
  * none. Nothing of a sandbox lives outside the table and its veth, and
@@ -27,6 +37,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "common/error.h"
 #include "net/policy.h"
@@ -65,7 +76,16 @@ struct net_sandbox {
 	const char *id; /* "sb_" and 12 characters */
 	struct net_addrs addrs;
 	const struct policy_list *allow, *deny; /* may be NULL: empty */
+	/* The egress proxy's ports on the gateway addresses, where TCP to
+	 * ports 80 and 443 goes; 0: not proxied (the lists judge by address). */
+	uint16_t proxy4, proxy6;
 };
+
+/* Whether the egress proxy must never dial sa, whatever the lists say (the
+ * sandbox's chain drops the same for its own packets): this host's own
+ * addresses, loopback, unspecified, link-local, multicast and broadcast,
+ * the pool (other sandboxes), IPv4-mapped forms of those. */
+bool net_addr_denied(const struct net_pool *pool, const struct sockaddr *sa);
 
 /* The host-side interface name of id into buf (IFNAMSIZ). -EINVAL for an
  * ID that is not a sandbox ID. */
@@ -76,6 +96,11 @@ int net_ifname(const char *id, char buf[16]);
  * with the sandbox's addresses and default routes, and its loopback up. On
  * failure nothing is left. */
 int net_sandbox_attach(const struct net_sandbox *sb, int netns_fd, struct cove_err *err);
+/* net_sandbox_attach's second half, for a caller that made the rules
+ * already (net_sandbox_policy: the same transaction) while the sandbox's
+ * namespace was still being made: the veth pair. On failure the rules and
+ * the pair are removed. */
+int net_sandbox_link(const struct net_sandbox *sb, int netns_fd, struct cove_err *err);
 /* Replaces the sandbox's policy in one transaction. Every packet is judged
  * by the policy in force, so a new policy holds for open connections too. */
 int net_sandbox_policy(const struct net_sandbox *sb, struct cove_err *err);

@@ -229,3 +229,30 @@ bool policy_name_allowed(const struct policy_list *allow, const struct policy_li
 	 * list for names too: DNS answers no name that is not on it. */
 	return !list_has_name(deny, name) && !list_denies_all(deny);
 }
+
+enum policy_verdict policy_name_verdict(const struct policy_list *allow, const struct policy_list *deny,
+					const char *name)
+{
+	if (list_has_name(allow, name))
+		return POLICY_ALLOW;
+	return list_has_name(deny, name) ? POLICY_DENY : POLICY_UNNAMED;
+}
+
+static bool list_has_addr(const struct policy_list *l, int family, const uint8_t *addr)
+{
+	for (size_t i = 0; l && i < l->n_cidrs; i++)
+		if (l->cidrs[i].family == family && cidr_contains(&l->cidrs[i], addr))
+			return true;
+	return false;
+}
+
+bool policy_addr_allowed(const struct policy_list *allow, const struct policy_list *deny, int family,
+			 const uint8_t *addr)
+{
+	return list_has_addr(allow, family, addr) || !list_has_addr(deny, family, addr);
+}
+
+bool policy_has_domains(const struct policy_list *allow, const struct policy_list *deny)
+{
+	return (allow && allow->n_domains) || (deny && deny->n_domains);
+}

@@ -55,6 +55,19 @@ struct policy_list {
 int policy_list_parse(const char *what, const char *const *items, size_t n, struct policy_list *ret,
 		      struct cove_err *err);
 void policy_list_free(struct policy_list *l);
+/* What the lists say of name, for the egress proxy: an allow_out match
+ * allows, else a deny_out match denies, else neither (the proxy then
+ * judges the name's addresses by policy_addr_allowed). */
+enum policy_verdict { POLICY_DENY = -1, POLICY_UNNAMED = 0, POLICY_ALLOW = 1 };
+enum policy_verdict policy_name_verdict(const struct policy_list *allow, const struct policy_list *deny,
+					const char *name);
+/* What the CIDRs say of addr (4 or 16 bytes by family), as the sandbox's
+ * nftables chain does: an allow_out match allows, else a deny_out match
+ * denies, else allowed. */
+bool policy_addr_allowed(const struct policy_list *allow, const struct policy_list *deny, int family,
+			 const uint8_t *addr);
+/* Whether either list names a domain (the egress proxy is needed). */
+bool policy_has_domains(const struct policy_list *allow, const struct policy_list *deny);
 /* Whether name is allowed by the two lists' domains: an allow_out match
  * allows, else a deny_out match denies, else allowed. For DNS answers. */
 bool policy_name_allowed(const struct policy_list *allow, const struct policy_list *deny, const char *name);

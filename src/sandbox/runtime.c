@@ -207,7 +207,7 @@ static void mount_layers(const struct runtime_config *c, int userns)
 	mount_idmapped(c->subvol, c->subvol, userns, false);
 	snprintf(lower, sizeof(lower), "%s/lower/image", c->subvol);
 	mount_idmapped(c->image, lower, userns, true);
-	for (int i = 0; runtime_host_layers[i]; i++) {
+	for (int i = 0; c->host_layers && runtime_host_layers[i]; i++) {
 		char host[64];
 		snprintf(host, sizeof(host), "/%s", runtime_host_layers[i]);
 		snprintf(lower, sizeof(lower), "%s/lower/%s", c->subvol, runtime_host_layers[i]);
@@ -232,11 +232,11 @@ static void mount_overlay(const char *lower, const char *layer, const char *targ
  * overlay (the image under the sandbox's writes), the host layers in it, and
  * /dev. Overlay creates upper files with the mounter's credentials, and host
  * root has no id in the idmapped upper layer, so the sandbox mounts them. */
-static void mount_root(void)
+static void mount_root(bool host_layers)
 {
 	char lower[64], target[64];
 	mount_overlay("lower/image/rootfs", "root", "root");
-	for (int i = 0; runtime_host_layers[i]; i++) {
+	for (int i = 0; host_layers && runtime_host_layers[i]; i++) {
 		snprintf(lower, sizeof(lower), "lower/%s", runtime_host_layers[i]);
 		snprintf(target, sizeof(target), "root/%s", runtime_host_layers[i]);
 		mount_overlay(lower, runtime_host_layers[i], target);
@@ -437,7 +437,7 @@ static void run_setup(const struct runtime_config *c, int listen_fd)
 	if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWCGROUP) < 0)
 		fail("unshare namespaces");
 	trace("unshare");
-	mount_root();
+	mount_root(c->host_layers);
 	trace("root");
 	if (chdir("root") < 0)
 		fail("chdir root");

@@ -29,6 +29,7 @@ struct runtime_config {
 	const char *id;          /* sandbox ID, also its hostname */
 	const char *subvol;      /* the sandbox's subvolume, laid out by runtime_prepare */
 	const char *image;       /* the image's read-only subvolume (it holds rootfs/) */
+	bool host_layers;        /* the built-in host image: the host's /usr and /opt layered in */
 	uid_t uid_base;          /* host uid of the sandbox's root */
 	const char *init_socket; /* path where cove-init listens */
 	int init_exe_fd;         /* sealed memfd holding cove-init */

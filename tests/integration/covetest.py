@@ -18,6 +18,29 @@ COVE = os.path.join(BUILD, "cove")
 PROBE = os.path.join(BUILD, "cove-probe")
 
 
+def nft(cmd):
+    """Runs an nftables command through libnftables (Debian's nft program
+    is not installed here; the library is coved's dependency): (rc, output,
+    error)."""
+    import ctypes
+    lib = ctypes.CDLL("libnftables.so.1")
+    lib.nft_ctx_new.restype = ctypes.c_void_p
+    for f in ("nft_ctx_buffer_output", "nft_ctx_buffer_error", "nft_ctx_free"):
+        getattr(lib, f).argtypes = [ctypes.c_void_p]
+    for f in ("nft_ctx_get_output_buffer", "nft_ctx_get_error_buffer"):
+        getattr(lib, f).argtypes = [ctypes.c_void_p]
+        getattr(lib, f).restype = ctypes.c_char_p
+    lib.nft_run_cmd_from_buffer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    ctx = lib.nft_ctx_new(0)
+    lib.nft_ctx_buffer_output(ctx)
+    lib.nft_ctx_buffer_error(ctx)
+    rc = lib.nft_run_cmd_from_buffer(ctx, cmd.encode())
+    out = (lib.nft_ctx_get_output_buffer(ctx) or b"").decode()
+    err = (lib.nft_ctx_get_error_buffer(ctx) or b"").decode()
+    lib.nft_ctx_free(ctx)
+    return rc, out, err
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path, timeout=60):
         super().__init__("cove", timeout=timeout)

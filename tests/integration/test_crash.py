@@ -82,7 +82,11 @@ def _subvols(cv):
 
 
 def _expected_subvols(cv, sandboxes, snapshots):
-    images = {"images/" + n for n in os.listdir(os.path.join(cv.data, "pool", "images"))}
+    # the host images, and OCI images' layer trees (images/layers/<chain id>)
+    root = os.path.join(cv.data, "pool", "images")
+    images = {"images/" + n for n in os.listdir(root) if n.startswith("host")}
+    if os.path.isdir(os.path.join(root, "layers")):
+        images |= {"images/layers/" + n for n in os.listdir(os.path.join(root, "layers"))}
     return images | {"sandboxes/" + s for s in sandboxes} | {"snapshots/%s/files" % s for s in snapshots}
 
 

@@ -23,6 +23,7 @@
 #include "engine/output.h"
 #include "engine/process.h"
 #include "engine/template.h"
+#include "enginetest.h"
 #include "tap.h"
 
 static char root[] = "/var/tmp/cove-test-engine-XXXXXX";
@@ -207,30 +208,14 @@ static void test_launch_and_pool(void)
 	warm_close(&eng, w);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 int main(int argc, char **argv)
 {
 	if (getuid() != 0) {
 		SKIP("needs root, as coved does");
 		return tap_done();
 	}
-	char init_path[1024], self[1024];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[n > 0 ? n : 0] = '\0';
-	snprintf(init_path, sizeof(init_path), "%s/../cove-init", dirname(self));
-	if (!mkdtemp(root)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	snprintf(eng.data_dir, sizeof(eng.data_dir), "%s", root);
-	eng.base = event_base_new();
-	engine_ctx = &eng;
 	struct cove_err err = { 0 };
-	int rc = engine_open(&eng, init_path, &err);
+	int rc = enginetest_open(&eng, root, &err);
 	CHECK(rc == 0, "engine_open on a fresh data root: %s", err.msg);
 	if (rc == 0)
 		rc = sandboxes_load(&eng, &err);
@@ -303,11 +288,6 @@ int main(int argc, char **argv)
 	}
 	CHECK(gone, "the sandbox's slot is released once its init is gone");
 
-	engine_close(&eng);
-	char pool[600];
-	snprintf(pool, sizeof(pool), "%s/pool", root);
-	(void)umount2(pool, MNT_DETACH);
-	(void)nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-	event_base_free(eng.base);
+	enginetest_close(&eng, root);
 	return tap_done();
 }

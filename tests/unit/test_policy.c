@@ -115,6 +115,20 @@ static void test_lists(void)
 	CHECK(!policy_name_allowed(NULL, &deny_name, "bad.example.org"), "deny_out name denied");
 	CHECK(policy_name_allowed(NULL, &deny_name, "good.example.org"), "other names allowed");
 	CHECK(policy_name_allowed(&l, &deny_name, "bad.example.org"), "allow_out wins over deny_out");
+	/* The egress proxy's verdicts: names, then addresses as the rules. */
+	CHECK(policy_name_verdict(&l, &deny_all, "x.example.org") == POLICY_ALLOW, "proxy: allow_out name allowed");
+	CHECK(policy_name_verdict(&l, &deny_all, "other.net") == POLICY_UNNAMED,
+	      "proxy: a name no list names goes by its addresses");
+	CHECK(policy_name_verdict(NULL, &deny_name, "bad.example.org") == POLICY_DENY, "proxy: deny_out name denied");
+	uint8_t a4[4] = { 10, 1, 2, 3 }, b4[4] = { 192, 0, 2, 1 }, a6[16] = { 0x20, 0x01, 0x0d, 0xb8 };
+	CHECK(policy_addr_allowed(&l, &deny_name, AF_INET, b4) && policy_addr_allowed(NULL, NULL, AF_INET6, a6),
+	      "proxy: an address no CIDR names is allowed");
+	CHECK(!policy_addr_allowed(&l, &deny_all, AF_INET, b4), "proxy: deny-all denies an IPv4 address");
+	CHECK(policy_addr_allowed(&l, &deny_all, AF_INET, a4), "proxy: allow_out CIDR wins over deny-all");
+	CHECK(policy_addr_allowed(&l, &deny_all, AF_INET6, a6), "proxy: an IPv4 deny-all leaves IPv6 alone");
+	CHECK(policy_has_domains(&l, NULL) && policy_has_domains(NULL, &deny_name) &&
+		      !policy_has_domains(NULL, &deny_all),
+	      "proxy: needed when a list names a domain");
 	policy_list_free(&l);
 	policy_list_free(&deny_all);
 	policy_list_free(&deny_name);

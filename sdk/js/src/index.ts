@@ -7,3 +7,5 @@ export type { ExecResult, OutputCallback } from './exec.js';
 export { Transport, defaultTransport, resetDefaultTransport, DEFAULT_SOCKET } from './transport.js';
 export type { TransportOptions } from './transport.js';
 export { CoveError, BadRequest, Unauthorized, NotFound, Conflict, Unavailable } from './errors.js';
+export { listImages, getImage, importImage, pullImage, deleteImage, pruneImages } from './image.js';
+export type { ImageInfo, ImageConfig, PullProgress } from './image.js';

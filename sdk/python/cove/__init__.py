@@ -9,9 +9,10 @@ coved is reached on its unix socket (COVE_SOCKET, default
 the cove CLI does; pass transport=Transport(...) to choose per call."""
 from ._exec import ExecResult
 from ._http import Transport
+from .image import Image
 from .errors import BadRequest, Conflict, CoveError, NotFound, Unauthorized, Unavailable
 from .process import Lock, Process, Session
 from .sandbox import Capabilities, Checkpoint, Port, Sandbox, Snapshot, Template
 
-__all__ = ["Sandbox", "Snapshot", "Template", "Session", "Process", "Lock", "ExecResult", "Capabilities", "Checkpoint", "Port",
-           "Transport", "CoveError", "BadRequest", "Unauthorized", "NotFound", "Conflict", "Unavailable"]
+__all__ = ["Sandbox", "Snapshot", "Template", "Image", "Session", "Process", "Lock", "ExecResult", "Capabilities",
+           "Checkpoint", "Port", "Transport", "CoveError", "BadRequest", "Unauthorized", "NotFound", "Conflict", "Unavailable"]

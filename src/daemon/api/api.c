@@ -93,6 +93,12 @@ static const struct route {
 	{ HTTP_GET, "/v1/templates/*", h_template_get },
 	{ HTTP_DELETE, "/v1/templates/*", h_template_delete },
 	{ HTTP_POST, "/v1/sandboxes/*/snapshot.json", api_portable_post },
+	{ HTTP_GET, "/v1/images", h_images_list },
+	{ HTTP_POST | STREAMING, "/v1/images", h_images_import },
+	{ HTTP_POST, "/v1/images/pull", h_images_pull },
+	{ HTTP_POST, "/v1/images/prune", h_images_prune },
+	{ HTTP_GET, "/v1/images/*", h_image_get },
+	{ HTTP_DELETE, "/v1/images/*", h_image_delete },
 };
 
 /* The route of req's method and path, or NULL. */

@@ -70,6 +70,14 @@ int h_ports_list(struct http_req *req, const char *id, struct cove_err *err);
 int h_port_close(struct http_req *req, const char *id, struct cove_err *err);
 int h_port_forward(struct http_req *req, const char *id, struct cove_err *err);
 
+/* images.c */
+int h_images_list(struct http_req *req, const char *id, struct cove_err *err);
+int h_images_import(struct http_req *req, const char *id, struct cove_err *err);
+int h_images_pull(struct http_req *req, const char *id, struct cove_err *err);
+int h_images_prune(struct http_req *req, const char *id, struct cove_err *err);
+int h_image_get(struct http_req *req, const char *id, struct cove_err *err);
+int h_image_delete(struct http_req *req, const char *id, struct cove_err *err);
+
 /* locks.c */
 int h_lock_acquire(struct http_req *req, const char *id, struct cove_err *err);
 int h_lock_list(struct http_req *req, const char *id, struct cove_err *err);

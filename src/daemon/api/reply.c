@@ -250,3 +250,18 @@ size_t reply_unsent(struct http_output *ho)
 	struct bufferevent *bev = ho->conn ? http_conn_bev(ho->conn) : NULL;
 	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
+
+void reply_ndjson_finish(struct http_output *ho, const struct cove_err *err)
+{
+	struct cove_err internal = { .code = COVE_EINTERNAL };
+	if (!ho->req)
+		return;
+	if (!ho->started) {
+		reply_error(ho->req, err ? err : &internal);
+		return;
+	}
+	if (err)
+		reply_line(ho, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
+					 err_code_name(err->code), "message", err->msg));
+	reply_end(ho);
+}

@@ -72,6 +72,10 @@ void reply_end(struct http_output *ho);
 /* Cut a started answer short: the client sees a body without its end (a
  * cut tar must not look whole). The connection closes; ho is done with it. */
 void reply_abort(struct http_output *ho);
+/* An NDJSON stream's end (an http_output_route's finish): an error line
+ * last ({"type":"error","error":{code,message}}), or, before the stream
+ * started, an error answer. */
+void reply_ndjson_finish(struct http_output *ho, const struct cove_err *err);
 /* Bytes of the answer still waiting in coved for the client. */
 size_t reply_unsent(struct http_output *ho);
 /* Some of it went out: resume a paused producer below half the high-water

@@ -110,7 +110,7 @@ int api_parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 	double cpus = 1, pids = 1024;
 	s->memory = 512ull << 20;
 	if (check_fields(j, fields, err) < 0 || get_string(j, "name", &name, 63, err) < 0 ||
-	    get_string(j, "image", &image, 63, err) < 0 || get_string(j, "cwd", &cwd, 1023, err) < 0 ||
+	    get_string(j, "image", &image, sizeof(s->image) - 1, err) < 0 || get_string(j, "cwd", &cwd, 1023, err) < 0 ||
 	    get_string(j, "workdir", &workdir, 1023, err) < 0 ||
 	    get_string(j, "user", &user, 63, err) < 0 || get_size(j, "memory", &s->memory, err) < 0 ||
 	    get_number(j, "cpus", 0.01, 1024, &cpus, err) < 0 || get_number(j, "pids", 16, 1 << 22, &pids, err) < 0 ||
@@ -122,7 +122,7 @@ int api_parse_spec(json_t *j, struct sandbox_spec *s, struct cove_err *err)
 		image = "";
 	if (s->memory < (16u << 20))
 		return err_set(err, COVE_EINVAL, "'memory' must be at least 16M");
-	if (!s->external && (strchr(image, '/') || image[0] == '.' || !image[0]))
+	if (!s->external && !image[0])
 		return err_set(err, COVE_EINVAL, "bad image name '%s'", image);
 	if (*cwd && *cwd != '/')
 		return err_set(err, COVE_EINVAL, "'cwd' must be an absolute path");

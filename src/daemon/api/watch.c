@@ -49,30 +49,13 @@ static void watch_encode(struct http_output *ho, const struct out_event *ev)
 	reply_line(ho, j);
 }
 
-/* coved ended the stream: an error line last, or, before the start, an
- * error answer. */
-static void watch_finish(struct http_output *ho, const struct cove_err *err)
-{
-	struct cove_err internal = { .code = COVE_EINTERNAL };
-	if (!ho->req)
-		return;
-	if (!ho->started) {
-		reply_error(ho->req, err ? err : &internal);
-		return;
-	}
-	if (err)
-		reply_line(ho, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
-					 err_code_name(err->code), "message", err->msg));
-	reply_end(ho);
-}
-
 static void watch_free(struct http_output *ho)
 {
 	free(ho);
 }
 
 static const struct http_output_route watch_route = { .encode = watch_encode,
-						      .finish = watch_finish,
+						      .finish = reply_ndjson_finish,
 						      .free = watch_free };
 
 static int parse_watch(const char *q, struct watch_request *rq, char path[PATH_MAX], char user[64],
