@@ -11,6 +11,7 @@
 #include "daemon/proxy/proxy.h"
 #include "engine/engine.h"
 #include "engine/files.h"
+#include "engine/images.h"
 #include "engine/locks.h"
 #include "engine/network.h"
 #include "engine/ports.h"
@@ -453,4 +454,44 @@ json_t *warm_to_json(const struct warm *w)
 int watch_start(struct sandbox *sb, const struct watch_request *rq, struct output *o, struct cove_err *err)
 {
 	REFUSES();
+}
+
+json_t *images_to_json(struct engine *d)
+{
+	return json_array();
+}
+
+int image_get(struct engine *d, const char *ref, json_t **ret, struct cove_err *err)
+{
+	REFUSES();
+}
+
+int image_delete(struct engine *d, const char *ref, json_t **ret, struct cove_err *err)
+{
+	MUTATES();
+}
+
+int images_prune(struct engine *d, bool all, json_t **ret, struct cove_err *err)
+{
+	MUTATES();
+}
+
+int image_import_start(struct engine *d, const struct image_import_request *rq, struct output *out,
+		       struct image_job **ret, struct cove_err *err)
+{
+	MUTATES();
+}
+
+int image_import_data(struct image_job *j, struct evbuffer *buf)
+{
+	return -1;
+}
+
+void image_import_end(struct image_job *j)
+{
+}
+
+int image_pull_start(struct engine *d, const char *ref, struct output *out, struct cove_err *err)
+{
+	MUTATES();
 }
