@@ -38,6 +38,8 @@ sources()
 	connect) echo "src/daemon/e2b/connect.c src/daemon/e2b/multipart.c src/common/error.c -ljansson" ;;
 	portable) echo "src/engine/portable.c src/common/encoding.c src/common/wire.c src/common/error.c" ;;
 	proxy_head) echo "src/daemon/proxy/head.c src/common/parse.c" ;;
+	api) echo "tests/fuzz/mock_engine.c $(ls src/daemon/api/*.c | grep -v '/api.c$') src/daemon/http/httpd.c src/daemon/http/httpd_reply.c src/daemon/http/httpd_upgrade.c src/daemon/http/conn.c src/daemon/http/access.c src/common/error.c src/common/encoding.c src/common/parse.c src/common/log.c src/common/io.c src/common/array.c src/common/netaddr.c" ;;
+	files_tar) echo "tests/fuzz/extract_shim.c src/engine/portable.c src/common/encoding.c src/common/wire.c src/common/error.c src/common/log.c src/common/io.c src/common/array.c" ;;
 	httpd) echo "src/daemon/http/httpd.c src/daemon/http/httpd_reply.c src/daemon/http/httpd_upgrade.c src/common/log.c" ;;
 	*) return 1 ;;
 	esac
@@ -52,6 +54,8 @@ libs()
 	layer) echo "-larchive -lnettle" ;;
 	portable) echo "-ljansson -levent_core" ;;
 	httpd) echo "-levent_core -levent_extra" ;;
+	files_tar) echo "-larchive -ljansson -levent_core" ;;
+	api) echo "-ljansson -levent_core -levent_extra -lnettle" ;;
 	esac
 }
 

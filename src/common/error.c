@@ -1,5 +1,6 @@
 #include "common/error.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,7 +28,8 @@ int err_sys(struct cove_err *err, int errnum, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	err_vset(err, errnum ? errnum : COVE_EINTERNAL, errnum, fmt, ap);
+	int code = errnum == ENOSPC || errnum == EDQUOT ? COVE_ENOSPACE : errnum ? errnum : COVE_EINTERNAL;
+	err_vset(err, code, errnum, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -53,6 +55,10 @@ const char *err_code_name(int code)
 		return "lock_held";
 	case COVE_ENOTREADY:
 		return "not_ready";
+	case COVE_ENOSPACE:
+	case ENOSPC:
+	case EDQUOT:
+		return "no_space";
 	default:
 		return "internal";
 	}

@@ -15,6 +15,7 @@ enum cove_errcode {
 	COVE_EPERM,         /* not permitted (a file the user may not touch): 403 */
 	COVE_EBUSY,         /* a lock held by another (not granted within the wait): 409 */
 	COVE_ENOTREADY,     /* a readiness check that did not pass in time: 504 */
+	COVE_ENOSPACE,      /* the disk (pool or state) is full: 507 */
 };
 
 struct cove_err {
@@ -24,7 +25,8 @@ struct cove_err {
 
 /* Sets err (if not NULL and not set yet) and returns -1. */
 int err_set(struct cove_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* As err_set, with ": strerror(errnum)" appended; code = errnum. */
+/* As err_set, with ": strerror(errnum)" appended; code = errnum (COVE_ENOSPACE
+ * for ENOSPC and EDQUOT). */
 int err_sys(struct cove_err *err, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The symbolic name of an error code ("invalid_argument", "not_found", ...). */
 const char *err_code_name(int code);

@@ -7,9 +7,28 @@
 #include <unistd.h>
 #include <linux/openat2.h>
 
+static long io_faults_eio;
+
+void io_fault_arm_eio(long n)
+{
+	__atomic_store_n(&io_faults_eio, n, __ATOMIC_SEQ_CST);
+}
+
+bool io_fault_eio(void)
+{
+	long left = __atomic_load_n(&io_faults_eio, __ATOMIC_RELAXED);
+	while (left > 0)
+		if (__atomic_compare_exchange_n(&io_faults_eio, &left, left - 1, false, __ATOMIC_SEQ_CST,
+						__ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
 int io_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
+	if (io_fault_eio())
+		return -EIO;
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
 		if (n < 0 && errno == EINTR)

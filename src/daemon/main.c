@@ -399,6 +399,33 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* Tests only: with COVE_TEST_FAULTS=FILE in the environment, a SIGUSR2
+ * reads "eio N" from FILE and makes the next N writes of coved's I/O
+ * wrappers fail with EIO (io_fault_arm_eio). Without it, SIGUSR2 is not
+ * watched and nothing is armed. */
+static void on_sigusr2(evutil_socket_t sig, short what, void *arg)
+{
+	long n = 0;
+	FILE *f = fopen(arg, "re");
+	if (f && fscanf(f, "eio %ld", &n) == 1 && n >= 0) {
+		io_fault_arm_eio(n);
+		log_info("test faults: the next %ld writes fail with EIO", n);
+	} else {
+		log_warn("test faults: '%s' does not say \"eio N\"", (const char *)arg);
+	}
+	if (f)
+		fclose(f);
+}
+
+static struct event *watch_test_faults(struct event_base *base)
+{
+	char *file = getenv("COVE_TEST_FAULTS");
+	struct event *ev = file && *file ? evsignal_new(base, SIGUSR2, on_sigusr2, file) : NULL;
+	if (ev)
+		event_add(ev, NULL);
+	return ev;
+}
+
 int main(int argc, char **argv)
 {
 	static struct engine d = { .data_dir = "/var/lib/cove",
@@ -432,6 +459,7 @@ int main(int argc, char **argv)
 	event_add(chld, NULL);
 	event_add(term, NULL);
 	event_add(intr, NULL);
+	struct event *faults = watch_test_faults(d.base);
 	struct cove_err err = { 0 };
 	if (setup(&fe, init_path, &err) < 0 || serve(&fe, &err) < 0) {
 		log_error("coved: %s", err.msg);
@@ -450,6 +478,8 @@ int main(int argc, char **argv)
 	event_free(chld);
 	event_free(term);
 	event_free(intr);
+	if (faults)
+		event_free(faults);
 	engine_close(&d);
 	event_base_free(d.base);
 	return 0;

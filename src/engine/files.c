@@ -31,6 +31,7 @@
 
 #include "common/array.h"
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "common/wire.h"
 #include "engine/engine.h"
@@ -148,8 +149,10 @@ void op_fail_entry(struct file_op *op, int errnum, const char *entry)
 		code = COVE_ESTATE;
 	else if (errnum == EACCES || errnum == EPERM || errnum == EROFS)
 		code = COVE_EPERM;
-	else if (errnum == EFBIG || errnum == ENOSPC || errnum == EDQUOT)
+	else if (errnum == EFBIG)
 		code = COVE_ETOOBIG;
+	else if (errnum == ENOSPC || errnum == EDQUOT)
+		code = COVE_ENOSPACE;
 	else if (errnum == EIO || errnum == ENOMEM || errnum == EAGAIN)
 		code = COVE_EINTERNAL;
 	if (errnum == EINVAL && (op->kind == FK_READ || op->kind == FK_WRITE))
@@ -369,6 +372,10 @@ static void file_done(struct file_op *op, int fd, const struct stat *st)
 
 int files_write_data(struct file_op *op, struct evbuffer *buf)
 {
+	if (evbuffer_get_length(buf) > 0 && io_fault_eio()) {
+		op_fail(op, EIO);
+		return -1;
+	}
 	while (evbuffer_get_length(buf) > 0) {
 		int n = evbuffer_write(buf, op->body_fd);
 		if (n < 0 && errno == EINTR)

@@ -896,6 +896,16 @@ static void extract(int root, int sock)
 		r = apply_late_modes(&x);
 	struct wire_entry end = { .type = WIRE_ENTRY_END, .errnum = -r, .size = x.done };
 	(void)send_entry(sock, &end, r < 0 ? x.path : "", NULL);
+	/* The child ends here; what it holds goes anyway, but a caller that
+	 * goes on (tests/fuzz/fuzz_files_tar.c) starts the next one afresh. */
+	if (x.parent_fd >= 0)
+		close(x.parent_fd);
+	while (x.n_late > 0)
+		free(x.late[--x.n_late].path);
+	free(x.late);
+	x.late = NULL;
+	x.cap_late = 0;
+	x.done = 0;
 }
 
 /* The listed paths, each one alone (max_depth 1), as walk_entry sends

@@ -112,9 +112,11 @@ static int migrate(sqlite3 *db, const char *path, struct cove_err *err)
 	return 0;
 }
 
+/* A full disk under state.db (SQLITE_FULL) is the user's to fix: 507. */
 static int db_err(struct sqlite_store *s, struct cove_err *err, const char *what)
 {
-	return err_set(err, COVE_EINTERNAL, "state store: %s: %s", what, sqlite3_errmsg(s->db));
+	int code = (sqlite3_errcode(s->db) & 0xff) == SQLITE_FULL ? COVE_ENOSPACE : COVE_EINTERNAL;
+	return err_set(err, code, "state store: %s: %s", what, sqlite3_errmsg(s->db));
 }
 
 static const struct store_ops sqlite_ops;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "image/layer.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,35 +31,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define BASE "/tmp/cove-fuzz-layer"
 static char root[64], outside[64];
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	return ftw->level == 0 ? 0 : flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-static bool empty(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-	while (d && (e = readdir(d)))
-		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-	if (d)
-		closedir(d);
-	return d && n == 0;
-}
-
-static int rm_all(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!root[0]) {
-		(void)nftw(BASE, rm_all, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		(void)nftw(BASE, scratch_rm_all, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 		snprintf(root, sizeof(root), "%s/root", BASE);
 		snprintf(outside, sizeof(outside), "%s/outside", BASE);
 		if (mkdir(BASE, 0700) < 0 || mkdir(root, 0755) < 0 || mkdir(outside, 0755) < 0)
@@ -74,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	close(rootfd);
 	close(fd);
-	if (!empty(outside))
+	if (scratch_entries(outside) != 0)
 		abort();
-	(void)nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	(void)nftw(root, scratch_rm_inside, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 	return 0;
 }

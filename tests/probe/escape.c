@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "probe.h"
@@ -191,6 +192,40 @@ static void check_terminals(void)
 			report(true, name, "%s", errname(errno));
 		}
 	}
+}
+
+/* cove-probe swap DIR SECONDS: the rename race against the Files API and
+ * cove cp (issue 16): DIR, a real folder, trades places with a symlink to
+ * "/" (renameat2 RENAME_EXCHANGE, atomic) as fast as it can for SECONDS,
+ * while the host reads, writes, lists and tars through DIR. Either side of
+ * a swap, a path under DIR names a file of the sandbox; resolved on the
+ * host, the symlink's side would name the host's. DIR ends as the folder. */
+void cmd_swap(const char *dir, long seconds)
+{
+	char link[4096];
+	long swaps = 0;
+	snprintf(link, sizeof(link), "%s.swap", dir);
+	(void)unlink(link);
+	if (symlink("/", link) < 0) {
+		report(false, "swap", "symlink %s: %s", link, errname(errno));
+		return;
+	}
+	printf("swapping\n");
+	fflush(stdout);
+	time_t end = time(NULL) + seconds;
+	while (time(NULL) < end) {
+		for (int i = 0; i < 1000; i++, swaps++)
+			if (syscall(SYS_renameat2, AT_FDCWD, dir, AT_FDCWD, link, 2 /* RENAME_EXCHANGE */) < 0) {
+				report(false, "swap", "renameat2 %s: %s", dir, errname(errno));
+				return;
+			}
+	}
+	struct stat st;
+	if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+		(void)syscall(SYS_renameat2, AT_FDCWD, dir, AT_FDCWD, link, 2);
+	(void)unlink(link);
+	printf("swaps %ld\n", swaps);
+	report(swaps > 0, "swap", "%ld exchanges", swaps);
 }
 
 void cmd_escape(int argc, char **argv)

@@ -14,6 +14,8 @@
  *   cove-probe escape [PID...]    one attempt per known container-escape class
  *                                 fails (escape.c); each PID (a host pid: coved's)
  *                                 is out of reach
+ *   cove-probe swap DIR SECONDS   swap folder DIR with a symlink to / (rename
+ *                                 exchange) for SECONDS: the Files API race
  *   cove-probe echo               serve fd 3 (a listening socket, as cove-init's):
  *                                 echo what each connection sends, forever
  *                                 (tests/unit/test_criu.c: a restored tree's
@@ -640,9 +642,11 @@ int main(int argc, char **argv)
 		cmd_echo();
 	else if (strcmp(cmd, "escape") == 0)
 		cmd_escape(argc - 2, argv + 2);
+	else if (strcmp(cmd, "swap") == 0 && argc == 4)
+		cmd_swap(argv[2], positive(argv[3]));
 	else {
 		fprintf(stderr, "usage: cove-probe syscalls [PID...] | status | fs [PATH...] | fds | forkbomb N | hog "
-				"MB | echo | escape [PID...]\n");
+				"MB | echo | escape [PID...] | swap DIR SECONDS\n");
 		return 2;
 	}
 	return failures ? 1 : 0;

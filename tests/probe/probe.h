@@ -10,3 +10,5 @@ void expect_refused(const char *name, long (*call)(void));
 void check_not_writable(const char *path);
 /* cove-probe escape [PID...] (escape.c) */
 void cmd_escape(int argc, char **argv);
+/* cove-probe swap DIR SECONDS (escape.c) */
+void cmd_swap(const char *dir, long seconds);

@@ -70,6 +70,19 @@ int main(void)
 	printf("# the bare openat2 answered EAGAIN %d times in 20000\n", raw_eagain);
 	CHECK(failures == 0, "io_openat2 never fails while renames run (%d failures)", failures);
 
+	/* The test-only EIO switch: n armed writes fail, then writes work. */
+	int pfd[2];
+	CHECK(pipe(pfd) == 0, "a pipe");
+	CHECK(!io_fault_eio(), "nothing armed: no fault");
+	io_fault_arm_eio(2);
+	CHECK(io_write_all(pfd[1], "a", 1) == -EIO, "the first armed write fails with EIO");
+	CHECK(io_write_all(pfd[1], "b", 1) == -EIO, "the second armed write fails with EIO");
+	CHECK(io_write_all(pfd[1], "c", 1) == 0 && !io_fault_eio(), "then writes work again");
+	char got[4] = { 0 };
+	CHECK(read(pfd[0], got, sizeof(got)) == 1 && got[0] == 'c', "only the unfailed write reached the fd");
+	close(pfd[0]);
+	close(pfd[1]);
+
 	close(root);
 	char cmd[160];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

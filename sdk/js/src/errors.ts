@@ -20,12 +20,12 @@ export class Unauthorized extends CoveError {}
 export class NotFound extends CoveError {}
 /** 409: a lock is held, a tag is taken... */
 export class Conflict extends CoveError {}
-/** coved cannot be reached, or is full for now (429, 503). */
+/** coved cannot be reached, or is full for now (429, 503), or its disk is (507). */
 export class Unavailable extends CoveError {}
 
 const byStatus: Record<number, typeof CoveError> = {
   400: BadRequest, 413: BadRequest, 431: BadRequest, 401: Unauthorized, 403: Unauthorized,
-  404: NotFound, 409: Conflict, 429: Unavailable, 503: Unavailable,
+  404: NotFound, 409: Conflict, 429: Unavailable, 503: Unavailable, 507: Unavailable,
 };
 
 export function errorFromResponse(status: number, body: Buffer): CoveError {

@@ -28,11 +28,11 @@ class Conflict(CoveError):
 
 
 class Unavailable(CoveError):
-    """coved cannot be reached, or is full for now (429, 503)."""
+    """coved cannot be reached, or is full for now (429, 503), or its disk is (507)."""
 
 
 _BY_STATUS = {400: BadRequest, 413: BadRequest, 431: BadRequest, 401: Unauthorized, 403: Unauthorized,
-              404: NotFound, 409: Conflict, 429: Unavailable, 503: Unavailable}
+              404: NotFound, 409: Conflict, 429: Unavailable, 503: Unavailable, 507: Unavailable}
 
 
 def error_from_response(status, body):

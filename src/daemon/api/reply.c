@@ -2,6 +2,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,10 @@ int reply_status_of(int code)
 		return 409;
 	case COVE_ENOTREADY:
 		return 504;
+	case COVE_ENOSPACE:
+	case ENOSPC:
+	case EDQUOT:
+		return 507;
 	default:
 		return 500;
 	}

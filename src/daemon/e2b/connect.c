@@ -88,6 +88,7 @@ const char *connect_code_of(int cove_code)
 		return "failed_precondition";
 	case COVE_EFULL:
 	case COVE_ETOOBIG:
+	case COVE_ENOSPACE:
 		return "resource_exhausted";
 	case COVE_EPERM:
 		return "permission_denied";
