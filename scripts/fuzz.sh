@@ -38,7 +38,7 @@ sources()
 	connect) echo "src/daemon/e2b/connect.c src/daemon/e2b/multipart.c src/common/error.c -ljansson" ;;
 	portable) echo "src/engine/portable.c src/common/encoding.c src/common/wire.c src/common/error.c" ;;
 	proxy_head) echo "src/daemon/proxy/head.c src/common/parse.c" ;;
-	api) echo "tests/fuzz/mock_engine.c $(ls src/daemon/api/*.c | grep -v '/api.c$') src/daemon/http/httpd.c src/daemon/http/httpd_reply.c src/daemon/http/httpd_upgrade.c src/daemon/http/conn.c src/daemon/http/access.c src/common/error.c src/common/encoding.c src/common/parse.c src/common/log.c src/common/io.c src/common/array.c src/common/netaddr.c" ;;
+	api) echo "tests/fuzz/mock_engine.c $(ls src/daemon/api/*.c | grep -v '/api.c$') src/daemon/http/httpd.c src/daemon/http/httpd_reply.c src/daemon/http/httpd_upgrade.c src/daemon/http/conn.c src/daemon/http/access.c src/common/error.c src/common/metrics.c src/common/encoding.c src/common/parse.c src/common/log.c src/common/io.c src/common/array.c src/common/netaddr.c" ;;
 	files_tar) echo "tests/fuzz/extract_shim.c src/engine/portable.c src/common/encoding.c src/common/wire.c src/common/error.c src/common/log.c src/common/io.c src/common/array.c" ;;
 	httpd) echo "src/daemon/http/httpd.c src/daemon/http/httpd_reply.c src/daemon/http/httpd_upgrade.c src/common/log.c" ;;
 	*) return 1 ;;

@@ -6,17 +6,22 @@
  * 409; a read refuses too; validation helpers of the engine accept.
  * Written from the list of the handlers' undefined symbols (nm); a new
  * engine call in a handler is a link error here until it is added. */
+#include <string.h>
 #include <time.h>
 
 #include "daemon/proxy/proxy.h"
+#include "engine/build.h"
+#include "engine/disk.h"
 #include "engine/engine.h"
 #include "engine/files.h"
 #include "engine/images.h"
+#include "engine/lifecycle.h"
 #include "engine/locks.h"
 #include "engine/network.h"
 #include "engine/ports.h"
 #include "engine/process.h"
 #include "engine/template.h"
+#include "engine/usage.h"
 #include "engine/watch.h"
 #include "sys/storage.h"
 #include "mock_engine.h"
@@ -105,7 +110,7 @@ int files_remove(struct sandbox *sb, const struct files_remove_req *rq, files_do
 	MUTATES();
 }
 
-int files_sandbox_ready(const struct sandbox *sb, struct cove_err *err)
+int files_sandbox_ready(struct sandbox *sb, struct cove_err *err)
 {
 	return 0;
 }
@@ -136,7 +141,8 @@ void files_write_end(struct file_op *op)
 {
 }
 
-int history_checkpoint(struct engine *d, struct sandbox *sb, const char *label, json_t **ret, struct cove_err *err)
+int history_checkpoint(struct engine *d, struct sandbox *sb, const char *label, bool memory, json_t **ret,
+		       struct cove_err *err)
 {
 	MUTATES();
 }
@@ -332,7 +338,8 @@ struct sandbox *sandbox_find(struct engine *d, const char *id)
 	return NULL;
 }
 
-int sandbox_fork(struct engine *d, struct sandbox *sb, int count, struct sandbox **ret, struct cove_err *err)
+int sandbox_fork(struct engine *d, struct sandbox *sb, int count, bool memory, struct sandbox **ret,
+		 struct cove_err *err)
 {
 	MUTATES();
 }
@@ -383,7 +390,7 @@ int snapshot_create(struct engine *d, struct sandbox *sb, const char *name, stru
 	MUTATES();
 }
 
-int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *name, struct snapshot **ret,
+int snapshot_create_nowait(struct engine *d, struct sandbox *sb, const char *name, bool memory, struct snapshot **ret,
 			   struct cove_err *err)
 {
 	MUTATES();
@@ -492,6 +499,88 @@ void image_import_end(struct image_job *j)
 }
 
 int image_pull_start(struct engine *d, const char *ref, struct output *out, struct cove_err *err)
+{
+	MUTATES();
+}
+
+/* ---- builds, disk limits, the lifecycle, usage, memory snapshots ---- */
+
+int build_start(struct engine *d, const struct build_request *rq, struct output *out, struct build **ret,
+		struct cove_err *err)
+{
+	MUTATES();
+}
+
+int build_data(struct build *b, struct evbuffer *buf)
+{
+	return -1;
+}
+
+void build_end(struct build *b)
+{
+}
+
+json_t *disk_capabilities_json(const struct engine *d)
+{
+	return json_object();
+}
+
+int disk_check(const struct engine *d, struct sandbox_spec *spec, bool asked, struct cove_err *err)
+{
+	return 0;
+}
+
+void engine_metrics_write(const struct engine *d, FILE *f)
+{
+}
+
+int engine_sandbox_pause(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err)
+{
+	MUTATES();
+}
+
+int engine_sandbox_resume(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err)
+{
+	MUTATES();
+}
+
+int engine_sandbox_archive(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err)
+{
+	MUTATES();
+}
+
+int engine_sandbox_reboot(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err)
+{
+	MUTATES();
+}
+
+int events_subscribe(struct engine *d, const char *id, int keepalive, struct output *o, struct cove_err *err)
+{
+	REFUSES();
+}
+
+/* The lifecycle's names, as lifecycle.c has them: a validation helper. */
+int sandbox_on_timeout_parse(const char *name)
+{
+	static const char *const names[] = { "delete", "pause", "archive" };
+	for (int i = 0; name && i < 3; i++)
+		if (strcmp(name, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+void sandbox_usage_get(const struct engine *d, const struct sandbox *sb, struct sandbox_usage *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+}
+
+json_t *sandbox_usage_json(const struct sandbox *sb, const struct sandbox_usage *u)
+{
+	return json_object();
+}
+
+int snapshot_create_mem(struct engine *d, struct sandbox *sb, const char *name, bool memory, snapshot_rows_fn rows,
+			void *arg, struct snapshot **ret, struct cove_err *err)
 {
 	MUTATES();
 }
