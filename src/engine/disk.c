@@ -20,7 +20,7 @@
 #include "sys/btrfs.h"
 
 #define POOL_MAX (1ull << 40)  /* 1 TiB: the most a pool grows to */
-#define POOL_CHECK_MS 250      /* how often the pool's free space is looked at (a statvfs, a sysfs read) */
+#define POOL_CHECK_MS 50 /* how often the pool's free space is looked at (a statvfs, a sysfs read): a writer at 1 GB/s uses 50 MB between two looks, well inside the headroom */
 #define DISK_MIN (16ull << 20) /* the smallest limit: an empty root takes some */
 
 static void subvol_of(const struct engine *d, const char *id, char *buf, size_t n)
