@@ -347,7 +347,7 @@ const struct cli_cmd cli_commands[] = {
 	  NULL, -1, "cove image pull 127.0.0.1:5999/demo:1 || echo 'no registry listens on 127.0.0.1:5999'" },
 	{ "build", cmd_build, "[-f FILE] [-t NAME] [--build-arg K=V]... DIR",
 	  "Build an image from a Dockerfile, DIR the build context (sent as a tar; .dockerignore honoured): FROM "
-	  "an image (or scratch), RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, LABEL, EXPOSE, CMD, ENTRYPOINT. Each step "
+	  "an image, host, a template (or scratch), RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, LABEL, EXPOSE, CMD, ENTRYPOINT. Each step "
 	  "is printed as it runs, with RUN's output; steps whose inputs did not change come from the cache. Print "
 	  "the image's ID.",
 	  build_opts, -1,

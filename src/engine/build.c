@@ -29,16 +29,17 @@
 #define LAYER_TAR "application/vnd.oci.image.layer.v1.tar"
 #define RUN_MEMORY (2ull << 30)
 
-enum job_kind { JOB_UNPACK, JOB_COPY, JOB_MKDIR, JOB_RUN };
+enum job_kind { JOB_UNPACK, JOB_BASE, JOB_COPY, JOB_MKDIR, JOB_RUN };
 
 struct build_job {
 	enum job_kind kind;
 	struct build_copy copy;
-	char path[PATH_MAX];      /* JOB_MKDIR: the folder */
+	char path[PATH_MAX];      /* JOB_MKDIR: the folder; JOB_BASE: the host image's tree */
 	char below[PATH_MAX];     /* the tree below, or "" */
 	char subvol[PATH_MAX];    /* JOB_RUN: the sandbox's subvolume */
 	char image[PATH_MAX];     /* JOB_RUN: the tree it ran on */
 	char key[DIGEST_STR_MAX]; /* JOB_RUN: its cache key */
+	bool host_layers;         /* JOB_RUN: its sandbox had the host's /usr and /opt */
 	char chown[256];          /* JOB_COPY: --chown, expanded */
 	char parent[DIGEST_STR_MAX];
 	struct build_tar tar;
@@ -70,6 +71,7 @@ struct build {
 	struct output run_out; /* its exec's output */
 	int run_status;
 	bool running, in_worker, cancelled;
+	bool from_host; /* FROM host: the first layer's tree is made before the first step */
 	struct build_job job;
 };
 
@@ -253,6 +255,9 @@ static void job_work(void *arg)
 	case JOB_UNPACK:
 		r = build_fs_unpack(&b->fs, j->spool_fd, &j->err);
 		break;
+	case JOB_BASE:
+		r = build_fs_host_base(&b->fs, j->path, j->chain, &j->err);
+		break;
 	case JOB_COPY:
 		j->copy.below = below;
 		r = build_fs_copy(&b->fs, &j->copy, &j->tar, &j->err);
@@ -261,7 +266,7 @@ static void job_work(void *arg)
 		r = build_fs_mkdir(&b->fs, j->path, below, &j->tar, &j->err);
 		break;
 	case JOB_RUN:
-		r = build_fs_changes(&b->fs, j->subvol, j->image, &j->tar, &j->err);
+		r = build_fs_changes(&b->fs, j->subvol, j->image, j->host_layers, &j->tar, &j->err);
 		break;
 	}
 	if (r == 0 && j->kind != JOB_UNPACK && j->tar.diff_id[0])
@@ -316,6 +321,10 @@ static void job_done(void *arg)
 	}
 	if (j->kind == JOB_UNPACK) {
 		after_unpack(b);
+		return;
+	}
+	if (j->kind == JOB_BASE) {
+		advance(b);
 		return;
 	}
 	bool layer = j->tar.diff_id[0] != '\0';
@@ -427,16 +436,36 @@ static int arg_step(struct build *b, const struct df_instr *in, struct cove_err 
 }
 
 static int from_image(struct build *b, const char *ref, struct cove_err *err);
+static int put_text(struct build *b, const char *text, char digest[DIGEST_STR_MAX], int64_t *size,
+		    struct cove_err *err);
+
+/* FROM host: the host image as the first layer (image/image.h), a blob
+ * that names it; its tree is made before the first step (JOB_BASE). The
+ * host's /usr and /opt are not in it: they are layered in at run time. */
+static int from_host(struct build *b, struct cove_err *err)
+{
+	char text[128], digest[DIGEST_STR_MAX];
+	int64_t size;
+	snprintf(text, sizeof(text), "cove host image %s\n", b->d->host_image);
+	if (put_text(b, text, digest, &size, err) < 0)
+		return -1;
+	b->from_host = true;
+	snprintf(b->chain, sizeof(b->chain), "%s", digest);
+	json_array_append_new(b->diff_ids, json_string(digest));
+	json_array_append_new(b->layers, json_pack("{s:s, s:s, s:I}", "mediaType", OCI_HOST_LAYER_TYPE, "digest",
+						   digest, "size", (json_int_t)size));
+	return 0;
+}
 
 /* A template's image, with the template's env, cwd and user over its
  * config's. */
 static int from_template(struct build *b, const struct template *t, struct cove_err *err)
 {
 	const struct sandbox_spec *s = t->spec;
-	if (t->snapshot[0] || !s || !s->image[0] || strcmp(s->image, "host") == 0)
-		return err_set(err, COVE_EINVAL, "line %d: FROM %s: a template of an image (not of host or a snapshot)",
+	if (t->snapshot[0] || !s)
+		return err_set(err, COVE_EINVAL, "line %d: FROM %s: a template of an image (not of a snapshot)",
 			       b->df.v[b->step].line, t->name);
-	if (from_image(b, s->image, err) < 0)
+	if (from_image(b, s->image[0] ? s->image : "host", err) < 0)
 		return -1;
 	const char *k;
 	json_t *v;
@@ -464,9 +493,7 @@ static int from_image(struct build *b, const char *ref, struct cove_err *err)
 	if (strcmp(ref, "scratch") == 0)
 		return 0;
 	if (strcmp(ref, "host") == 0)
-		return err_set(err, COVE_EINVAL,
-			       "line %d: FROM host: builds start from an imported or pulled image (or scratch)",
-			       b->df.v[b->step].line);
+		return from_host(b, err);
 	if (image_resolve(b->d, ref, &r, err) < 0) {
 		struct template *t = err->code == COVE_ENOTFOUND ? template_find(b->d, ref) : NULL;
 		if (t) {
@@ -531,7 +558,14 @@ static void after_unpack(struct build *b)
 	b->outer = b->args;
 	b->args = json_object();
 	b->step = 0;
-	advance(b);
+	if (!b->from_host) {
+		advance(b);
+		return;
+	}
+	snprintf(b->job.path, sizeof(b->job.path), "%s/%s", b->d->images->store.images, b->d->host_image);
+	snprintf(b->job.chain, sizeof(b->job.chain), "%s", b->chain);
+	if (job_start(b, JOB_BASE, &err) < 0)
+		fail(b, &err);
 }
 
 /* ---- the steps ---- */
@@ -722,6 +756,7 @@ static void run_close(struct output *o, const struct cove_err *err)
 	} else {
 		snprintf(b->job.subvol, sizeof(b->job.subvol), "%s/sandboxes/%s", b->d->pool.dir, b->sb_id);
 		image_layer_path(&b->d->images->store, b->chain, b->job.image);
+		b->job.host_layers = image_tree_host_layers(b->job.image);
 		if (job_start(b, JOB_RUN, &e) == 0)
 			return;
 	}
@@ -840,14 +875,10 @@ static int run_step(struct build *b, const struct df_instr *in, struct cove_err 
 
 /* ---- the image ---- */
 
-static int put_json(struct build *b, json_t *j, char digest[DIGEST_STR_MAX], int64_t *size, struct cove_err *err)
+static int put_text(struct build *b, const char *text, char digest[DIGEST_STR_MAX], int64_t *size, struct cove_err *err)
 {
 	const struct blob_store *bs = &b->d->images->store.blobs;
-	_cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	struct blob_writer w;
-	json_decref(j);
-	if (!text)
-		return err_set(err, COVE_EINTERNAL, "out of memory");
 	*size = (int64_t)strlen(text);
 	if (blob_writer_begin(bs, &w, OCI_DOC_MAX, err) < 0)
 		return -1;
@@ -856,6 +887,13 @@ static int put_json(struct build *b, json_t *j, char digest[DIGEST_STR_MAX], int
 		return -1;
 	}
 	return blob_writer_commit(bs, &w, NULL, -1, digest, NULL, err);
+}
+
+static int put_json(struct build *b, json_t *j, char digest[DIGEST_STR_MAX], int64_t *size, struct cove_err *err)
+{
+	_cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(j);
+	return text ? put_text(b, text, digest, size, err) : err_set(err, COVE_EINTERNAL, "out of memory");
 }
 
 static json_t *image_config(struct build *b)

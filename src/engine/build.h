@@ -31,6 +31,10 @@
  * ends the stream with the error; the build's sandbox, scratch files and
  * the layers it made are deleted, in every case (the client gone too).
  *
+ * FROM host: the host image is the first layer (image/image.h), the
+ * host's /usr and /opt layered in at run time under what the RUN steps
+ * wrote there; a RUN's deletion of a host file there is not kept.
+ *
  * Where it is not Docker's: one stage (no COPY --from, a second FROM is
  * refused); ADD takes no URL; copied folders get mtime 0 (the context's
  * were changed by its unpacking), so a file's cache key includes its mtime

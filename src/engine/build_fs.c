@@ -20,6 +20,7 @@
 #include "engine/changes.h"
 #include "image/layer.h"
 #include "image/source.h"
+#include "sandbox/runtime.h"
 #include "sys/storage.h"
 #include "sys/tree.h"
 
@@ -584,13 +585,30 @@ int build_fs_mkdir(const struct build_fs *fs, const char *path, const char *belo
 
 /* ---- RUN ---- */
 
-/* One changed path of the upper layer upper into the tar. */
-static int add_upper(struct tarw *t, int upper, const char *path)
+/* Where a changed path is in the upper layers (upper: <subvol>/upper):
+ * in root/, or with host layers, under /usr and /opt, in usr/ and opt/. */
+static void upper_name(const char *path, bool host_layers, char out[PATH_MAX])
 {
-	const char *slash = strrchr(path, '/'), *leaf = slash ? slash + 1 : path;
+	size_t n = strcspn(path, "/");
+	for (int i = 0; host_layers && runtime_host_layers[i]; i++)
+		if (strlen(runtime_host_layers[i]) == n && strncmp(path, runtime_host_layers[i], n) == 0) {
+			snprintf(out, PATH_MAX, "%s", path);
+			return;
+		}
+	snprintf(out, PATH_MAX, "root/%s", path);
+}
+
+/* One changed path of the upper layers into the tar. */
+static int add_upper(struct tarw *t, int upper, const char *path, bool host_layers)
+{
+	char name[PATH_MAX];
+	upper_name(path, host_layers, name);
+	const char *slash = strrchr(name, '/'), *leaf = slash ? slash + 1 : name;
 	char dir[PATH_MAX], link[PATH_MAX];
 	struct stat st;
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 0, path);
+	if (!slash)
+		return 0; /* a host layer's top: its mount point, no change */
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - name), name);
 	_cleanup_close_ int pfd = open_in(upper, dir, O_PATH | O_DIRECTORY);
 	if (pfd < 0 || fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0; /* gone meanwhile */
@@ -629,22 +647,22 @@ static int add_whiteouts(struct tarw *t, json_t *paths, bool opaque)
 	return 0;
 }
 
-int build_fs_changes(const struct build_fs *fs, const char *subvol, const char *image, struct build_tar *ret,
-		     struct cove_err *err)
+int build_fs_changes(const struct build_fs *fs, const char *subvol, const char *image, bool host_layers,
+		     struct build_tar *ret, struct cove_err *err)
 {
 	struct changes *c = NULL;
 	struct tarw t = { 0 };
 	char upper_path[PATH_MAX + 16], *path = NULL;
 	size_t cap = 0;
-	snprintf(upper_path, sizeof(upper_path), "%s/upper/root", subvol);
-	if (changes_collect(subvol, image, fs->dir, &c, err) < 0)
+	snprintf(upper_path, sizeof(upper_path), "%s/upper", subvol);
+	if (changes_collect(subvol, image, host_layers, fs->dir, &c, err) < 0)
 		return -1;
 	int upper = open(upper_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int dup_fd = fcntl(c->list_fd, F_DUPFD_CLOEXEC, 3);
 	FILE *list = dup_fd >= 0 ? fdopen(dup_fd, "r") : NULL;
 	int r = upper < 0 || !list ? err_sys(err, errno, "read the changes of '%s'", subvol) : tarw_open(&t, fs, err);
 	while (r == 0 && getdelim(&path, &cap, '\0', list) > 0)
-		r = add_upper(&t, upper, path);
+		r = add_upper(&t, upper, path, host_layers);
 	if (r == 0)
 		r = add_whiteouts(&t, c->deleted, false) < 0 || add_whiteouts(&t, c->opaque, true) < 0
 			    ? -1
@@ -674,13 +692,12 @@ void build_chain_next(const char *parent, const char *diff_id, char out[DIGEST_S
 	digest_of(buf, strlen(buf), out);
 }
 
-int build_fs_commit(const struct build_fs *fs, const char *parent, const char *diff_id, char chain[DIGEST_STR_MAX],
-		    bool *made, struct cove_err *err)
+/* tree made under the import lock unless it is there: the layer of
+ * diff_id over below (or none), or with host_tree the host's first layer. */
+static int layer_ensure(const struct build_fs *fs, const char *tree, const char *below, const char *diff_id,
+			const char *host_tree, bool *made, struct cove_err *err)
 {
-	char tree[PATH_MAX], below[PATH_MAX];
 	enum storage_driver drv = fs->store->pool->driver;
-	build_chain_next(parent, diff_id, chain);
-	image_layer_path(fs->store, chain, tree);
 	*made = false;
 	if (storage_is_tree(drv, tree) == 1)
 		return 0;
@@ -689,11 +706,29 @@ int build_fs_commit(const struct build_fs *fs, const char *parent, const char *d
 		return -1;
 	int r = 0;
 	if (storage_is_tree(drv, tree) != 1) {
-		if (*parent)
-			image_layer_path(fs->store, parent, below);
-		r = image_layer_make(fs->store, *parent ? below : NULL, diff_id, diff_id, tree, err);
+		r = host_tree ? image_host_layer_make(fs->store, host_tree, tree, err)
+			      : image_layer_make(fs->store, below, diff_id, diff_id, tree, err);
 		*made = r == 0;
 	}
 	close(lock);
 	return r;
+}
+
+int build_fs_commit(const struct build_fs *fs, const char *parent, const char *diff_id, char chain[DIGEST_STR_MAX],
+		    bool *made, struct cove_err *err)
+{
+	char tree[PATH_MAX], below[PATH_MAX];
+	build_chain_next(parent, diff_id, chain);
+	image_layer_path(fs->store, chain, tree);
+	if (*parent)
+		image_layer_path(fs->store, parent, below);
+	return layer_ensure(fs, tree, *parent ? below : NULL, diff_id, NULL, made, err);
+}
+
+int build_fs_host_base(const struct build_fs *fs, const char *host_tree, const char *chain, struct cove_err *err)
+{
+	char tree[PATH_MAX];
+	bool made;
+	image_layer_path(fs->store, chain, tree);
+	return layer_ensure(fs, tree, NULL, NULL, host_tree, &made, err);
 }

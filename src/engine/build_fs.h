@@ -51,12 +51,18 @@ int build_fs_copy(const struct build_fs *fs, const struct build_copy *c, struct 
 int build_fs_mkdir(const struct build_fs *fs, const char *path, const char *below, struct build_tar *ret,
 		   struct cove_err *err);
 /* What a RUN's sandbox changed: subvol is a snapshot of its subvolume,
- * image the tree it ran on. */
-int build_fs_changes(const struct build_fs *fs, const char *subvol, const char *image, struct build_tar *ret,
-		     struct cove_err *err);
+ * image the tree it ran on, host_layers its runtime_config's (the files
+ * under /usr and /opt are in upper/usr and upper/opt). */
+int build_fs_changes(const struct build_fs *fs, const char *subvol, const char *image, bool host_layers,
+		     struct build_tar *ret, struct cove_err *err);
 /* The layer of diff_id over parent (chain id, "" for none): *chain, found
  * or made (*made). */
 int build_fs_commit(const struct build_fs *fs, const char *parent, const char *diff_id, char chain[DIGEST_STR_MAX],
 		    bool *made, struct cove_err *err);
+/* FROM host's first layer (image/image.h): the tree of chain made from the
+ * host image's tree host_tree, unless it is there. Not deleted when the
+ * build fails (another build may stand on it): collected when no image
+ * needs it. */
+int build_fs_host_base(const struct build_fs *fs, const char *host_tree, const char *chain, struct cove_err *err);
 /* ChainID(parent, diff). */
 void build_chain_next(const char *parent, const char *diff_id, char out[DIGEST_STR_MAX]);

@@ -22,6 +22,7 @@
 struct walk {
 	struct changes *c;
 	FILE *list;
+	bool host_layers;    /* /usr and /opt are layers of their own (upper/usr, upper/opt) */
 	char path[PATH_MAX]; /* relative, of the directory being read */
 };
 
@@ -47,14 +48,14 @@ static bool is_opaque(int fd)
 }
 
 /* At the top of the root layer: what is not the root overlay's own (the
- * pseudo file systems, and the host layers' mount points). */
+ * pseudo file systems, and the host layers' mount points when it has them). */
 static bool left_out(const struct walk *w, bool root_layer, const char *name)
 {
 	if (w->path[0])
 		return false;
 	if (strcmp(name, "dev") == 0 || strcmp(name, "proc") == 0 || strcmp(name, "sys") == 0)
 		return true;
-	for (int i = 0; root_layer && runtime_host_layers[i]; i++)
+	for (int i = 0; root_layer && w->host_layers && runtime_host_layers[i]; i++)
 		if (strcmp(name, runtime_host_layers[i]) == 0)
 			return true;
 	return false;
@@ -194,14 +195,14 @@ static int collect(struct walk *w, const char *subvol, const char *image)
 		return -errno;
 	snprintf(lower, sizeof(lower), "%s/rootfs", image);
 	int r = walk_layer(w, fd, "root", lower, "");
-	for (int i = 0; r == 0 && runtime_host_layers[i]; i++) {
+	for (int i = 0; r == 0 && w->host_layers && runtime_host_layers[i]; i++) {
 		snprintf(lower, sizeof(lower), "/%s", runtime_host_layers[i]);
 		r = walk_layer(w, fd, runtime_host_layers[i], lower, runtime_host_layers[i]);
 	}
 	return r;
 }
 
-int changes_collect(const char *subvol, const char *image, const char *tmp_dir, struct changes **ret,
+int changes_collect(const char *subvol, const char *image, bool host_layers, const char *tmp_dir, struct changes **ret,
 		    struct cove_err *err)
 {
 	struct changes *c = calloc(1, sizeof(*c));
@@ -211,7 +212,7 @@ int changes_collect(const char *subvol, const char *image, const char *tmp_dir, 
 	c->opaque = json_array();
 	c->list_fd = open(tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	int dup_fd = c->list_fd >= 0 ? fcntl(c->list_fd, F_DUPFD_CLOEXEC, 3) : -1;
-	struct walk w = { .c = c, .list = dup_fd >= 0 ? fdopen(dup_fd, "w") : NULL };
+	struct walk w = { .c = c, .list = dup_fd >= 0 ? fdopen(dup_fd, "w") : NULL, .host_layers = host_layers };
 	int r = !c->deleted || !c->opaque ? -ENOMEM : !w.list ? -errno : collect(&w, subvol, image);
 	if (!w.list && dup_fd >= 0)
 		close(dup_fd);

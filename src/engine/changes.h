@@ -18,21 +18,23 @@
  * merged view, as the user (WIRE_OPEN_TAR_LIST). */
 #pragma once
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/error.h"
 
 struct changes {
-	int list_fd;     /* the changed paths, relative, each ended by a NUL, from its start */
+	int list_fd;      /* the changed paths, relative, each ended by a NUL, from its start */
 	uint64_t entries; /* paths in list_fd */
-	json_t *deleted; /* array of absolute paths */
-	json_t *opaque;  /* array of absolute paths */
+	json_t *deleted;  /* array of absolute paths */
+	json_t *opaque;   /* array of absolute paths */
 };
 
 /* The changes of the sandbox whose subvolume is subvol, over the image
- * at image (its rootfs; the host layers over the host's); the list goes
- * into an unlinked file under tmp_dir. 0 with *ret, or -1 with err. */
-int changes_collect(const char *subvol, const char *image, const char *tmp_dir, struct changes **ret,
+ * at image (its rootfs; with host_layers, as runtime_config's, /usr and
+ * /opt in upper/usr and upper/opt, over the host's); the list goes into
+ * an unlinked file under tmp_dir. 0 with *ret, or -1 with err. */
+int changes_collect(const char *subvol, const char *image, bool host_layers, const char *tmp_dir, struct changes **ret,
 		    struct cove_err *err);
 void changes_free(struct changes *c);
 /* {"deleted": [...], "opaque": [...]} as text (malloc'd), NULL on ENOMEM. */

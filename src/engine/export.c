@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "engine/files_op.h"
+#include "image/image.h"
 #include "engine/portable.h"
 
 /* The tree's folder: rq->path, or the workspace. flags gets
@@ -55,8 +56,8 @@ int files_tree_out(struct sandbox *sb, const struct files_tree_req *rq, struct o
 		char subvol[PATH_MAX], image[PATH_MAX];
 		snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", engine_ctx->pool.dir, sb->id);
 		snprintf(image, sizeof(image), "%s/images/%s", engine_ctx->pool.dir, sb->spec.image_dir);
-		if (files_sandbox_ready(sb, err) < 0 ||
-		    changes_collect(subvol, image, engine_ctx->data_dir, &c.changes, err) < 0)
+		if (files_sandbox_ready(sb, err) < 0 || changes_collect(subvol, image, image_tree_host_layers(image),
+									engine_ctx->data_dir, &c.changes, err) < 0)
 			return -1;
 		fr.value = WIRE_OPEN_TAR_LIST;
 		fr.path = "/";

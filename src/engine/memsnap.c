@@ -45,6 +45,7 @@
 #include "common/log.h"
 #include "engine/engine.h"
 #include "engine/memsnap.h"
+#include "image/image.h"
 #include "sandbox/runtime.h"
 #include "sys/criu.h"
 #include "sys/netlink.h"
@@ -130,8 +131,11 @@ int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct c
 	char ext[MAX_EXT][64], freezer[600];
 	const char *extv[MAX_EXT + 1];
 	size_t n = 0;
-	/* The host image's /usr and /opt are external mounts (an OCI image has none). */
-	bool host_layers = strncmp(sb->spec.image_dir, "host-", 5) == 0;
+	/* The host's /usr and /opt are external mounts of a sandbox of the host
+	 * image or of one built on it (an OCI image has none). */
+	char image[600];
+	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
+	bool host_layers = image_tree_host_layers(image);
 	for (int i = 0; host_layers && runtime_host_layers[i]; i++, n++)
 		snprintf(ext[n], sizeof(ext[n]), "mnt[/%s]:%s", runtime_host_layers[i], runtime_host_layers[i]);
 	for (int i = 0; dev_nodes[i]; i++, n++)
@@ -235,7 +239,8 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 	if (mkdir(work, 0700) < 0 && errno != EEXIST)
 		return err_sys(err, errno, "mkdir '%s'", work);
 	snprintf(work, sizeof(work), "%s/restore/%s", d->pool.dir, sb->id);
-	for (int i = 0; runtime_host_layers[i]; i++, n++)
+	bool host_layers = image_tree_host_layers(image);
+	for (int i = 0; host_layers && runtime_host_layers[i]; i++, n++)
 		snprintf(ext[n], sizeof(ext[n]), "mnt[%s]:" RUNTIME_RESTORE_EXT "/%s", runtime_host_layers[i],
 			 runtime_host_layers[i]);
 	for (int i = 0; dev_nodes[i]; i++, n++)
@@ -260,7 +265,7 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 					 .subvol = subvol,
 					 .image = image,
 					 .uid_base = base,
-					 .host_layers = strncmp(sb->spec.image_dir, "host-", 5) == 0,
+					 .host_layers = host_layers,
 					 .init_file = d->init_file,
 					 .cgroups = &d->cgroups },
 				 .report_fd = report[1] };

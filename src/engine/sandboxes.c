@@ -41,6 +41,7 @@
 #include "store/store.h"
 #include "engine/images.h"
 #include "image/host_image.h"
+#include "image/image.h"
 #include "sandbox/runtime.h"
 #include "sys/storage.h"
 
@@ -215,7 +216,7 @@ static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pendi
 				     .uid_base = UID_BASE + (uid_t)sb->slot * RUNTIME_UID_COUNT,
 				     .init_socket = sock,
 				     .init_exe_fd = d->init_exe_fd,
-				     .host_layers = strncmp(sb->spec.image_dir, "host-", 5) == 0,
+				     .host_layers = image_tree_host_layers(image),
 				     .init_file = d->init_file,
 				     .cgroups = &d->cgroups,
 				     .seccomp = &d->seccomp };

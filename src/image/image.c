@@ -282,6 +282,37 @@ int image_layer_make(const struct image_store *s, const char *below, const char 
 	return err->code ? -1 : 0;
 }
 
+int image_host_layer_make(const struct image_store *s, const char *host_tree, const char *tree, struct cove_err *err)
+{
+	enum storage_driver drv = s->pool->driver;
+	char tmp[PATH_MAX + 64], mark[PATH_MAX + 96];
+	if (storage_is_tree(drv, tree) == 1)
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%s", s->layers, strrchr(tree, '/') + 1);
+	snprintf(mark, sizeof(mark), "%s/" IMAGE_HOST_MARK, tmp);
+	int r = storage_snapshot(drv, host_tree, tmp, false);
+	if (r < 0)
+		return err_sys(err, -r, "snapshot '%s'", host_tree);
+	_cleanup_close_ int fd = open(mark, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0 || syncfs(fd) < 0)
+		err_sys(err, errno, "mark '%s'", tmp);
+	else if ((r = storage_publish(drv, tmp, tree)) < 0 && r != -EEXIST)
+		err_sys(err, -r, "publish '%s'", tree);
+	if (err->code || r == -EEXIST)
+		(void)storage_delete(drv, tmp);
+	return err->code ? -1 : 0;
+}
+
+bool image_tree_host_layers(const char *tree)
+{
+	const char *base = strrchr(tree, '/');
+	char mark[PATH_MAX + 32];
+	if (strncmp(base ? base + 1 : tree, "host-", 5) == 0)
+		return true;
+	snprintf(mark, sizeof(mark), "%s/" IMAGE_HOST_MARK, tree);
+	return access(mark, F_OK) == 0;
+}
+
 /* Layer i applied onto a scratch copy of the tree below (or an empty
  * one), published as the tree of its chain id. */
 static int unpack_one(struct import *im, size_t i, const char *below, const char *tree, struct cove_err *err)

@@ -24,6 +24,7 @@
  * middle of one (layers/.tmp-*) are removed by the next. */
 #pragma once
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -90,3 +91,19 @@ int image_layer_make(const struct image_store *s, const char *below, const char 
 		     const char *tree, struct cove_err *err);
 /* The tree of chain id into out. */
 void image_layer_path(const struct image_store *s, const char *chain_id, char out[PATH_MAX]);
+
+/* Images built on the host image (FROM host): their first layer is no tar
+ * but the host image itself, a manifest layer of media type
+ * OCI_HOST_LAYER_TYPE whose blob is a line naming it ("cove host image
+ * host-<fingerprint>"). Its tree is a snapshot of <pool>/images/host-<fp>
+ * holding the mark IMAGE_HOST_MARK beside rootfs/; the trees above it are
+ * snapshots of it, so they hold the mark too. A sandbox on a tree with the
+ * mark (or on the host image) gets the host's /usr and /opt layered under
+ * the tree's own rootfs/usr and rootfs/opt (runtime_config.host_layers). */
+#define IMAGE_HOST_MARK "host-layers"
+/* The host image's tree (host_tree) as the layer tree tree, marked. The
+ * caller holds the import lock. 0 also when tree is already there. */
+int image_host_layer_make(const struct image_store *s, const char *host_tree, const char *tree, struct cove_err *err);
+/* Whether sandboxes on the image tree (<pool>/images/<image_dir>) get the
+ * host's /usr and /opt: the host image, or a tree with IMAGE_HOST_MARK. */
+bool image_tree_host_layers(const char *tree);

@@ -30,6 +30,7 @@ static const struct {
 	{ "application/vnd.docker.image.rootfs.diff.tar", OCI_KIND_LAYER },
 	{ "application/vnd.docker.image.rootfs.diff.tar.gzip", OCI_KIND_LAYER },
 	{ "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip", OCI_KIND_LAYER },
+	{ OCI_HOST_LAYER_TYPE, OCI_KIND_LAYER }, /* no tar: unpacking it fails (image.h) */
 };
 
 enum oci_kind oci_media_kind(const char *media_type)

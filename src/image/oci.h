@@ -33,6 +33,9 @@ struct oci_descriptor {
 	int64_t size;
 };
 
+/* cove's first layer of an image built on the host image (image.h). */
+#define OCI_HOST_LAYER_TYPE "application/vnd.cove.image.layer.host.v1"
+
 /* The kind of a media type ("" is OCI_KIND_UNKNOWN). */
 enum oci_kind oci_media_kind(const char *media_type);
 

@@ -261,10 +261,13 @@ static void mount_overlay(const char *lower, const char *layer, const char *targ
  * root has no id in the idmapped upper layer, so the sandbox mounts them. */
 static void mount_root(bool host_layers, int init_file_fd)
 {
-	char lower[64], target[64];
+	char lower[128], target[64];
 	mount_overlay("lower/image/rootfs", "root", "root");
+	/* The image's own /usr (empty in the host image, an image built on it
+	 * has its layers' files there) over the host's. */
 	for (int i = 0; host_layers && runtime_host_layers[i]; i++) {
-		snprintf(lower, sizeof(lower), "lower/%s", runtime_host_layers[i]);
+		snprintf(lower, sizeof(lower), "lower/image/rootfs/%s:lower/%s", runtime_host_layers[i],
+			 runtime_host_layers[i]);
 		snprintf(target, sizeof(target), "root/%s", runtime_host_layers[i]);
 		mount_overlay(lower, runtime_host_layers[i], target);
 	}

@@ -6,7 +6,7 @@
  *                     a private mount namespace, and in it, as host root,
  *                     the idmapped layers: the sandbox's subvolume, the
  *                     image (read-only), the host's /usr and /opt
- *                     (read-only). Joins the cgroups.
+ *                     (read-only, under the image's own usr/ and opt/). Joins the cgroups.
  *                     setns(userns), unshare(mnt pid ipc uts net cgroup):
  *                     every mount made so far is now locked. As the
  *                     sandbox's root: the overlays (root, /usr, /opt), /dev.
@@ -29,7 +29,8 @@ struct runtime_config {
 	const char *id;          /* sandbox ID, also its hostname */
 	const char *subvol;      /* the sandbox's subvolume, laid out by runtime_prepare */
 	const char *image;       /* the image's read-only subvolume (it holds rootfs/) */
-	bool host_layers;        /* the built-in host image: the host's /usr and /opt layered in */
+	bool host_layers;        /* the host image or one built on it: the host's /usr and /opt
+				    layered in, under the image's rootfs/usr and rootfs/opt */
 	uid_t uid_base;          /* host uid of the sandbox's root */
 	const char *init_socket; /* path where cove-init listens */
 	int init_exe_fd;         /* sealed memfd holding cove-init (external sandboxes run it) */

@@ -6,6 +6,8 @@ the image run with its Env/WorkingDir/User/Cmd seen inside; the cache hit
 for every step on a second build (no RUN runs again), a changed file
 invalidating from its COPY on; a failing RUN, a client that hangs up and
 bad Dockerfiles leaving no image, sandbox, layer or scratch file behind.
+FROM host (and a template on host): the host's /usr and /opt under what
+RUN wrote there, kept by the cache, snapshots and forks.
 RUN steps need no network; nothing leaves loopback."""
 import io
 import json
@@ -138,6 +140,15 @@ def settled(cv, before):
     return leftovers(cv)
 
 
+def run_on(cv, image, cmd):
+    """cmd's result in a new sandbox of image, deleted after."""
+    sid = cv.create(image=image)
+    try:
+        return cv.exec(sid, cmd)
+    finally:
+        cv.api("DELETE", "/v1/sandboxes/" + sid)
+
+
 def check_built_image(cv, sid):
     st, sb = cv.api("GET", "/v1/sandboxes/" + sid)
     assert st == 200, sb
@@ -260,7 +271,6 @@ def test_build_bad_dockerfiles(coved):
         ("FROM bb:1\n\nCOPY ../outside /x\n", 400, "line 3: COPY source '../outside' is outside the build context"),
         ("FROM bb:1\nADD http://127.0.0.1:9/x /x\n", 400, "line 2: ADD from a URL"),
         ("FROM nosuch:1\n", 404, "line 1: FROM: no image 'nosuch:1'"),
-        ("FROM host\n", 400, "line 1: FROM host"),
     ]
     for text, status, want in cases:
         ctx = context(text)
@@ -302,12 +312,8 @@ def test_build_from_a_template(coved):
         assert st == 200 and events[-1]["type"] == "image", events
         cfg = events[-1]["image"]["config"]
         assert "FROM_TEMPLATE=yes" in cfg["env"] and cfg["working_dir"] == "/home/app" and cfg["user"] == "app", cfg
-        sid = coved.create(image="from-tpl:1")
-        try:
-            r = coved.exec(sid, ["cat", "/home/app/got"])
-            assert r["stdout"] == "yes 1000\n/home/app\n", r
-        finally:
-            coved.api("DELETE", "/v1/sandboxes/" + sid)
+        r = run_on(coved, "from-tpl:1", ["cat", "/home/app/got"])
+        assert r["stdout"] == "yes 1000\n/home/app\n", r
         coved.api("DELETE", "/v1/images/from-tpl:1")
     finally:
         coved.api("DELETE", "/v1/templates/" + name)
@@ -359,6 +365,15 @@ def test_build_on_the_overlay_driver(coved):
         st, events = build_api(cv, context_tar(ctx), q)
         steps = layer_steps(events)
         assert st == 200 and len(steps) == 9 and all(steps.values()), steps
+        # FROM host: its first layer a copy of the host image
+        write(os.path.join(ctx, "Dockerfile"), HOST_DOCKERFILE)
+        st, events = build_api(cv, context_tar(ctx), "?tag=ovhost:1")
+        assert st == 200 and events[-1]["type"] == "image", events
+        sid = cv.create(image="ovhost:1")
+        try:
+            assert host_seen(cv, sid) == HOST_SEEN
+        finally:
+            cv.api("DELETE", "/v1/sandboxes/" + sid)
     finally:
         shutil.rmtree(ctx)
         cv.teardown()
@@ -377,4 +392,119 @@ def test_build_arg_and_env_scopes(coved):
         assert events[-1]["image"]["config"]["env"] == ["A=1", "B=", "C=1"], events[-1]
         coved.api("DELETE", "/v1/images/" + events[-1]["image"]["id"])
     finally:
+        shutil.rmtree(ctx)
+
+
+def test_build_run_writes_usr_on_an_image(coved):
+    """On an image (no host layers), what a RUN writes under /usr and /opt
+    is in its layer like any other file."""
+    base_image(coved)
+    ctx = context("FROM bb:1\nRUN mkdir -p /usr/local/bin /opt/o && echo u > /usr/local/bin/u && echo o > /opt/o/o\n")
+    try:
+        st, events = build_api(coved, context_tar(ctx))
+        assert st == 200 and events[-1]["type"] == "image", events
+        image_id = events[-1]["image"]["id"]
+        r = run_on(coved, image_id, ["cat", "/usr/local/bin/u", "/opt/o/o"])
+        assert r["exit_code"] == 0 and r["stdout"] == "u\no\n", r
+        coved.api("DELETE", "/v1/images/" + image_id)
+    finally:
+        shutil.rmtree(ctx)
+
+
+HOST_DOCKERFILE = """FROM host
+ENV APPV=7
+WORKDIR /srv/app
+COPY a.txt ./
+RUN mkdir -p /usr/local/lib/x && echo hi > /usr/local/lib/x/f
+RUN echo a > /opt/a
+RUN echo "built $APPV" > built; rm -f /usr/local/lib/x/none
+CMD ["sleep", "1000"]
+"""
+
+HOST_CHECK = ("python3 -c 'print(6 * 7)'; cat /usr/local/lib/x/f /opt/a a.txt built; "
+              "stat -c '%u:%g %a %n' /usr/local/lib/x/f /opt/a a.txt; echo $APPV; pwd; "
+              "test -x /usr/bin/env && echo host-usr")
+HOST_SEEN = ["42", "hi", "a", "a", "built 7", "0:0 644 /usr/local/lib/x/f", "0:0 644 /opt/a", "0:0 644 a.txt",
+             "7", "/srv/app", "host-usr", ""]
+
+
+def host_seen(cv, sid, extra=""):
+    r = cv.exec(sid, ["sh", "-c", HOST_CHECK + extra])
+    assert r["exit_code"] == 0, r
+    return r["stdout"].split("\n")
+
+
+def test_build_from_host(coved):
+    """FROM host: a sandbox from the image sees the host's /usr (python3
+    runs) and what RUN wrote in /usr/local and /opt, owned by root inside,
+    with its ENV, WORKDIR and CMD; the second build is all cache; a
+    snapshot's restore and a fork keep it all; deleted, the image leaves
+    no layer tree."""
+    ctx = context(HOST_DOCKERFILE)
+    ids = []
+    try:
+        before = leftovers(coved)
+        r = coved.cli("build", "-t", "onhost:1", ctx, timeout=300)
+        assert r.returncode == 0, r
+        image_id = r.stdout.decode().strip()
+        st, img = coved.api("GET", "/v1/images/onhost:1")
+        assert st == 200 and img["id"] == image_id and img["layers"] == 1 + 5, img  # host, WORKDIR, COPY, 3 RUN
+        assert "APPV=7" in img["config"]["env"] and img["config"]["working_dir"] == "/srv/app", img
+        sid = coved.create(image="onhost:1")
+        ids.append(sid)
+        st, sb = coved.api("GET", "/v1/sandboxes/" + sid)
+        assert sb["start"] == ["sleep", "1000"] and sb["cwd"] == "/srv/app", sb
+        assert host_seen(coved, sid) == HOST_SEEN
+        # the sandbox's own writes in /usr, kept by a snapshot and a fork
+        r = coved.exec(sid, ["sh", "-c", "echo mine > /usr/local/lib/x/mine && echo o2 > /opt/b"])
+        assert r["exit_code"] == 0, r
+        extra = "; cat /usr/local/lib/x/mine /opt/b"
+        st, sn = coved.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {})
+        assert st == 201, sn
+        ids.append(sn["id"])
+        st, rs = coved.api("POST", "/v1/snapshots/%s/restore" % sn["id"], {})
+        assert st == 201, rs
+        ids.append(rs["id"])
+        st, fk = coved.api("POST", "/v1/sandboxes/%s/fork" % sid, {"count": 1})
+        assert st == 201, fk
+        ids.append(fk["sandboxes"][0]["id"])
+        for who in (rs["id"], fk["sandboxes"][0]["id"]):
+            assert host_seen(coved, who, extra) == HOST_SEEN[:-1] + ["mine", "o2", ""], who
+
+        # again: every layer from the cache, no RUN runs
+        st, events = build_api(coved, context_tar(ctx), "?tag=onhost:2")
+        assert st == 200, events
+        steps = layer_steps(events)
+        assert len(steps) == 5 and all(steps.values()), steps
+        assert not [e for e in events if e["type"] == "output"], events
+        assert events[-1]["image"]["id"] == image_id, events[-1]
+    finally:
+        for i in reversed(ids):
+            coved.api("DELETE", ("/v1/snapshots/" if i.startswith("sn_") else "/v1/sandboxes/") + i)
+        for name in ("onhost:1", "onhost:2"):
+            coved.api("DELETE", "/v1/images/" + name)
+        shutil.rmtree(ctx)
+    coved.api("POST", "/v1/images/prune", {"all": False})
+    assert settled(coved, before) == before
+
+
+def test_build_from_a_template_on_host(coved):
+    """FROM a template whose image is host: its env and cwd, and the host's
+    /usr under the RUN's files."""
+    name = "host-tpl-%d" % os.getpid()
+    st, t = coved.api("POST", "/v1/templates", {"name": name, "image": "host", "env": {"FROM_TEMPLATE": "yes"},
+                                                 "cwd": "/root"})
+    assert st == 201, t
+    ctx = context("FROM %s\nRUN echo $FROM_TEMPLATE > got && mkdir -p /usr/local/share/t && "
+                  "python3 -c 'print(1)' > /usr/local/share/t/p\n" % name)
+    try:
+        st, events = build_api(coved, context_tar(ctx), "?tag=from-host-tpl:1")
+        assert st == 200 and events[-1]["type"] == "image", events
+        cfg = events[-1]["image"]["config"]
+        assert "FROM_TEMPLATE=yes" in cfg["env"] and cfg["working_dir"] == "/root", cfg
+        r = run_on(coved, "from-host-tpl:1", ["sh", "-c", "cat got /usr/local/share/t/p; python3 -c 'print(2)'"])
+        assert r["exit_code"] == 0 and r["stdout"] == "yes\n1\n2\n", r
+        coved.api("DELETE", "/v1/images/from-host-tpl:1")
+    finally:
+        coved.api("DELETE", "/v1/templates/" + name)
         shutil.rmtree(ctx)

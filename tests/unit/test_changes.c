@@ -93,7 +93,7 @@ int main(void)
 	snprintf(img, sizeof(img), "%s/img", base);
 	struct changes *c = NULL;
 	struct cove_err err = { 0 };
-	CHECK(changes_collect(sb, img, base, &c, &err) == 0, "collected: %s", err.msg);
+	CHECK(changes_collect(sb, img, true, base, &c, &err) == 0, "collected: %s", err.msg);
 	if (c) {
 		listed(c, got, sizeof(got));
 		const char *g = got;
@@ -113,16 +113,27 @@ int main(void)
 		json_decref(j);
 		changes_free(c);
 	}
+	/* without host layers (an OCI image's sandbox): /usr is the root
+	 * overlay's, upper/usr is not read */
+	c = NULL;
+	CHECK(changes_collect(sb, img, false, base, &c, &err) == 0, "collected without host layers: %s", err.msg);
+	if (c) {
+		listed(c, got, sizeof(got));
+		const char *g = got;
+		CHECK_STR(g, "data data/x etc/app.conf etc/skel etc/skel/new link srv srv/x usr usr/hidden",
+			  "the changes without host layers: %s", got);
+		changes_free(c);
+	}
 	/* no upper layer at all: nothing changed */
 	snprintf(p, sizeof(p), "%s/empty", base);
 	mkdir(p, 0755);
 	c = NULL;
-	CHECK(changes_collect(p, img, base, &c, &err) == 0 && c && c->entries == 0 &&
+	CHECK(changes_collect(p, img, true, base, &c, &err) == 0 && c && c->entries == 0 &&
 		      json_array_size(c->deleted) == 0, "no upper layer: no changes");
 	changes_free(c);
 	c = NULL;
 	snprintf(p, sizeof(p), "%s/missing", base);
-	CHECK(changes_collect(p, img, base, &c, &err) < 0 && !c, "a missing subvolume: an error (%s)", err.msg);
+	CHECK(changes_collect(p, img, true, base, &c, &err) < 0 && !c, "a missing subvolume: an error (%s)", err.msg);
 	nftw(base, rm, 16, FTW_DEPTH | FTW_PHYS);
 	return tap_done();
 }
