@@ -13,6 +13,10 @@
  *   init  -> coved  WIRE_OPEN_FAILED  value = errno
  *   coved -> init   WIRE_FSOP     payload: path request; value = enum wire_fsop
  *   init  -> coved  WIRE_FSOP_DONE  value = 0 or errno; pid = 1 if something changed
+ * A WIRE_OPEN_WRITE answered with WIRE_FLAG_REPLACE gave an unnamed file
+ * (O_TMPFILE) in the target's directory: once the body is in it, a
+ * WIRE_FS_COMMIT of the same path, carrying that fd, renames it over the
+ * target; closing it instead leaves the target as it was.
  *
  * Background processes outlive coved: a WIRE_SPAWN with WIRE_FLAG_KEEP
  * carries, after the child's stdio, value more fds (coved's own ends of the
@@ -84,6 +88,7 @@ enum wire_flags {
 	WIRE_FLAG_EXITED = 1 << 11,   /* WIRE_KEPT: the process has ended */
 	WIRE_FLAG_CHILDREN = 1 << 12, /* WIRE_SIGNAL: the process's descendants only */
 	WIRE_FLAG_HOME = 1 << 13,     /* WIRE_OPEN tar or extract: the user's home instead of the path */
+	WIRE_FLAG_REPLACE = 1 << 14,  /* WIRE_OPENED write: an unnamed file, for WIRE_FS_COMMIT */
 };
 
 enum wire_open_kind {
@@ -98,7 +103,7 @@ enum wire_open_kind {
 			     * alone, no directory's contents (a sandbox's changes) */
 };
 
-enum wire_fsop { WIRE_FS_REMOVE = 1, WIRE_FS_MKDIR, WIRE_FS_RENAME, WIRE_FS_CHMOD };
+enum wire_fsop { WIRE_FS_REMOVE = 1, WIRE_FS_MKDIR, WIRE_FS_RENAME, WIRE_FS_CHMOD, WIRE_FS_COMMIT };
 
 enum wire_stage { WIRE_STAGE_FORK = 1, WIRE_STAGE_USER, WIRE_STAGE_CWD, WIRE_STAGE_EXEC, WIRE_STAGE_STDIO };
 

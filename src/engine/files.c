@@ -16,8 +16,13 @@
  * is its open fd, which the REST front end sends with sendfile, never
  * reading it into memory; a written body goes to the fd as it comes
  * (files_write_data writes before it returns), so coved holds what its
- * front end buffers (a few MiB) of an upload of any size. A caller gone
- * mid-upload leaves the file as far as it was written. */
+ * front end buffers (a few MiB) of an upload of any size. The fd is, where
+ * init can make one, an unnamed file in the target's directory that init
+ * renames over the target once the body is whole (WIRE_FS_COMMIT): a
+ * caller gone mid-upload, or coved killed, leaves the old file whole and
+ * nothing else. Else (src/init/files.c open_write says when) it is the
+ * file itself, truncated, and an upload cut short leaves it as far as it
+ * was written. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -401,10 +406,29 @@ static void spool_done(struct file_op *op)
 	op_end(op, NULL, &err);
 }
 
+/* The body is whole in init's replacement: init renames it over the path,
+ * and files_on_done answers. Our fd goes now: the one in the packet is
+ * init's. */
+static void write_commit(struct file_op *op)
+{
+	struct cove_err err = { 0 };
+	struct file_request fr = { .kind = FK_WRITE, .type = WIRE_FSOP, .value = WIRE_FS_COMMIT };
+	if (op_send(op, &fr, &err) < 0) {
+		op_end(op, NULL, &err);
+		return;
+	}
+	close(op->body_fd);
+	op->body_fd = -1;
+}
+
 void files_write_end(struct file_op *op)
 {
 	if (op->spooled) {
 		spool_done(op);
+		return;
+	}
+	if (op->replace) {
+		write_commit(op);
 		return;
 	}
 	struct files_result res = result_of(op);
@@ -424,10 +448,11 @@ void files_cancel(struct file_op *op)
 }
 
 /* The body into the file, as it comes. Takes fd. */
-static void write_body(struct file_op *op, int fd, bool created)
+static void write_body(struct file_op *op, int fd, uint32_t flags)
 {
 	op->body_fd = fd;
-	op->created = created;
+	op->created = flags & WIRE_FLAG_CREATED;
+	op->replace = flags & WIRE_FLAG_REPLACE;
 	/* The upload takes as long as it takes: the client is the limit. */
 	evtimer_del(op->timeout_ev);
 	op->ready(op->arg);
@@ -460,7 +485,7 @@ void files_on_opened(struct sandbox *sb, uint32_t seq, uint32_t flags, int fd)
 		stat_done(op, fd);
 		close(fd);
 	} else if (op->kind == FK_WRITE) {
-		write_body(op, fd, flags & WIRE_FLAG_CREATED);
+		write_body(op, fd, flags);
 	} else if (fstat(fd, &st) < 0) {
 		close(fd);
 		op_fail(op, errno);
@@ -491,6 +516,10 @@ void files_on_done(struct sandbox *sb, uint32_t seq, int errnum, bool changed)
 	struct files_result res = result_of(op);
 	res.changed = changed;
 	res.mode = op->mode;
+	if (op->kind == FK_WRITE) { /* a replacement renamed into place */
+		res.size = op->written;
+		res.changed = op->created;
+	}
 	op_end(op, &res, NULL);
 }
 
@@ -524,8 +553,10 @@ static int send_request(struct sandbox *sb, struct file_op *op, const struct fil
 	long len = wire_encode_path(pkt, sizeof(pkt), &h, &p);
 	if (len < 0)
 		return err_set(err, COVE_EINVAL, "bad path");
-	int r = op->changes ? sandbox_send(sb, pkt, (size_t)len, &op->changes->list_fd, 1)
-			    : sandbox_send(sb, pkt, (size_t)len, NULL, 0);
+	const int *fd = op->changes                                            ? &op->changes->list_fd
+			: fr->type == WIRE_FSOP && fr->value == WIRE_FS_COMMIT ? &op->body_fd
+									       : NULL;
+	int r = sandbox_send(sb, pkt, (size_t)len, fd, fd ? 1 : 0);
 	if (r < 0)
 		return err_sys(err, -r, "send to cove-init of sandbox %s", sb->id);
 	return 0;

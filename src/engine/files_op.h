@@ -47,6 +47,7 @@ struct file_op {
 	char user[64];
 	uint32_t mode;           /* a chmod's */
 	bool created;            /* init made the path (WIRE_FLAG_CREATED) */
+	bool replace;            /* a write's body_fd is a replacement, for WIRE_FS_COMMIT at its end */
 	bool gone;               /* cancelled: the answer, when it comes, goes nowhere */
 	bool started;            /* a stream's OUT_START went out */
 	struct entry_stream *st; /* once init answered with an entry stream */

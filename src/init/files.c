@@ -42,12 +42,11 @@
 #include "common/array.h"
 #include "common/cleanup.h"
 #include "common/io.h"
+#include "init/files_private.h"
 #include "init/init.h"
 
 #define FILES_MAX_OPS 256   /* file operations under way at once */
 #define FILES_MAX_DEPTH 256 /* directory depth a recursive remove descends */
-#define FILES_DIR_MODE 0755 /* directories made by mkdir and parents=1 */
-#define FILES_IO_CHUNK 65536
 
 static struct file_op {
 	pid_t pid; /* 0 = free */
@@ -104,83 +103,6 @@ static int open_read(const struct wire_path *p)
 	return reopen(fd, O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
 }
 
-/* Make every missing directory of path, and path itself when last is set.
- * Existing components are followed (inside the root) as mkdir -p does. */
-static int make_dirs(const char *path, bool last, int *ret_made);
-
-/* An existing file: only a regular one, truncated. */
-static int open_existing_for_write(const char *path)
-{
-	struct stat st;
-	int fd = resolve(path, O_PATH, 0);
-	if (fd < 0)
-		return fd;
-	int e = fstat(fd, &st) < 0 ? -errno : on_procfs(fd) ? -EACCES : S_ISDIR(st.st_mode) ? -EISDIR : 0;
-	if (e == 0 && !S_ISREG(st.st_mode))
-		e = -EINVAL;
-	if (e < 0) {
-		close(fd);
-		return e;
-	}
-	return reopen(fd, O_WRONLY | O_TRUNC);
-}
-
-/* Created if missing (exclusively, so that *created is true), else
- * truncated. A dangling symlink is followed to create its target, which
- * RESOLVE_IN_ROOT keeps inside the root. */
-static int open_write(const struct wire_path *p, uint32_t flags, bool *created)
-{
-	int made, fd;
-	if ((flags & WIRE_FLAG_PARENTS) && (fd = make_dirs(p->path, false, &made)) < 0)
-		return fd;
-	*created = true;
-	fd = resolve(p->path, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK, p->mode);
-	if (fd == -EEXIST) {
-		*created = false;
-		fd = open_existing_for_write(p->path);
-		if (fd == -ENOENT) {
-			*created = true;
-			fd = resolve(p->path, O_WRONLY | O_CREAT | O_NONBLOCK, p->mode);
-		}
-	}
-	struct stat st;
-	int e = fd < 0 ? fd : fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
-	if (e == 0 && (flags & WIRE_FLAG_MODE) && !*created && fchmod(fd, p->mode) < 0)
-		e = -errno;
-	if (e < 0 && fd >= 0)
-		close(fd);
-	return e < 0 ? e : fd;
-}
-
-static int open_tree(const struct wire_path *p);
-static int open_extract_root(const struct wire_path *p, bool *created);
-
-static int open_kind(int kind, const struct wire_path *p, uint32_t flags, uint32_t *ret_flags)
-{
-	bool created = false;
-	int fd;
-	switch (kind) {
-	case WIRE_OPEN_READ:
-	case WIRE_OPEN_PLAIN:
-		return open_read(p);
-	case WIRE_OPEN_STAT:
-		return resolve(p->path, O_PATH | O_NOFOLLOW, 0);
-	case WIRE_OPEN_WRITE:
-		fd = open_write(p, flags, &created);
-		*ret_flags = created ? WIRE_FLAG_CREATED : 0;
-		return fd;
-	case WIRE_OPEN_TAR:
-	case WIRE_OPEN_TAR_LIST:
-		return open_tree(p);
-	case WIRE_OPEN_EXTRACT:
-		fd = open_extract_root(p, &created);
-		*ret_flags = created ? WIRE_FLAG_CREATED : 0;
-		return fd;
-	default:
-		return -EINVAL;
-	}
-}
-
 /* A path split into its parent directory and last component. */
 struct split {
 	char parent[PATH_MAX];
@@ -211,6 +133,116 @@ static int open_parent(const char *path, struct split *ret)
 {
 	int r = split_path(path, ret);
 	return r < 0 ? r : resolve(ret->parent, O_PATH | O_DIRECTORY, 0);
+}
+
+/* Make every missing directory of path, and path itself when last is set.
+ * Existing components are followed (inside the root) as mkdir -p does. */
+static int make_dirs(const char *path, bool last, int *ret_made);
+
+/* An existing file: only a regular one, truncated. */
+static int open_existing_for_write(const char *path)
+{
+	struct stat st;
+	int fd = resolve(path, O_PATH, 0);
+	if (fd < 0)
+		return fd;
+	int e = fstat(fd, &st) < 0 ? -errno : on_procfs(fd) ? -EACCES : S_ISDIR(st.st_mode) ? -EISDIR : 0;
+	if (e == 0 && !S_ISREG(st.st_mode))
+		e = -EINVAL;
+	if (e < 0) {
+		close(fd);
+		return e;
+	}
+	return reopen(fd, O_WRONLY | O_TRUNC);
+}
+
+/* A regular file at path, or none there yet: a new unnamed file in its
+ * directory (replace.c) with the mode it is to have (an existing file's
+ * own, unless WIRE_FLAG_MODE) and its owner, for WIRE_FS_COMMIT to rename
+ * over it once the body is whole. -EAGAIN when it is to be written in
+ * place: a symlink (followed to what it names), a file with hard links
+ * (which all see the new content), or anything else, which open_write
+ * refuses as before. */
+static int open_replacement(const struct wire_path *p, uint32_t flags, bool *created)
+{
+	struct split sp;
+	struct stat st;
+	int pfd = open_parent(p->path, &sp);
+	if (pfd < 0)
+		return pfd;
+	int r = on_procfs(pfd) ? -EACCES : fstatat(pfd, sp.base, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	if (r == 0 && (!S_ISREG(st.st_mode) || st.st_nlink > 1))
+		r = -EAGAIN;
+	*created = r == -ENOENT;
+	if (r == 0 || r == -ENOENT)
+		r = replace_open(pfd, (flags & WIRE_FLAG_MODE) || *created ? p->mode : st.st_mode,
+				 *created ? NULL : &st);
+	close(pfd);
+	return r;
+}
+
+/* Created if missing (exclusively, so that *created is true), else
+ * truncated. A dangling symlink is followed to create its target, which
+ * RESOLVE_IN_ROOT keeps inside the root. A replacement when it can be
+ * (*replace): what open_replacement cannot do, for whatever reason (the
+ * directory not writable by the user, who may write the file; the owner
+ * not the user's to give; no O_TMPFILE), is done in place, with the
+ * permission checks and errors of that. */
+static int open_write(const struct wire_path *p, uint32_t flags, bool *created, bool *replace)
+{
+	int made, fd;
+	if ((flags & WIRE_FLAG_PARENTS) && (fd = make_dirs(p->path, false, &made)) < 0)
+		return fd;
+	if ((fd = open_replacement(p, flags, created)) >= 0) {
+		*replace = true;
+		return fd;
+	}
+	*created = true;
+	fd = resolve(p->path, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK, p->mode);
+	if (fd == -EEXIST) {
+		*created = false;
+		fd = open_existing_for_write(p->path);
+		if (fd == -ENOENT) {
+			*created = true;
+			fd = resolve(p->path, O_WRONLY | O_CREAT | O_NONBLOCK, p->mode);
+		}
+	}
+	struct stat st;
+	int e = fd < 0 ? fd : fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
+	if (e == 0 && (flags & WIRE_FLAG_MODE) && !*created && fchmod(fd, p->mode) < 0)
+		e = -errno;
+	if (e < 0 && fd >= 0)
+		close(fd);
+	return e < 0 ? e : fd;
+}
+
+static int open_tree(const struct wire_path *p);
+static int open_extract_root(const struct wire_path *p, bool *created);
+
+static int open_kind(int kind, const struct wire_path *p, uint32_t flags, uint32_t *ret_flags)
+{
+	bool created = false, replace = false;
+	int fd;
+	switch (kind) {
+	case WIRE_OPEN_READ:
+	case WIRE_OPEN_PLAIN:
+		return open_read(p);
+	case WIRE_OPEN_STAT:
+		return resolve(p->path, O_PATH | O_NOFOLLOW, 0);
+	case WIRE_OPEN_WRITE:
+		fd = open_write(p, flags, &created, &replace);
+		*ret_flags = (created ? WIRE_FLAG_CREATED : 0) | (replace ? WIRE_FLAG_REPLACE : 0);
+		return fd;
+	case WIRE_OPEN_TAR:
+	case WIRE_OPEN_TAR_LIST:
+		return open_tree(p);
+	case WIRE_OPEN_EXTRACT:
+		fd = open_extract_root(p, &created);
+		*ret_flags = created ? WIRE_FLAG_CREATED : 0;
+		return fd;
+	default:
+		return -EINVAL;
+	}
 }
 
 static int ensure_dir(const char *path, int *made)
@@ -324,7 +356,7 @@ static int fs_rename(const struct wire_path *p, uint32_t flags, int *changed)
 }
 
 /* chmod(2) of what an O_PATH fd names (fchmod refuses O_PATH fds). */
-static int chmod_opath(int fd, mode_t mode)
+int files_chmod_opath(int fd, mode_t mode)
 {
 	char link[64];
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
@@ -337,13 +369,28 @@ static int fs_chmod(const struct wire_path *p, int *changed)
 	int fd = resolve(p->path, O_PATH, 0);
 	if (fd < 0)
 		return fd;
-	int r = on_procfs(fd) ? -EACCES : chmod_opath(fd, p->mode & 07777);
+	int r = on_procfs(fd) ? -EACCES : files_chmod_opath(fd, p->mode & 07777);
 	close(fd);
 	*changed = r == 0;
 	return r;
 }
 
-static int fsop(int op, const struct wire_path *p, uint32_t flags, int *changed)
+/* A write's replacement (fd, its whole body in it) renamed over its path. */
+static int fs_commit(const struct wire_path *p, int fd, int *changed)
+{
+	struct split sp;
+	if (fd < 0)
+		return -EINVAL;
+	int pfd = open_parent(p->path, &sp);
+	if (pfd < 0)
+		return pfd;
+	int r = on_procfs(pfd) ? -EACCES : replace_commit(fd, pfd, sp.base);
+	close(pfd);
+	*changed = r == 0;
+	return r;
+}
+
+static int fsop(int op, const struct wire_path *p, uint32_t flags, int fd, int *changed)
 {
 	switch (op) {
 	case WIRE_FS_REMOVE:
@@ -357,6 +404,8 @@ static int fsop(int op, const struct wire_path *p, uint32_t flags, int *changed)
 		return p->path2[0] == '/' ? fs_rename(p, flags, changed) : -EINVAL;
 	case WIRE_FS_CHMOD:
 		return fs_chmod(p, changed);
+	case WIRE_FS_COMMIT:
+		return fs_commit(p, fd, changed);
 	default:
 		return -EINVAL;
 	}
@@ -375,7 +424,7 @@ static void run_stream(int kind, int fd, int sock, int depth, int list_fd);
 /* The child: become the user, do it, answer. Exits 0 once answered. An
  * open that is an entry stream answers with one end of a socket pair, then
  * writes or reads the stream on the other. */
-static void child_main(const struct wire_hdr *req, const struct wire_path *p, int list_fd)
+static void child_main(const struct wire_hdr *req, const struct wire_path *p, int req_fd)
 {
 	struct passwd_entry pw;
 	struct wire_hdr h = { .seq = req->seq };
@@ -397,7 +446,7 @@ static void child_main(const struct wire_hdr *req, const struct wire_path *p, in
 		h.type = r < 0 ? WIRE_OPEN_FAILED : WIRE_OPENED;
 	} else {
 		if (r == 0)
-			r = fsop(req->value, p, req->flags, &changed);
+			r = fsop(req->value, p, req->flags, req_fd, &changed);
 		h.type = WIRE_FSOP_DONE;
 		h.pid = changed;
 	}
@@ -406,7 +455,7 @@ static void child_main(const struct wire_hdr *req, const struct wire_path *p, in
 		_exit(1);
 	if (r >= 0 && dir >= 0) {
 		close(sock[0]);
-		run_stream(req->value, dir, sock[1], req->pid, list_fd);
+		run_stream(req->value, dir, sock[1], req->pid, req_fd);
 	}
 	_exit(0);
 }
@@ -509,7 +558,7 @@ static uint32_t entry_type(mode_t m)
 }
 
 /* Exactly n bytes, or -EPIPE when the stream ends first. */
-static int read_all(int fd, void *buf, size_t n)
+int files_read_all(int fd, void *buf, size_t n)
 {
 	char *p = buf;
 	while (n > 0) {
@@ -526,7 +575,7 @@ static int read_all(int fd, void *buf, size_t n)
 
 /* A header with its path and link target. Writes to a stream whose reader
  * is gone fail with EPIPE: init's children inherit its blocked SIGPIPE. */
-static int send_entry(int sock, struct wire_entry *e, const char *path, const char *link)
+int files_send_entry(int sock, struct wire_entry *e, const char *path, const char *link)
 {
 	static char buf[sizeof(struct wire_entry) + 2 * (WIRE_ENTRY_MAX_PATH + 1)];
 	e->path_len = (uint32_t)strnlen(path, WIRE_ENTRY_MAX_PATH);
@@ -614,7 +663,7 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, int depth)
 		w->link[n > 0 ? n : 0] = '\0';
 	}
 	snprintf(w->path + len, sizeof(w->path) - len, "%s%s", len ? "/" : "", name);
-	int r = send_entry(w->sock, &e, w->path, e.type == WIRE_ENTRY_SYMLINK ? w->link : NULL);
+	int r = files_send_entry(w->sock, &e, w->path, e.type == WIRE_ENTRY_SYMLINK ? w->link : NULL);
 	if (r == 0 && fd >= 0)
 		r = send_data(w, fd, e.size);
 	if (fd >= 0)
@@ -668,246 +717,6 @@ static int walk_dir(struct walk *w, int fd, int depth)
 	return r;
 }
 
-/* ---- extracting a stream into a directory ---- */
-
-struct late_mode {
-	char *path;
-	uint32_t mode;
-};
-
-struct extract {
-	int sock, root;
-	struct wire_entry e;
-	char path[PATH_MAX], link[PATH_MAX];
-	char parent[PATH_MAX]; /* the last entry's parent directory, kept open: most follow their siblings */
-	int parent_fd;
-	struct late_mode *late; /* directories made writable for their entries: their mode comes last */
-	size_t n_late, cap_late;
-	uint64_t done;
-	char buf[FILES_IO_CHUNK];
-};
-
-/* One component beneath dirfd: never a symlink (ELOOP), never up; made
- * as a directory when missing and make is set. */
-static int step_beneath(int dirfd, const char *name, bool make)
-{
-	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	int fd = io_openat2(dirfd, name, &how);
-	if (fd == -ENOENT && make && (mkdirat(dirfd, name, FILES_DIR_MODE) == 0 || errno == EEXIST))
-		fd = io_openat2(dirfd, name, &how);
-	return fd;
-}
-
-/* The directory dir ("" is root itself) beneath root, component by
- * component, so that no symlink on the way is followed: not the archive's
- * own (a symlink entry, then an entry through it), nor one that was there. */
-static int open_beneath(int root, const char *dir, bool make)
-{
-	char buf[PATH_MAX];
-	snprintf(buf, sizeof(buf), "%s", dir);
-	int fd = fcntl(root, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	char *save = NULL;
-	for (char *c = strtok_r(buf, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
-		int next = step_beneath(fd, c, make);
-		close(fd);
-		fd = next;
-	}
-	return fd;
-}
-
-/* The parent directory of path (made if missing) and path's last name. */
-static int entry_parent(struct extract *x, const char *path, const char **ret_base)
-{
-	const char *slash = strrchr(path, '/');
-	size_t n = slash ? (size_t)(slash - path) : 0;
-	*ret_base = slash ? slash + 1 : path;
-	if (x->parent_fd >= 0 && strlen(x->parent) == n && memcmp(x->parent, path, n) == 0)
-		return x->parent_fd;
-	if (x->parent_fd >= 0)
-		close(x->parent_fd);
-	memcpy(x->parent, path, n);
-	x->parent[n] = '\0';
-	x->parent_fd = open_beneath(x->root, x->parent, true);
-	int r = x->parent_fd;
-	if (r < 0)
-		x->parent_fd = -1;
-	return r;
-}
-
-static int make_hardlink(struct extract *x, int pfd, const char *base)
-{
-	const char *tbase;
-	char dir[PATH_MAX];
-	const char *slash = strrchr(x->link, '/');
-	size_t n = slash ? (size_t)(slash - x->link) : 0;
-	if (!wire_entry_path_valid(x->link, strlen(x->link)))
-		return -EINVAL;
-	memcpy(dir, x->link, n);
-	dir[n] = '\0';
-	tbase = slash ? slash + 1 : x->link;
-	int tfd = open_beneath(x->root, dir, false);
-	if (tfd < 0)
-		return tfd;
-	int r = linkat(tfd, tbase, pfd, base, 0) < 0 ? -errno : 0;
-	close(tfd);
-	return r;
-}
-
-/* Create the entry at base in pfd; -EEXIST when something is there. A
- * file is created exclusively and not following a symlink, its fd in
- * *ret_fd. */
-static int make_entry(struct extract *x, int pfd, const char *base, int *ret_fd)
-{
-	switch (x->e.type) {
-	case WIRE_ENTRY_FILE:
-		*ret_fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, x->e.mode);
-		return *ret_fd < 0 ? -errno : 0;
-	case WIRE_ENTRY_DIR:
-		/* Writable by its owner until its entries are in. */
-		return mkdirat(pfd, base, x->e.mode | 0700) < 0 ? -errno : 0;
-	case WIRE_ENTRY_SYMLINK:
-		return symlinkat(x->link, pfd, base) < 0 ? -errno : 0;
-	case WIRE_ENTRY_HARDLINK:
-		return make_hardlink(x, pfd, base);
-	default:
-		return -EINVAL;
-	}
-}
-
-/* What is at base already: a directory stays (1 for a directory entry,
- * else -EISDIR); anything else goes, as tar replaces what it extracts over. */
-static int clear_way(int pfd, const char *base, bool for_dir)
-{
-	struct stat st;
-	if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return for_dir ? 1 : -EISDIR;
-	return unlinkat(pfd, base, 0) < 0 ? -errno : 0;
-}
-
-static int receive_file(struct extract *x, int fd)
-{
-	int r = 0;
-	for (uint64_t left = x->e.size; left > 0 && r == 0;) {
-		size_t n = left < sizeof(x->buf) ? (size_t)left : sizeof(x->buf);
-		r = read_all(x->sock, x->buf, n);
-		if (r == 0)
-			r = io_write_all(fd, x->buf, n);
-		left -= n;
-	}
-	struct timespec ts[2] = { { x->e.mtime, 0 }, { x->e.mtime, 0 } };
-	if (r == 0 && futimens(fd, ts) < 0)
-		r = -errno;
-	return r;
-}
-
-static int remember_mode(struct extract *x)
-{
-	struct late_mode *late = array_room_for_one(x->late, x->n_late, &x->cap_late, sizeof(*late), 16);
-	if (!late)
-		return -ENOMEM;
-	x->late = late;
-	if (!(x->late[x->n_late].path = strdup(x->path)))
-		return -ENOMEM;
-	x->late[x->n_late++].mode = x->e.mode;
-	return 0;
-}
-
-static int extract_entry(struct extract *x)
-{
-	const char *base;
-	int fd = -1, pfd = entry_parent(x, x->path, &base);
-	if (pfd < 0)
-		return pfd;
-	int r = make_entry(x, pfd, base, &fd);
-	if (r == -EEXIST && (r = clear_way(pfd, base, x->e.type == WIRE_ENTRY_DIR)) == 0)
-		r = make_entry(x, pfd, base, &fd);
-	else if (r == 1)
-		return 0; /* an existing directory keeps its mode */
-	if (r == 0 && fd >= 0)
-		r = receive_file(x, fd);
-	if (fd >= 0)
-		close(fd);
-	if (r == 0 && x->e.type == WIRE_ENTRY_DIR && (x->e.mode & 0700) != 0700)
-		r = remember_mode(x);
-	if (r == 0 && x->e.type == WIRE_ENTRY_SYMLINK) {
-		struct timespec ts[2] = { { x->e.mtime, 0 }, { x->e.mtime, 0 } };
-		(void)utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW);
-	}
-	return r;
-}
-
-/* Deepest first (the reverse of creation), so that a parent made
- * read-only does not stop its children's chmod. */
-static int apply_late_modes(struct extract *x)
-{
-	int r = 0;
-	while (x->n_late > 0) {
-		struct late_mode *l = &x->late[--x->n_late];
-		if (r == 0) {
-			int fd = open_beneath(x->root, l->path, false);
-			r = fd < 0 ? fd : chmod_opath(fd, l->mode);
-			if (fd >= 0)
-				close(fd);
-			if (r < 0)
-				snprintf(x->path, sizeof(x->path), "%s", l->path);
-		}
-		free(l->path);
-	}
-	return r;
-}
-
-static int receive_entry(struct extract *x)
-{
-	int r = read_all(x->sock, &x->e, sizeof(x->e));
-	if (r == 0 && wire_entry_check(&x->e) < 0)
-		r = -EINVAL;
-	if (r == 0)
-		r = read_all(x->sock, x->path, x->e.path_len);
-	if (r == 0)
-		r = read_all(x->sock, x->link, x->e.link_len);
-	if (r < 0)
-		return r;
-	x->path[x->e.path_len] = '\0';
-	x->link[x->e.link_len] = '\0';
-	if (x->e.type != WIRE_ENTRY_END && !wire_entry_path_valid(x->path, x->e.path_len))
-		return -EINVAL;
-	if (strlen(x->link) != x->e.link_len || (x->e.type == WIRE_ENTRY_SYMLINK && !x->link[0]))
-		return -EINVAL;
-	return 0;
-}
-
-/* Entries until the end, then one answer: how many were made, and 0, or
- * the errno and the entry that stopped it. */
-static void extract(int root, int sock)
-{
-	static struct extract x;
-	x.sock = sock;
-	x.root = root;
-	x.parent_fd = -1;
-	int r;
-	while ((r = receive_entry(&x)) == 0 && x.e.type != WIRE_ENTRY_END && (r = extract_entry(&x)) == 0)
-		x.done++;
-	if (r == 0)
-		r = apply_late_modes(&x);
-	struct wire_entry end = { .type = WIRE_ENTRY_END, .errnum = -r, .size = x.done };
-	(void)send_entry(sock, &end, r < 0 ? x.path : "", NULL);
-	/* The child ends here; what it holds goes anyway, but a caller that
-	 * goes on (tests/fuzz/fuzz_files_tar.c) starts the next one afresh. */
-	if (x.parent_fd >= 0)
-		close(x.parent_fd);
-	while (x.n_late > 0)
-		free(x.late[--x.n_late].path);
-	free(x.late);
-	x.late = NULL;
-	x.cap_late = 0;
-	x.done = 0;
-}
-
 /* The listed paths, each one alone (max_depth 1), as walk_entry sends
  * them: what is gone or unreadable by now is left out. Each path's parent
  * is opened beneath the root through no symlink, as it is on the upper
@@ -946,20 +755,20 @@ static void run_stream(int kind, int fd, int sock, int depth, int list_fd)
 {
 	static struct walk w;
 	if (kind == WIRE_OPEN_EXTRACT) {
-		extract(fd, sock);
+		files_extract(fd, sock);
 		return;
 	}
 	w.sock = sock;
 	w.data = kind == WIRE_OPEN_TAR || kind == WIRE_OPEN_TAR_LIST;
 	w.max_depth = kind == WIRE_OPEN_TAR_LIST ? 1
-		      : w.data			? FILES_MAX_DEPTH
-		      : depth < 1		? 1
-		      : depth > FILES_MAX_DEPTH ? FILES_MAX_DEPTH
-						: depth;
+		      : w.data                   ? FILES_MAX_DEPTH
+		      : depth < 1                ? 1
+		      : depth > FILES_MAX_DEPTH  ? FILES_MAX_DEPTH
+						 : depth;
 	struct wire_entry end = { .type = WIRE_ENTRY_END };
 	if (w.data)
 		skip_dev_mount(&w);
 	int r = kind == WIRE_OPEN_TAR_LIST ? walk_list(&w, fd, list_fd) : walk_dir(&w, fd, 0);
 	if (r == 0)
-		(void)send_entry(sock, &end, "", NULL);
+		(void)files_send_entry(sock, &end, "", NULL);
 }

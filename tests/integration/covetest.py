@@ -57,9 +57,10 @@ class Coved:
     """One coved process on its own data root (under /var/tmp, on ext4, so
     the loop-backed btrfs pool is exercised) and socket."""
 
-    def __init__(self, data=None, args=()):
+    def __init__(self, data=None, args=(), env=None):
         self.dir = data or tempfile.mkdtemp(prefix="cove-it-", dir="/var/tmp")
         self.args = list(args)  # more coved flags
+        self.env = env  # more environment for coved
         self.data = os.path.join(self.dir, "data")
         self.socket = os.path.join(self.dir, "cove.sock")
         self.log = os.path.join(self.dir, "coved.log")
@@ -68,7 +69,8 @@ class Coved:
     def start(self, timeout=60):
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen([COVED, "--data", self.data, "--socket", self.socket] + self.args,
-                                     stdout=logf, stderr=logf, stdin=subprocess.DEVNULL)
+                                     stdout=logf, stderr=logf, stdin=subprocess.DEVNULL,
+                                     env=dict(os.environ, **self.env) if self.env else None)
         logf.close()
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -1,0 +1,649 @@
+"""Crash test of coved's write paths (issue 16, item 5): each is started,
+coved is SIGKILLed at a random moment of it (within 1.2 times its duration
+measured undisturbed, so also just after), started again, and then
+
+  - the operation happened whole or not at all, and whole if it was
+    acknowledged before the kill: a file is its old content or its new one,
+    byte for byte, never a mix; a move is at one path; a delete is done or
+    not begun; a tar upload's files are each old or new;
+  - everything acknowledged before is intact (the files acknowledged so far
+    are read back and compared, and every listed sandbox execs);
+  - nothing half made is listed or left: no subvolume but those of what is
+    listed, no snapshot folder not listed, no cgroup of a sandbox not
+    listed, no mount of one, one loop device for the pool, no replacement
+    file left in a folder written to.
+
+The other write paths have crash tests of their own: creates and deletes
+(test_restart), snapshots, restores, forks and checkpoints with and without
+memory (test_crash), lifecycle transitions (test_lifecycle), a build
+(test_build). Runs on a private coved without memory snapshots (COVE_CRIU
+names no criu: its self-test would add seconds to every start). Kills per
+write path: COVE_CRASH_WRITES_TRIALS (10); the random moments replay with
+COVE_CRASH_SEED, which a run prints."""
+import hashlib
+import json
+import os
+import random
+import re
+import socket
+import subprocess
+import threading
+import time
+
+import covetest
+import test_files as tf
+from covetest import wait_until
+from test_crash import _expected_subvols, _listed, _restart, _subvols
+
+TRIALS = int(os.environ.get("COVE_CRASH_WRITES_TRIALS", "10"))
+HTTP_TIMEOUT = 20
+NO_CRIU = {"COVE_CRIU": "/nonexistent/criu"}
+KIB = 1024
+
+
+def _sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def _fire(cv, req, out):
+    """req: (method, path, JSON body or None, raw bytes or None)."""
+    method, path, body, raw = req
+
+    def run():
+        try:
+            out.append(cv.api(method, path, body, raw=raw, timeout=HTTP_TIMEOUT))
+        except Exception as e:  # the kill cuts it short
+            out.append(e)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def _sh(cv, sid, script):
+    st, j = cv.api("POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": script, "timeout": 10}, timeout=HTTP_TIMEOUT)
+    assert st == 200 and j["exit_code"] == 0, (script, st, j)
+    return j["stdout"]
+
+
+def _file(cv, sid, path):
+    """sha256 of a file in the sandbox, or None when it is missing."""
+    st, body = tf.get(cv, sid, path)
+    return _sha(body) if st == 200 else None
+
+
+def _acked(answer, *codes):
+    return isinstance(answer, tuple) and answer[0] in codes
+
+
+class Run:
+    """One private coved, its main sandbox, and what was acknowledged."""
+
+    def __init__(self, cv, rng):
+        self.cv, self.rng = cv, rng
+        self.problems, self.refusals, self.seen = [], [], set()
+        self.files = {}  # path in main -> sha256 acknowledged
+        self.main = cv.create(name="main")
+        self.seen.add(self.main)
+
+    def put(self, path, data, sid=None):
+        st, j = tf.put(self.cv, sid or self.main, path, data, parents="1")
+        assert st in (200, 201), (st, j)
+        if not sid or sid == self.main:
+            self.files[path] = _sha(data)
+
+    def trial(self, what, req, span_ms, check):
+        """Fire req, kill coved within 1.2 spans, start it again, then
+        check(answer, what) and the common checks."""
+        delay = self.rng.uniform(0, 1.2 * span_ms) / 1000
+        what = "%s (killed after %.1f ms)" % (what, delay * 1000)
+        out = []
+        t = _fire(self.cv, req, out)
+        time.sleep(delay)
+        self.cv.kill()
+        _restart(self.cv, self.refusals)
+        t.join(HTTP_TIMEOUT)
+        answer = out[0] if out else None
+        check(answer, what)
+        self.settled(what)
+        return answer
+
+    def span(self, req, undo=None):
+        """How long req takes undisturbed (ms); undo(answer) takes back what it made."""
+        t0 = time.time()
+        st, j = self.cv.api(*req[:3], raw=req[3], timeout=HTTP_TIMEOUT)
+        ms = (time.time() - t0) * 1000
+        assert 200 <= st < 300, (req[:2], st, j)
+        if undo:
+            undo(j)
+        return ms
+
+    def settled(self, what):
+        cv, p = self.cv, self.problems
+        sbs, snaps = _listed(cv, "sandboxes"), _listed(cv, "snapshots")
+        self.seen |= set(sbs) | set(cv.sandbox_dirs())
+        for path, digest in sorted(self.files.items()):
+            got = _file(cv, self.main, path)
+            if got != digest:
+                p.append("%s: acknowledged %s is %s" % (what, path, "gone" if got is None else "changed"))
+        for sid in sorted(sbs):
+            if sbs[sid]["state"] not in ("running", "paused", "archived"):
+                continue
+            st, j = cv.api("POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": ["true"]}, timeout=HTTP_TIMEOUT)
+            if st != 200 or j.get("exit_code") != 0:
+                p.append("%s: listed sandbox %s does not exec: %s %s" % (what, sid, st, j))
+        want = _expected_subvols(cv, sbs, snaps)
+        if not wait_until(lambda: _subvols(cv) == want, 10):
+            p.append("%s: subvolumes leaked %s, missing %s" % (what, sorted(_subvols(cv) - want),
+                                                               sorted(want - _subvols(cv))))
+        stray = [n for n in os.listdir(os.path.join(cv.data, "pool", "snapshots")) if n not in snaps]
+        if stray:
+            p.append("%s: snapshot folders not listed: %s" % (what, stray))
+        for sid in sorted(self.seen - set(sbs)):
+            if not wait_until(lambda: not covetest.cgroup_dirs(sid), 10):
+                p.append("%s: unlisted %s keeps cgroups %s" % (what, sid, covetest.cgroup_dirs(sid)))
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split()[4] for line in f]
+        root = os.path.join(cv.data, "pool", "sandboxes") + "/"
+        leaked = [m for m in mounts if m.startswith(root) and m[len(root):].split("/")[0] not in sbs]
+        if leaked:
+            p.append("%s: mounts of unlisted sandboxes: %s" % (what, leaked[:5]))
+        loops = subprocess.run(["losetup", "-j", os.path.join(cv.data, "pool.img")], capture_output=True,
+                               text=True).stdout.splitlines()
+        if len(loops) > 1:
+            p.append("%s: %d loop devices for the pool: %s" % (what, len(loops), loops))
+
+
+def _no_replacements(run, sid, folder, what):
+    out = _sh(run.cv, sid, "ls -A %s" % folder)
+    if ".cove-replace-" in out:
+        run.problems.append("%s: a replacement file is left in %s: %s" % (what, folder, out.split()))
+
+
+# ---- the write paths: each makes TRIALS kills ----
+
+def files_put(run):
+    """PUT over an existing file (512 KiB, mode 640, owner 1234): old or
+    new, whole, with its mode and owner; a kill while the body is half sent
+    leaves the old one."""
+    cv, sid, path = run.cv, run.main, "/srv/w/put"
+    run.put(path, os.urandom(512 * KIB))
+    _sh(cv, sid, "chown 1234:1234 %s && chmod 640 %s" % (path, path))
+    new = os.urandom(512 * KIB)
+    span = run.span(("PUT", tf._url(sid, path=path), None, new))
+    run.files[path] = _sha(new)
+    for i in range(TRIALS):
+        old, new = run.files[path], os.urandom(512 * KIB)
+
+        def check(answer, what):
+            got = _file(cv, sid, path)
+            if got not in (old, _sha(new)) or (_acked(answer, 200) and got != _sha(new)):
+                run.problems.append("%s: %s is neither the old nor the new content (answer %s)" % (
+                    what, path, answer))
+            mode = _sh(cv, sid, "stat -c '%%a %%u %%g' %s" % path)
+            if mode != "640 1234 1234\n":
+                run.problems.append("%s: mode and owner now %s" % (what, mode.strip()))
+            _no_replacements(run, sid, "/srv/w", what)
+            run.files[path] = got or old
+        run.trial("files PUT #%d" % i, ("PUT", tf._url(sid, path=path), None, new), span, check)
+    # The body cut short: the client sends half and stays; coved is killed.
+    for i in range(TRIALS):
+        old, new = run.files[path], os.urandom(512 * KIB)
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(cv.socket)
+        s.sendall(b"PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (
+            tf._url(sid, path=path).encode(), len(new)) + new[:run.rng.randrange(len(new))])
+        time.sleep(run.rng.uniform(0, 0.05))
+        cv.kill()
+        s.close()
+        _restart(cv, run.refusals)
+        what = "files PUT cut at half, then killed #%d" % i
+        if _file(cv, sid, path) != old:
+            run.problems.append("%s: the old content is not whole" % what)
+        _no_replacements(run, sid, "/srv/w", what)
+        run.settled(what)
+
+
+def files_put_new(run):
+    """PUT of a new file: there whole, or not there."""
+    cv, sid = run.cv, run.main
+    data = os.urandom(256 * KIB)
+    span = run.span(("PUT", tf._url(sid, path="/srv/w/new-span"), None, data))
+    for i in range(TRIALS):
+        path = "/srv/w/new-%d" % i
+
+        def check(answer, what):
+            got = _file(cv, sid, path)
+            if got not in (None, _sha(data)) or (_acked(answer, 201) and got is None):
+                run.problems.append("%s: new file %s is %s (answer %s)" % (what, path, got, answer))
+            if got:
+                run.files[path] = got
+        run.trial("files PUT new #%d" % i, ("PUT", tf._url(sid, path=path), None, data), span, check)
+
+
+def files_delete(run):
+    """A recursive DELETE of a folder of 300 files: whole, or gone (init's
+    child goes on without coved: it may end after the start)."""
+    cv, sid = run.cv, run.main
+    make = "mkdir -p %s && cd %s && for i in $(seq 300); do echo $i > f$i; done"
+    _sh(cv, sid, make % ("/srv/w/del-span", "/srv/w/del-span"))
+    span = run.span(("DELETE", tf._url(sid, path="/srv/w/del-span", recursive="1"), None, None))
+    for i in range(TRIALS):
+        d = "/srv/w/del-%d" % i
+        _sh(cv, sid, make % (d, d))
+
+        def check(answer, what):
+            def state():
+                n = _sh(cv, sid, "ls %s 2>/dev/null | wc -l" % d).strip()
+                return "gone" if _sh(cv, sid, "test -e %s || echo gone" % d) else n
+            if not wait_until(lambda: state() in ("gone", "300"), 5):
+                run.problems.append("%s: the folder is half deleted: %s entries" % (what, state()))
+            elif _acked(answer, 200) and state() != "gone":
+                run.problems.append("%s: acknowledged, but the folder is there" % what)
+        run.trial("files DELETE #%d" % i, ("DELETE", tf._url(sid, path=d, recursive="1"), None, None), span, check)
+
+
+def files_mkdir_move_chmod(run):
+    cv, sid = run.cv, run.main
+    span = run.span(("POST", "/v1/sandboxes/%s/files/mkdir" % sid, {"path": "/srv/w/mk-span/a/b"}, None))
+    for i in range(TRIALS):
+        d = "/srv/w/mk-%d/a/b/c" % i
+
+        def check(answer, what):
+            there = _sh(cv, sid, "test -d %s && echo yes || true" % d) == "yes\n"
+            if _acked(answer, 200, 201) and not there:
+                run.problems.append("%s: acknowledged mkdir of %s, not there" % (what, d))
+        run.trial("files mkdir #%d" % i, ("POST", "/v1/sandboxes/%s/files/mkdir" % sid, {"path": d}, None),
+                  span, check)
+    run.put("/srv/w/mv-span", b"x")
+    span = run.span(("POST", "/v1/sandboxes/%s/files/move" % sid, {"from": "/srv/w/mv-span", "to": "/srv/w/mv-x"},
+                     None))
+    run.files.pop("/srv/w/mv-span")
+    for i in range(TRIALS):
+        src, dst, data = "/srv/w/mv-%d" % i, "/srv/w/moved-%d" % i, os.urandom(4 * KIB)
+        run.put(src, data)
+
+        def check(answer, what):
+            a, b = _file(cv, sid, src), _file(cv, sid, dst)
+            if sorted([a, b], key=str) != sorted([None, _sha(data)], key=str) or (_acked(answer, 200) and b is None):
+                run.problems.append("%s: after a move, %s is %s and %s is %s" % (what, src, a, dst, b))
+            run.files.pop(src)
+            run.files[dst if b else src] = _sha(data)
+        run.trial("files move #%d" % i, ("POST", "/v1/sandboxes/%s/files/move" % sid, {"from": src, "to": dst}, None),
+                  span, check)
+    run.put("/srv/w/ch", b"chmod me")
+    span = run.span(("POST", "/v1/sandboxes/%s/files/chmod" % sid, {"path": "/srv/w/ch", "mode": "0600"}, None))
+    for i in range(TRIALS):
+        old, new = _sh(cv, sid, "stat -c %a /srv/w/ch").strip(), "%o" % (0o600 + 0o11 * (i % 7))
+
+        def check(answer, what):
+            got = _sh(cv, sid, "stat -c %a /srv/w/ch").strip()
+            if got not in (old, new) or (_acked(answer, 200) and got != new):
+                run.problems.append("%s: mode %s, was %s, asked %s" % (what, got, old, new))
+        run.trial("files chmod #%d" % i, ("POST", "/v1/sandboxes/%s/files/chmod" % sid,
+                                          {"path": "/srv/w/ch", "mode": "0" + new}, None), span, check)
+
+
+def files_tar(run):
+    """A tar upload over 6 existing files of 128 KiB: each file old or new,
+    whole; all new when acknowledged."""
+    cv, sid, names = run.cv, run.main, ["f%d" % k for k in range(6)]
+    for n in names:
+        run.put("/srv/w/tar/" + n, os.urandom(128 * KIB))
+
+    def tar():
+        blobs = {n: os.urandom(128 * KIB) for n in names}
+        return blobs, tf._tar([(n, "file", b, 0o644) for n, b in blobs.items()])
+    blobs, data = tar()
+    span = run.span(("PUT", tf._url(sid, "files/tar", path="/srv/w/tar"), None, data))
+    for n in names:
+        run.files["/srv/w/tar/" + n] = _sha(blobs[n])
+    for i in range(TRIALS):
+        old = {n: run.files["/srv/w/tar/" + n] for n in names}
+        blobs, data = tar()
+
+        def check(answer, what):
+            for n in names:
+                got = _file(cv, sid, "/srv/w/tar/" + n)
+                if got not in (old[n], _sha(blobs[n])) or (_acked(answer, 200) and got != _sha(blobs[n])):
+                    run.problems.append("%s: %s is neither old nor new (answer %s)" % (what, n, answer))
+                run.files["/srv/w/tar/" + n] = got or old[n]
+            _no_replacements(run, sid, "/srv/w/tar", what)
+        run.trial("files tar upload #%d" % i, ("PUT", tf._url(sid, "files/tar", path="/srv/w/tar"), None, data),
+                  span, check)
+
+
+def portable_import(run):
+    """POST snapshot.json of a sandbox's changes into main's /srv/w/port:
+    each file old or new, whole."""
+    cv, sid = run.cv, run.main
+    other = cv.create(name="port-src")
+    run.seen.add(other)
+    _sh(cv, other, "mkdir -p /srv/p && for i in 1 2 3; do head -c 65536 /dev/urandom > /srv/p/f$i; done")
+    st, doc = cv.api("GET", "/v1/sandboxes/%s/snapshot.json" % other, timeout=HTTP_TIMEOUT)
+    assert st == 200, (st, doc)
+    want = {n: _file(cv, other, "/srv/p/" + n) for n in ("f1", "f2", "f3")}
+    span = run.span(("POST", "/v1/sandboxes/%s/snapshot.json" % sid, dict(doc, base="/srv/w/port"), None))
+    for n in want:
+        run.files["/srv/w/port/srv/p/" + n] = want[n]
+    for i in range(TRIALS):
+        _sh(cv, sid, "for i in 1 2 3; do echo old > /srv/w/port/srv/p/f$i; done")
+        old = _sha(b"old\n")
+        for n in want:
+            run.files.pop("/srv/w/port/srv/p/" + n)
+
+        def check(answer, what):
+            for n in want:
+                got = _file(cv, sid, "/srv/w/port/srv/p/" + n)
+                if got not in (old, want[n]) or (_acked(answer, 200, 201) and got != want[n]):
+                    run.problems.append("%s: %s is neither old nor new (answer %s)" % (what, n, str(answer)[:200]))
+                run.files["/srv/w/port/srv/p/" + n] = got
+            _no_replacements(run, sid, "/srv/w/port/srv/p", what)
+        run.trial("portable import #%d" % i, ("POST", "/v1/sandboxes/%s/snapshot.json" % sid,
+                                              dict(doc, base="/srv/w/port"), None), span, check)
+    cv.api("DELETE", "/v1/sandboxes/" + other)
+
+
+def snapshot_delete(run):
+    cv, sid = run.cv, run.main
+
+    def snap():
+        st, j = cv.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {}, timeout=HTTP_TIMEOUT)
+        assert st == 201, (st, j)
+        return j["id"]
+    span = run.span(("DELETE", "/v1/snapshots/" + snap(), None, None))
+    for i in range(TRIALS):
+        snid = snap()
+
+        def check(answer, what):
+            listed = snid in _listed(cv, "snapshots")
+            if listed and _acked(answer, 200):
+                run.problems.append("%s: acknowledged delete of %s, still listed" % (what, snid))
+            if listed:
+                st, j = cv.api("POST", "/v1/snapshots/%s/restore" % snid, {}, timeout=HTTP_TIMEOUT)
+                if st != 201:
+                    run.problems.append("%s: %s is listed but does not restore: %s %s" % (what, snid, st, j))
+                else:
+                    cv.api("DELETE", "/v1/sandboxes/" + j["id"])
+                cv.api("DELETE", "/v1/snapshots/" + snid)
+        run.trial("snapshot delete #%d" % i, ("DELETE", "/v1/snapshots/" + snid, None, None), span, check)
+
+
+def history(run):
+    """Checkpoints' deletion, rollback and branch."""
+    cv, sid = run.cv, run.main
+
+    def checkpoint():
+        st, j = cv.api("POST", "/v1/sandboxes/%s/checkpoints" % sid, {"label": "c"}, timeout=HTTP_TIMEOUT)
+        assert st == 201, (st, j)
+        return j
+
+    def history_of():
+        st, j = cv.api("GET", "/v1/sandboxes/%s/checkpoints" % sid, timeout=HTTP_TIMEOUT)
+        assert st == 200, (st, j)
+        return j["checkpoints"]
+    checkpoint()
+    span = run.span(("DELETE", "/v1/sandboxes/%s/checkpoints" % sid, None, None))
+    for i in range(TRIALS):
+        c = checkpoint()
+
+        def check(answer, what):
+            h, snaps = history_of(), _listed(cv, "snapshots")
+            if h and (_acked(answer, 200) or c["snapshot"] not in snaps):
+                run.problems.append("%s: history %s after its delete (answer %s), snapshot listed: %s" % (
+                    what, h, answer, c["snapshot"] in snaps))
+            cv.api("DELETE", "/v1/sandboxes/%s/checkpoints" % sid)
+            for snid in snaps:
+                cv.api("DELETE", "/v1/snapshots/" + snid)
+        run.trial("checkpoints delete #%d" % i, ("DELETE", "/v1/sandboxes/%s/checkpoints" % sid, None, None),
+                  span, check)
+    c = checkpoint()
+    for verb, body, count in (("rollback", {"seq": c["seq"]}, 1), ("branch", {"seq": c["seq"], "count": 2}, 2)):
+        span = run.span(("POST", "/v1/sandboxes/%s/%s" % (sid, verb), body, None),
+                        lambda j: [cv.api("DELETE", "/v1/sandboxes/" + s["id"]) for s in j.get("sandboxes", [j])])
+        for i in range(TRIALS):
+            before = set(_listed(cv, "sandboxes"))
+
+            def check(answer, what):
+                new = set(_listed(cv, "sandboxes")) - before
+                if len(new) not in (0, count) or (_acked(answer, 201) and len(new) != count):
+                    run.problems.append("%s: %d new sandboxes of %d (answer %s)" % (what, len(new), count,
+                                                                                   str(answer)[:200]))
+                for s in new:
+                    cv.api("DELETE", "/v1/sandboxes/" + s)
+            run.trial("%s #%d" % (verb, i), ("POST", "/v1/sandboxes/%s/%s" % (sid, verb), body, None), span, check)
+    cv.api("DELETE", "/v1/sandboxes/%s/checkpoints" % sid)
+    for snid in _listed(cv, "snapshots"):
+        cv.api("DELETE", "/v1/snapshots/" + snid)
+
+
+def templates(run):
+    cv = run.cv
+
+    def names():
+        st, j = cv.api("GET", "/v1/templates", timeout=HTTP_TIMEOUT)
+        assert st == 200, (st, j)
+        return {t["name"] for t in j["templates"]}
+    span = run.span(("POST", "/v1/templates", {"name": "t-span", "image": "host"}, None),
+                    lambda j: cv.api("DELETE", "/v1/templates/t-span"))
+    for i in range(TRIALS):
+        name = "t%d" % i
+
+        def check(answer, what):
+            if _acked(answer, 201) and name not in names():
+                run.problems.append("%s: acknowledged template %s is not listed" % (what, name))
+            if name in names():
+                st, j = cv.api("POST", "/v1/sandboxes", {"template": name}, timeout=HTTP_TIMEOUT)
+                if st != 201:
+                    run.problems.append("%s: listed template %s does not create: %s %s" % (what, name, st, j))
+                else:
+                    cv.api("DELETE", "/v1/sandboxes/" + j["id"])
+        run.trial("template create #%d" % i, ("POST", "/v1/templates", {"name": name, "image": "host"}, None),
+                  span, check)
+    for i in range(TRIALS):
+        name = "t%d" % i
+        if name not in names():
+            assert cv.api("POST", "/v1/templates", {"name": name, "image": "host"})[0] == 201
+
+        def check(answer, what):
+            if _acked(answer, 200) and name in names():
+                run.problems.append("%s: deleted template %s is listed" % (what, name))
+        run.trial("template delete #%d" % i, ("DELETE", "/v1/templates/" + name, None, None), span, check)
+
+
+def ports_network_sessions(run):
+    cv, sid = run.cv, run.main
+
+    def ports():
+        st, j = cv.api("GET", "/v1/sandboxes/%s/ports" % sid, timeout=HTTP_TIMEOUT)
+        assert st == 200, (st, j)
+        return {p["port"] for p in j["ports"]}
+    span = run.span(("POST", "/v1/sandboxes/%s/ports" % sid, {"port": 7999}, None))
+    for i in range(TRIALS):
+        port = 8000 + i
+
+        def check(answer, what):
+            if _acked(answer, 200, 201) and port not in ports():
+                run.problems.append("%s: acknowledged port %d is not listed" % (what, port))
+        run.trial("port add #%d" % i, ("POST", "/v1/sandboxes/%s/ports" % sid, {"port": port}, None), span, check)
+    for i in range(TRIALS):
+        port = 8000 + i
+        if port not in ports():
+            cv.api("POST", "/v1/sandboxes/%s/ports" % sid, {"port": port})
+
+        def check(answer, what):
+            if _acked(answer, 200, 204) and port in ports():
+                run.problems.append("%s: closed port %d is listed" % (what, port))
+        run.trial("port remove #%d" % i, ("DELETE", "/v1/sandboxes/%s/ports/%d" % (sid, port), None, None),
+                  span, check)
+
+    def policy():
+        st, j = cv.api("GET", "/v1/sandboxes/" + sid, timeout=HTTP_TIMEOUT)
+        assert st == 200, (st, j)
+        return j.get("network")
+    span = run.span(("PUT", "/v1/sandboxes/%s/network" % sid, {"deny_out": ["10.9.0.0/16"]}, None))
+    for i in range(TRIALS):
+        before, body = policy(), {"deny_out": ["10.%d.0.0/16" % (10 + i)]}
+
+        def check(answer, what):
+            got = policy()
+            if _acked(answer, 200) and "10.%d.0.0/16" % (10 + i) not in json.dumps(got):
+                run.problems.append("%s: acknowledged policy is not in force: %s" % (what, got))
+            elif got != before and "10.%d.0.0/16" % (10 + i) not in json.dumps(got):
+                run.problems.append("%s: policy is neither the old nor the new: %s" % (what, got))
+        run.trial("network policy #%d" % i, ("PUT", "/v1/sandboxes/%s/network" % sid, body, None), span, check)
+
+    def sessions():
+        st, j = cv.api("GET", "/v1/sandboxes/%s/sessions" % sid, timeout=HTTP_TIMEOUT)
+        assert st == 200, (st, j)
+        return {s["id"]: s for s in j["sessions"]}
+    span = run.span(("POST", "/v1/sandboxes/%s/sessions" % sid, {}, None))
+    for i in range(TRIALS):
+        def check(answer, what):
+            listed = sessions()
+            if _acked(answer, 201) and answer[1]["id"] not in listed:
+                run.problems.append("%s: acknowledged session %s is not listed" % (what, answer[1]["id"]))
+        run.trial("session create #%d" % i, ("POST", "/v1/sandboxes/%s/sessions" % sid, {}, None), span, check)
+
+
+def images(run):
+    """Image import, delete and prune: a listed image creates a sandbox;
+    when all are gone and pruned, no blob or layer tree is left."""
+    import test_images
+    cv = run.cv
+    data = test_images.layout_tar(test_images.app_image())
+    span = run.span(("POST", "/v1/images?name=crash:0", None, data))
+
+    def listed():
+        st, j = cv.api("GET", "/v1/images", timeout=HTTP_TIMEOUT)
+        assert st == 200, (st, j)
+        return {n for i in j["images"] for n in i["names"]}
+
+    def runs(name, what):
+        st, j = cv.api("POST", "/v1/sandboxes", {"image": name}, timeout=HTTP_TIMEOUT)
+        if st != 201:
+            run.problems.append("%s: listed image %s does not create: %s %s" % (what, name, st, j))
+            return
+        r = cv.api("POST", "/v1/sandboxes/%s/exec" % j["id"], {"cmd": ["cat", "/work/hello"]}, timeout=HTTP_TIMEOUT)
+        if r[0] != 200 or r[1].get("stdout") != "hi\n":
+            run.problems.append("%s: a sandbox of %s reads %s" % (what, name, r))
+        cv.api("DELETE", "/v1/sandboxes/" + j["id"])
+    for i in range(TRIALS):
+        name = "docker.io/library/crash:%d" % (i + 1)
+        if i % 2:  # half of them a new image: its blobs and layers are new too
+            data = test_images.layout_tar(test_images.app_image(extra=b"hi\n" + b"x" * i))
+
+        def check(answer, what):
+            if _acked(answer, 201) and name not in listed():
+                run.problems.append("%s: acknowledged image %s is not listed" % (what, name))
+            if name in listed():
+                runs(name, what)
+        run.trial("image import #%d" % i, ("POST", "/v1/images?name=crash:%d" % (i + 1), None, data), span, check)
+    for i, name in enumerate(sorted(listed())):
+        def check(answer, what):
+            if _acked(answer, 200) and name in listed():
+                run.problems.append("%s: deleted image %s is listed" % (what, name))
+            for n in listed():
+                runs(n, what)
+        run.trial("image delete #%d" % i, ("DELETE", "/v1/images/" + name, None, None), 20, check)
+    for i in range(TRIALS):
+        if i % 2 == 0:  # something to prune
+            assert cv.api("POST", "/v1/images?name=prune:1", raw=data, timeout=HTTP_TIMEOUT)[0] == 201
+            assert cv.api("DELETE", "/v1/images/prune:1")[0] == 200
+
+        def check(answer, what):
+            for n in listed():
+                runs(n, what)
+        run.trial("image prune #%d" % i, ("POST", "/v1/images/prune", {"all": True}, None), 50, check)
+    for name in listed():
+        cv.api("DELETE", "/v1/images/" + name)
+    st, j = cv.api("POST", "/v1/images/prune", {"all": True}, timeout=HTTP_TIMEOUT)
+    assert st == 200, (st, j)
+    blobs, layers, ids = test_images.pool_state(cv)
+    if blobs or layers or ids:
+        run.problems.append("after every image is deleted and pruned: blobs %s, layers %s, images %s" % (
+            blobs[:3], layers[:3], ids))
+
+
+def sandbox_delete(run):
+    cv = run.cv
+    span = run.span(("DELETE", "/v1/sandboxes/" + cv.create(name="span"), None, None))
+    for i in range(TRIALS):
+        sid = cv.create(name="del%d" % i)
+        run.seen.add(sid)
+
+        def check(answer, what):
+            if _acked(answer, 200) and sid in _listed(cv, "sandboxes"):
+                run.problems.append("%s: deleted %s is listed" % (what, sid))
+            cv.api("DELETE", "/v1/sandboxes/" + sid)
+        run.trial("sandbox delete #%d" % i, ("DELETE", "/v1/sandboxes/" + sid, None, None), span, check)
+
+
+PATHS = [files_put, files_put_new, files_delete, files_mkdir_move_chmod, files_tar, portable_import,
+         snapshot_delete, history, templates, ports_network_sessions, images, sandbox_delete]
+
+
+def test_sigkill_during_each_write_path(_cv):
+    seed = int(os.environ.get("COVE_CRASH_SEED", time.time()))
+    only = os.environ.get("COVE_CRASH_WRITES_ONLY", "")  # a path's name, to run it alone
+    cv = covetest.Coved(env=NO_CRIU).start()
+    t0, times = time.time(), []
+    try:
+        run = Run(cv, random.Random(seed))
+        for path in PATHS:
+            if only and only != path.__name__:
+                continue
+            t = time.time()
+            path(run)
+            times.append("%s %.0fs" % (path.__name__, time.time() - t))
+            if len(run.problems) > 10:
+                break
+        print("# %d kills per write path in %.0f s (%s), COVE_CRASH_SEED=%d, %d starts refused at first" % (
+            TRIALS, time.time() - t0, ", ".join(times), seed, len(run.refusals)))
+        assert not run.problems, "%d problems (COVE_CRASH_SEED=%d):\n  %s" % (
+            len(run.problems), seed, "\n  ".join(run.problems))
+    finally:
+        cv.teardown()
+
+
+def test_put_cut_short_by_the_client_keeps_the_old_file(cv):
+    """The client closes the connection after half the body: the old file
+    is byte-identical, with its mode and owner, and nothing is left beside
+    it; a whole PUT then replaces it, keeping mode and owner."""
+    sid = cv.create()
+    try:
+        old = os.urandom(1 << 20)
+        assert tf.put(cv, sid, "/srv/cut/f", old, parents="1")[0] == 201
+        _sh(cv, sid, "chown 1234:4321 /srv/cut/f && chmod 4750 /srv/cut/f")
+        for frac in (0, 0.5, 0.99):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(cv.socket)
+            new = os.urandom(1 << 20)
+            s.sendall(b"PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (
+                tf._url(sid, path="/srv/cut/f").encode(), len(new)) + new[:int(len(new) * frac)])
+            time.sleep(0.2)
+            s.close()
+            # coved sees the close and drops the body; the file never changes.
+            wait_until(lambda: _sh(cv, sid, "ls -A /srv/cut") == "f\n", 5)
+            assert _file(cv, sid, "/srv/cut/f") == _sha(old), frac
+            assert _sh(cv, sid, "ls -A /srv/cut; stat -c '%a %u %g' /srv/cut/f") == "f\n4750 1234 4321\n"
+        new = os.urandom(1 << 20)
+        assert tf.put(cv, sid, "/srv/cut/f", new)[0] == 200
+        assert _file(cv, sid, "/srv/cut/f") == _sha(new)
+        # chown clears setuid: the mode is applied after the owner
+        assert _sh(cv, sid, "ls -A /srv/cut; stat -c '%a %u %g' /srv/cut/f") == "f\n4750 1234 4321\n"
+        # an explicit mode still applies; a file with hard links is written in place, so all see it
+        assert tf.put(cv, sid, "/srv/cut/f", b"m", mode="0600")[0] == 200
+        assert _sh(cv, sid, "stat -c '%a %u %g' /srv/cut/f") == "600 1234 4321\n"
+        _sh(cv, sid, "ln /srv/cut/f /srv/cut/hard")
+        assert tf.put(cv, sid, "/srv/cut/f", b"both")[0] == 200
+        assert _sh(cv, sid, "cat /srv/cut/hard") == "both"
+        # a user who may write the file but not its folder writes it in place
+        _sh(cv, sid, "mkdir /srv/ro && echo old > /srv/ro/f && chown nobody /srv/ro/f")
+        assert tf.put(cv, sid, "/srv/ro/f", b"new", user="nobody")[0] == 200
+        assert _sh(cv, sid, "cat /srv/ro/f; stat -c %U /srv/ro/f") == "newnobody\n"
+        # a symlink is followed to its target, which is replaced; the link stays
+        _sh(cv, sid, "ln -s cut/f /srv/link")
+        assert tf.put(cv, sid, "/srv/link", b"via link")[0] == 200
+        assert _sh(cv, sid, "readlink /srv/link; cat /srv/cut/f") == "cut/f\nvia link"
+    finally:
+        cv.api("DELETE", "/v1/sandboxes/" + sid)
