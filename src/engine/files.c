@@ -412,7 +412,7 @@ static void spool_done(struct file_op *op)
 static void write_commit(struct file_op *op)
 {
 	struct cove_err err = { 0 };
-	struct file_request fr = { .kind = FK_WRITE, .type = WIRE_FSOP, .value = WIRE_FS_COMMIT };
+	struct file_request fr = { .kind = FK_WRITE, .type = WIRE_FSOP, .value = WIRE_FS_COMMIT, .mode = op->mode };
 	if (op_send(op, &fr, &err) < 0) {
 		op_end(op, NULL, &err);
 		return;
@@ -450,9 +450,14 @@ void files_cancel(struct file_op *op)
 /* The body into the file, as it comes. Takes fd. */
 static void write_body(struct file_op *op, int fd, uint32_t flags)
 {
+	struct stat st;
 	op->body_fd = fd;
 	op->created = flags & WIRE_FLAG_CREATED;
 	op->replace = flags & WIRE_FLAG_REPLACE;
+	/* The mode init gave the replacement, for the commit to give again:
+	 * the body's writes take away its setuid and setgid bits. */
+	if (op->replace && fstat(fd, &st) == 0)
+		op->mode = st.st_mode & 07777;
 	/* The upload takes as long as it takes: the client is the limit. */
 	evtimer_del(op->timeout_ev);
 	op->ready(op->arg);

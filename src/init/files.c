@@ -375,7 +375,9 @@ static int fs_chmod(const struct wire_path *p, int *changed)
 	return r;
 }
 
-/* A write's replacement (fd, its whole body in it) renamed over its path. */
+/* A write's replacement (fd, its whole body in it) renamed over its path,
+ * with its mode again (p->mode: what replace_open gave it; the writes of
+ * the body took away its setuid and setgid bits). */
 static int fs_commit(const struct wire_path *p, int fd, int *changed)
 {
 	struct split sp;
@@ -384,7 +386,7 @@ static int fs_commit(const struct wire_path *p, int fd, int *changed)
 	int pfd = open_parent(p->path, &sp);
 	if (pfd < 0)
 		return pfd;
-	int r = on_procfs(pfd) ? -EACCES : replace_commit(fd, pfd, sp.base);
+	int r = on_procfs(pfd) ? -EACCES : fchmod(fd, p->mode & 07777) < 0 ? -errno : replace_commit(fd, pfd, sp.base);
 	close(pfd);
 	*changed = r == 0;
 	return r;

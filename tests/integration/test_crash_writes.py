@@ -630,7 +630,8 @@ def test_put_cut_short_by_the_client_keeps_the_old_file(cv):
         assert tf.put(cv, sid, "/srv/cut/f", new)[0] == 200
         assert _file(cv, sid, "/srv/cut/f") == _sha(new)
         # chown clears setuid: the mode is applied after the owner
-        assert _sh(cv, sid, "ls -A /srv/cut; stat -c '%a %u %g' /srv/cut/f") == "f\n4750 1234 4321\n"
+        got = _sh(cv, sid, "ls -A /srv/cut; stat -c '%a %u %g' /srv/cut/f")
+        assert got == "f\n4750 1234 4321\n", got
         # an explicit mode still applies; a file with hard links is written in place, so all see it
         assert tf.put(cv, sid, "/srv/cut/f", b"m", mode="0600")[0] == 200
         assert _sh(cv, sid, "stat -c '%a %u %g' /srv/cut/f") == "600 1234 4321\n"
