@@ -20,10 +20,10 @@
  * commits its snapshot's row, once the snapshot's files and manifest are on
  * disk (snapshot_create_with), so a crash leaves the checkpoint whole or
  * nothing of it listed, never a checkpoint without its files. A rollback's
- * sandbox is created before its history is committed, so a crash in between
- * leaves a sandbox without history, as an unanswered restore leaves a
- * sandbox. A snapshot that a checkpoint names is not deleted
- * (snapshot_delete asks history_check_unused); deleting a history deletes,
+ * or branch's sandboxes are committed with their histories, in one
+ * transaction, once all run (history_restore). A snapshot that a
+ * checkpoint names is not deleted (snapshot_delete asks
+ * history_check_unused); deleting a history deletes,
  * after its rows, the snapshots that no other history names. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,29 +172,35 @@ static void undo_restores(struct engine *d, struct sandbox **made, int n)
 	}
 }
 
+/* The new sandboxes' rows and their histories are one transaction,
+ * committed once all of them run: a crash before leaves roots without rows,
+ * which the next start removes, processes and all; so a branch is all or
+ * nothing across a crash too, as a fork is, and a rollback's sandbox is
+ * never left without its history. */
 int history_restore(struct engine *d, const char *id, int seq, const char *kind, int count, struct sandbox **ret,
 		    struct cove_err *err)
 {
 	struct snapshot *sn = checkpoint_snapshot(d, id, seq, err);
-	if (!sn)
+	if (!sn || store_begin_durable(d->store, err) < 0)
 		return -1;
-	for (int n = 0; n < count; n++) {
-		if (snapshot_restore(d, sn, NULL, &ret[n], err) < 0) {
-			undo_restores(d, ret, n);
-			return -1;
-		}
-		struct store_history h = { .sandbox = ret[n]->id,
+	int made = 0, r = 0;
+	while (r == 0 && made < count && (r = snapshot_restore(d, sn, NULL, &ret[made], err)) == 0) {
+		struct store_history h = { .sandbox = ret[made++]->id,
 					   .origin = id,
 					   .origin_seq = seq,
 					   .origin_kind = kind,
 					   .created_at = sandbox_now_ms() };
-		if (store_copy_history(d->store, &h, err) < 0) {
-			undo_restores(d, ret, n + 1);
-			return -1;
-		}
-		log_info("sandbox %s: %s of %s at checkpoint %d", ret[n]->id, kind, id, seq);
+		r = store_copy_history(d->store, &h, err);
 	}
-	return 0;
+	if (r == 0 && store_commit(d->store, err) == 0) {
+		for (int n = 0; n < count; n++)
+			log_info("sandbox %s: %s of %s at checkpoint %d", ret[n]->id, kind, id, seq);
+		return 0;
+	}
+	if (r < 0)
+		store_rollback(d->store);
+	undo_restores(d, ret, made);
+	return -1;
 }
 
 struct snapshot_list {

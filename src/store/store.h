@@ -171,7 +171,7 @@ static inline int store_each_checkpoint(struct store *s, const char *history, vo
 }
 /* A new history h->sandbox (from h->origin at h->origin_seq, as
  * h->origin_kind) holding origin's checkpoints 1..origin_seq: one durable
- * transaction. */
+ * transaction, or part of the caller's when one is open. */
 static inline int store_copy_history(struct store *s, const struct store_history *h, struct cove_err *err)
 {
 	return s->ops->copy_history(s, h, err);

@@ -491,7 +491,8 @@ static int sqlite_copy_history(struct store *store, const struct store_history *
 {
 	struct sqlite_store *s = (struct sqlite_store *)store;
 	static const char what[] = "save history";
-	if (begin_durable(s, what, err) < 0)
+	bool own = sqlite3_get_autocommit(s->db) != 0; /* else the caller's transaction */
+	if (own && begin_durable(s, what, err) < 0)
 		return -1;
 	int r = run(s,
 		    prepare(s,
@@ -507,7 +508,7 @@ static int sqlite_copy_history(struct store *store, const struct store_history *
 				" WHERE history = ? AND seq <= ?",
 				"ssi", h->sandbox, h->origin, h->origin_seq),
 			what, err);
-	return end_durable(s, r, err);
+	return own ? end_durable(s, r, err) : r;
 }
 
 static int sqlite_delete_history(struct store *store, const char *sandbox, struct cove_err *err)
