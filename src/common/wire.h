@@ -16,7 +16,9 @@
  * A WIRE_OPEN_WRITE answered with WIRE_FLAG_REPLACE gave an unnamed file
  * (O_TMPFILE) in the target's directory: once the body is in it, a
  * WIRE_FS_COMMIT of the same path, carrying that fd, renames it over the
- * target; closing it instead leaves the target as it was.
+ * target; closing it instead leaves the target as it was. Over an existing
+ * name it goes by a passing name (WIRE_PASSING_PREFIX and random letters)
+ * for the instant between its link and the rename.
  *
  * Background processes outlive coved: a WIRE_SPAWN with WIRE_FLAG_KEEP
  * carries, after the child's stdio, value more fds (coved's own ends of the
@@ -102,6 +104,8 @@ enum wire_open_kind {
 			     * by a NUL) in the file passed with the request: each entry
 			     * alone, no directory's contents (a sandbox's changes) */
 };
+
+#define WIRE_PASSING_PREFIX ".cove-replace-"
 
 enum wire_fsop { WIRE_FS_REMOVE = 1, WIRE_FS_MKDIR, WIRE_FS_RENAME, WIRE_FS_CHMOD, WIRE_FS_COMMIT };
 

@@ -151,9 +151,10 @@ typedef void (*files_ready_fn)(void *arg);
  * rq->stat the path's own entry. */
 int files_read(struct sandbox *sb, const struct files_read_req *rq, files_done_fn done, void *arg, struct file_op **ret,
 	       struct cove_err *err);
-/* The file is opened (created or truncated); then ready(arg), after which
- * the caller feeds the body: files_write_data as it comes, files_write_end
- * at its end (done then answers res->size, res->changed). */
+/* The file is opened (a replacement that init renames over it at the end,
+ * else the file itself, created or truncated: files.c); then ready(arg),
+ * after which the caller feeds the body: files_write_data as it comes,
+ * files_write_end at its end (done then answers res->size, res->changed). */
 int files_write(struct sandbox *sb, const struct files_write_req *rq, files_ready_fn ready, files_done_fn done,
 		void *arg, struct file_op **ret, struct cove_err *err);
 int files_remove(struct sandbox *sb, const struct files_remove_req *rq, files_done_fn done, void *arg,

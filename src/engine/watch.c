@@ -27,7 +27,9 @@
  * (IN_CREATE), write (IN_MODIFY: one per write, as envd reports fsnotify's
  * WRITE), remove (IN_DELETE), rename (IN_MOVED_FROM with the old name and
  * moved from, IN_MOVED_TO with the new name and moved to; both halves carry
- * the same cookie), chmod (IN_ATTRIB: mode, owner, times); overflow when
+ * the same cookie), chmod (IN_ATTRIB: mode, owner, times); a Files API
+ * write that replaced a file whole is one write (replacement_event);
+ * overflow when
  * the kernel's queue overflowed and events were lost; a keepalive after a
  * silence; the output's close with an error when coved ends the stream
  * (the folder removed, the sandbox deleted, too many folders). Otherwise
@@ -98,6 +100,7 @@ struct watch {
 	size_t n_dirs, cap_dirs;
 	int moved_wd; /* a watched folder moved away (0: none): where to, the next event tells */
 	uint32_t moved_cookie;
+	uint32_t replace_cookie; /* a Files API replacement moved from its passing name */
 	char path[PATH_MAX];
 };
 
@@ -485,6 +488,33 @@ static int follow_dirs(struct watch *w, const struct inotify_event *ev)
 	return 0;
 }
 
+/* A Files API write's own names (WIRE_PASSING_PREFIX in cove-init's
+ * replace.c; "#<inode>", the kernel's for an unnamed O_TMPFILE file that
+ * is written): not the sandbox's files. */
+static bool is_replacement(const char *name)
+{
+	if (strncmp(name, WIRE_PASSING_PREFIX, strlen(WIRE_PASSING_PREFIX)) == 0)
+		return true;
+	return name[0] == '#' && name[1] && strspn(name + 1, "0123456789") == strlen(name + 1);
+}
+
+/* A write's replacement is made unnamed and renamed over the file once
+ * whole: its own events are left out, and its arrival under the file's
+ * name is reported as the write it is. true: ev is left out. */
+static bool replacement_event(struct watch *w, const struct inotify_event *ev, enum watch_event_type *type)
+{
+	if (is_replacement(ev->name)) {
+		if (ev->mask & IN_MOVED_FROM)
+			w->replace_cookie = ev->cookie;
+		return true;
+	}
+	if ((ev->mask & IN_MOVED_TO) && w->replace_cookie && ev->cookie == w->replace_cookie) {
+		w->replace_cookie = 0;
+		*type = WATCH_WRITE;
+	}
+	return false;
+}
+
 /* One inotify event. Returns 0, or -1 when the stream ended (w freed). */
 static int handle_event(struct watch *w, const struct inotify_event *ev)
 {
@@ -503,12 +533,14 @@ static int handle_event(struct watch *w, const struct inotify_event *ev)
 	}
 	enum watch_event_type type = type_of(ev->mask);
 	/* Events on a folder itself (no name) are reported by its parent. */
-	if (type == WATCH_START || ev->len == 0 || !ev->name[0] || !dir_find(w, ev->wd))
+	if (type == WATCH_START || ev->len == 0 || !ev->name[0] || !dir_find(w, ev->wd) ||
+	    replacement_event(w, ev, &type))
 		return 0;
 	bool is_dir = ev->mask & IN_ISDIR;
-	enum watch_moved moved = (ev->mask & IN_MOVED_FROM) ? WATCH_MOVED_FROM
-				 : (ev->mask & IN_MOVED_TO) ? WATCH_MOVED_TO
-							    : WATCH_MOVED_NONE;
+	enum watch_moved moved = type == WATCH_WRITE	     ? WATCH_MOVED_NONE
+				 : (ev->mask & IN_MOVED_FROM) ? WATCH_MOVED_FROM
+				 : (ev->mask & IN_MOVED_TO)   ? WATCH_MOVED_TO
+							      : WATCH_MOVED_NONE;
 	emit_change(w, type, ev->wd, ev->name, is_dir, moved, moved ? ev->cookie : 0);
 	if (w->recursive && is_dir)
 		return follow_dirs(w, ev);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/wire.h"
 #include "init/init.h"
 
 #define REPLACE_TRIES 8 /* names tried for the link before the rename */
@@ -37,17 +38,19 @@ int replace_open(int dirfd, mode_t mode, const struct stat *old)
 	return fd;
 }
 
-/* A passing name in dirfd for what make makes there (the new file linked,
- * or a symlink), renamed over base. */
+/* What make makes (the new file linked, or a symlink) at base when nothing
+ * is there; else under a passing name in dirfd, renamed over base. */
 static int make_and_rename(int dirfd, const char *base, int (*make)(int, const char *, const void *), const void *arg)
 {
 	char tmp[64];
 	uint32_t rnd;
-	int r = -EEXIST;
+	int r = make(dirfd, base, arg);
+	if (r != -EEXIST)
+		return r;
 	for (int i = 0; i < REPLACE_TRIES && r == -EEXIST; i++) {
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 			return -errno;
-		snprintf(tmp, sizeof(tmp), ".cove-replace-%08x", rnd);
+		snprintf(tmp, sizeof(tmp), WIRE_PASSING_PREFIX "%08x", rnd);
 		r = make(dirfd, tmp, arg);
 	}
 	if (r < 0)

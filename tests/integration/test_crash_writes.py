@@ -643,6 +643,19 @@ def test_put_cut_short_by_the_client_keeps_the_old_file(cv):
         _sh(cv, sid, "mkdir /srv/ro && echo old > /srv/ro/f && chown nobody /srv/ro/f")
         assert tf.put(cv, sid, "/srv/ro/f", b"new", user="nobody")[0] == 200
         assert _sh(cv, sid, "cat /srv/ro/f; stat -c %U /srv/ro/f") == "newnobody\n"
+        # a watch sees a new file made and a replaced one written, never
+        # the replacement's own names
+        import test_watch
+        w = test_watch.Watch(cv, sid, "/srv/ro")
+        try:
+            assert tf.put(cv, sid, "/srv/ro/g", b"one")[0] == 201
+            assert tf.put(cv, sid, "/srv/ro/g", b"two")[0] == 200
+            assert tf.put(cv, sid, "/srv/ro/end", b"")[0] == 201
+            got = [(e["type"], e["name"]) for e in w.until("end")]
+            assert got[0] == ("create", "g") and ("write", "g") in got[1:], got
+            assert all(n in ("g", "end") for _, n in got), got
+        finally:
+            w.close()
         # a symlink is followed to its target, which is replaced; the link stays
         _sh(cv, sid, "ln -s cut/f /srv/link")
         assert tf.put(cv, sid, "/srv/link", b"via link")[0] == 200
