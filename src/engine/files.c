@@ -456,7 +456,11 @@ static void write_body(struct file_op *op, int fd, uint32_t flags)
 	op->replace = flags & WIRE_FLAG_REPLACE;
 	/* The mode init gave the replacement, for the commit to give again:
 	 * the body's writes take away its setuid and setgid bits. */
-	if (op->replace && fstat(fd, &st) == 0)
+	if (op->replace && fstat(fd, &st) < 0) {
+		op_fail(op, errno);
+		return;
+	}
+	if (op->replace)
 		op->mode = st.st_mode & 07777;
 	/* The upload takes as long as it takes: the client is the limit. */
 	evtimer_del(op->timeout_ev);
