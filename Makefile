@@ -54,7 +54,7 @@ PROGS := $(BUILD)/coved $(BUILD)/cove $(BUILD)/cove-init $(BUILD)/libcove.a $(BU
 
 MANS := $(BUILD)/man/cove.1 $(BUILD)/man/coved.8
 
-.PHONY: all check unit integration asan lint bench clean fuzz install FORCE
+.PHONY: all check unit integration asan lint bench clean fuzz crash install FORCE
 all: $(PROGS) $(MANS) $(BUILD)/cove.pc
 
 $(BUILD)/%.o: %.c
@@ -166,6 +166,12 @@ lint: $(BUILD)/gen/criu_rpc.pb-c.h
 
 bench: all
 	@bench/run.sh
+
+# SIGKILL of coved at 10 random moments of every write path (make check
+# takes 4 each); COVE_CRASH_WRITES_TRIALS=N for more.
+crash: all
+	COVE_BUILD=$(abspath $(BUILD)) \
+	COVE_CRASH_WRITES_TRIALS=$${COVE_CRASH_WRITES_TRIALS:-10} python3 tests/integration/run.py -k test_crash_writes
 
 fuzz:
 	@scripts/fuzz.sh
