@@ -232,22 +232,18 @@ static int setup_ns(pid_t pid, void *arg)
 	return r < 0 ? -1 : 0;
 }
 
-int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, struct cove_err *err)
+/* A restore under way (memsnap_restore_begin), in sb->restoring. */
+struct memsnap_restore {
+	struct criu_job *job;
+	int report_fd; /* read end: why runtime_restore_prepare failed */
+	char work[700];
+	double t0;
+};
+
+/* The externals of the restore: in ext, pointed to by extv (NULL-ended). */
+static void restore_externals(bool host_layers, char (*ext)[700], const char **extv)
 {
-	char subvol[600], image[600], work[700], root[700];
-	char ext[MAX_EXT][700];
-	const char *extv[MAX_EXT + 1];
 	size_t n = 0;
-	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
-	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
-	snprintf(root, sizeof(root), "%s/root", subvol);
-	/* On the pool, where the images are reflinked in; not in the new
-	 * root, which criu sees idmapped. */
-	snprintf(work, sizeof(work), "%s/restore", d->pool.dir);
-	if (mkdir(work, 0700) < 0 && errno != EEXIST)
-		return err_sys(err, errno, "mkdir '%s'", work);
-	snprintf(work, sizeof(work), "%s/restore/%s", d->pool.dir, sb->id);
-	bool host_layers = image_tree_host_layers(image);
 	for (int i = 0; host_layers && runtime_host_layers[i]; i++, n++)
 		snprintf(ext[n], sizeof(ext[n]), "mnt[%s]:" RUNTIME_RESTORE_EXT "/%s", runtime_host_layers[i],
 			 runtime_host_layers[i]);
@@ -257,17 +253,41 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 	for (size_t i = 0; i < n; i++)
 		extv[i] = ext[i];
 	extv[n] = NULL;
-	unsigned base = UID_BASE + (unsigned)sb->slot * RUNTIME_UID_COUNT;
-	(void)tree_remove(work);
-	double t0 = mono_ms();
-	if (criu_images_shifted(images, work, base, err) < 0) {
-		(void)tree_remove(work);
-		return -1;
+}
+
+int memsnap_restore_begin(struct engine *d, struct sandbox *sb, const char *images, struct cove_err *err)
+{
+	char subvol[600], image[600], root[700];
+	char ext[MAX_EXT][700];
+	const char *extv[MAX_EXT + 1];
+	struct memsnap_restore *m = calloc(1, sizeof(*m));
+	if (!m)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	m->t0 = mono_ms();
+	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
+	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
+	snprintf(root, sizeof(root), "%s/root", subvol);
+	/* On the pool, where the images are reflinked in; not in the new
+	 * root, which criu sees idmapped. */
+	snprintf(m->work, sizeof(m->work), "%s/restore", d->pool.dir);
+	if (mkdir(m->work, 0700) < 0 && errno != EEXIST) {
+		free(m);
+		return err_sys(err, errno, "mkdir '%s'", m->work);
 	}
+	snprintf(m->work, sizeof(m->work), "%s/restore/%s", d->pool.dir, sb->id);
+	bool host_layers = image_tree_host_layers(image);
+	restore_externals(host_layers, ext, extv);
+	/* Each copy in its own uid range: its slot's. */
+	unsigned base = UID_BASE + (unsigned)sb->slot * RUNTIME_UID_COUNT;
+	(void)tree_remove(m->work);
 	int report[2];
-	if (pipe2(report, O_CLOEXEC) < 0) {
-		(void)tree_remove(work);
-		return err_sys(err, errno, "pipe");
+	int r = criu_images_shifted(images, m->work, base, err);
+	if (r == 0 && pipe2(report, O_CLOEXEC) < 0)
+		r = err_sys(err, errno, "pipe");
+	if (r < 0) {
+		(void)tree_remove(m->work);
+		free(m);
+		return -1;
 	}
 	struct restore_ctx c = { .rc = { .id = sb->id,
 					 .subvol = subvol,
@@ -277,7 +297,7 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 					 .init_file = d->init_file,
 					 .cgroups = &d->cgroups },
 				 .report_fd = report[1] };
-	struct criu_restore_opts o = { .images_dir = work,
+	struct criu_restore_opts o = { .images_dir = m->work,
 				       .root = root,
 				       .tcp_established = true,
 				       .tcp_close = true,
@@ -289,20 +309,37 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 				       .prepare_arg = &c,
 				       .prepare_fd = report[1],
 				       .setup_ns = setup_ns };
-	pid_t pid = -1;
-	double t1 = mono_ms();
-	int r = criu_restore(d->criu, &o, &pid, err);
-	log_debug("sandbox %s: images %.1f ms, criu restore %.1f ms", sb->id, t1 - t0, mono_ms() - t1);
+	r = criu_restore_start(d->criu, &o, &m->job, err);
+	/* criu's process has its own: a failed prepare's report ends at EOF. */
 	close(report[1]);
+	m->report_fd = report[0];
+	if (r < 0) {
+		close(report[0]);
+		(void)tree_remove(m->work);
+		free(m);
+		return -1;
+	}
+	sb->restoring = m;
+	return 0;
+}
+
+int memsnap_restore_end(struct engine *d, struct sandbox *sb, struct cove_err *err)
+{
+	struct memsnap_restore *m = sb->restoring;
+	pid_t pid = -1;
+	sb->restoring = NULL;
+	int r = criu_restore_wait(m->job, &pid, err);
+	log_debug("sandbox %s: restored in %.1f ms", sb->id, mono_ms() - m->t0);
 	struct cove_err why_prep = { 0 };
-	if (r < 0 && runtime_restore_reason(report[0], &why_prep))
+	if (r < 0 && runtime_restore_reason(m->report_fd, &why_prep))
 		*err = why_prep;
-	close(report[0]);
+	close(m->report_fd);
 	/* A failure's log stays (its error names it) until coved starts again. */
 	if (r == 0) {
-		(void)tree_remove(work);
+		(void)tree_remove(m->work);
 		sb->init_pid = pid;
 	}
+	free(m);
 	return r;
 }
 

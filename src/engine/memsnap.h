@@ -14,9 +14,13 @@ int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct c
 /* Every image in dir, and dir, synced. */
 int memsnap_sync(const char *dir, struct cove_err *err);
 /* Bring back the tree dumped in images as sb's (a new sandbox whose root
- * is a copy of the snapshot's files, whose cgroups exist): on success
- * sb->init_pid is the restored cove-init, a child of coved. */
-int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, struct cove_err *err);
+ * is a copy of the snapshot's files, whose cgroups exist), in two halves:
+ * the begin starts criu (sb->restoring), the end waits for it, answering
+ * the other restores' criu meanwhile, so that several restores run at
+ * once. Every restore begun is ended. On success sb->init_pid is the
+ * restored cove-init, a child of coved. */
+int memsnap_restore_begin(struct engine *d, struct sandbox *sb, const char *images, struct cove_err *err);
+int memsnap_restore_end(struct engine *d, struct sandbox *sb, struct cove_err *err);
 /* At start, before what a crash left is cleaned up: wait (30 s at most
  * each) for the criu dumps a killed coved left working on this data root:
  * they would write into what is swept, or freeze a sandbox again after its
