@@ -11,7 +11,7 @@ int memsnap_check(const struct engine *d, const struct sandbox *sb, struct cove_
  * cgroup is frozen by the caller and stays so; its connection to cove-init
  * is closed (sandbox_init_detach). */
 int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct cove_err *err);
-/* Every image in dir, and dir, synced. */
+/* Every image in dir, and dir, synced (with the rest of its file system). */
 int memsnap_sync(const char *dir, struct cove_err *err);
 /* Bring back the tree dumped in images as sb's (a new sandbox whose root
  * is a copy of the snapshot's files, whose cgroups exist), in two halves:

@@ -339,6 +339,7 @@ int snapshot_create_mem(struct engine *d, struct sandbox *sb, const char *name, 
 		mfd = text ? st->ops->manifest_create(st, sn->id, text, err)
 			   : err_set(err, COVE_EINTERNAL, "out of memory");
 	}
+	double t0 = mono_ms();
 	if (mfd < 0 || st->ops->files_durable(st, err) < 0 || images_durable(d, sn, err) < 0 ||
 	    manifest_sync(mfd, sn->id, err) < 0 || put_durable_row(d, sn, rows, arg, err) < 0) {
 		(void)st->ops->remove(st, sn->id);
@@ -346,6 +347,7 @@ int snapshot_create_mem(struct engine *d, struct sandbox *sb, const char *name, 
 		return -1;
 	}
 	list_append(d, sn);
+	log_debug("snapshot %s: durable (files, images, manifest, row) in %.1f ms", sn->id, mono_ms() - t0);
 	log_info("sandbox %s: snapshot %s taken", sb->id, sn->id);
 	*ret = sn;
 	return 0;
