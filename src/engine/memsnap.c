@@ -6,7 +6,8 @@
  * sandbox's network namespace, is), then, in the instant the sandbox's
  * cgroup is frozen for its files' subvolume snapshot, CRIU dumps the tree
  * rooted at cove-init (leave running; it finds the cgroup frozen and leaves
- * it so) into <pool>/snapshots/<id>/criu/. What CRIU cannot make on its own
+ * it so) into <pool>/snapshots/<id>/criu/. A freeze that caught a vfork
+ * child before its exec is undone a moment first (settle_vfork). What CRIU cannot make on its own
  * is named external: the host layers' overlays (/usr, /opt) and the host's
  * device nodes bound into /dev. The network namespace is dumped empty
  * (sockets, no links, addresses or routes): a restored copy gets its own
@@ -26,6 +27,10 @@
  * is the one dumped. Kept processes and sessions come back with cove-init,
  * which holds their output rings (memfds) and pipes: coved takes them back
  * as after its own restart (WIRE_LIST), tags, ids and tails included.
+ * A restore is begun and ended in two calls, so that a fork's copies are
+ * restored at once (one poll answers all their criu). Each has its own
+ * ID, slot (so uid range), address and images folder; what they share is
+ * read only (the snapshot's images and files).
  *
  * The self-test at start makes a small sandbox, snapshots it with memory
  * and restores it; only when that worked is nativeSnapshot true. */
