@@ -4,8 +4,9 @@ bench/run.sh), next to the plain criu CLI on the same process tree.
 
 Against a running coved (HTTP over its unix socket):
   - idle: a small sandbox (network none, nothing running but cove-init):
-    POST .../snapshots {"memory": true} and, for scale, the same without
-    memory; p50/p95 over --runs;
+    POST .../snapshots {"memory": true}, its restore, and, for scale, the
+    same snapshot without memory and the floor: `criu dump --leave-running`
+    of that tree (as below); p50/p95 over --runs;
   - big: a sandbox whose kept python process touched --mib MiB: a memory
     snapshot (the whole request: detach, freeze, criu dump, subvolume
     snapshot, images synced, row committed) and its restore (the whole
@@ -112,14 +113,24 @@ def main():
     try:
         idle = must(*api(S, "POST", "/v1/sandboxes", {"network": "none"}))["id"]
         made.append(idle)
+        idle_pid = must(*api(S, "GET", "/v1/sandboxes/" + idle))["init_pid"]
         for key, body in (("idle.memory", {"memory": True}), ("idle.files", {})):
-            xs = []
-            for _ in range(o.runs):
+            xs, rs, cli = [], [], []
+            for i in range(o.runs):
                 ms, (st, j) = timed(lambda: api(S, "POST", "/v1/sandboxes/%s/snapshots" % idle, body))
                 must(st, j)
                 xs.append(ms)
+                if body:  # its restore alone (next to the fork's three), and the floor: criu's own dump
+                    ms, (st, sb) = timed(lambda: api(S, "POST", "/v1/snapshots/%s/restore" % j["id"], {}))
+                    must(st, sb)
+                    rs.append(ms)
+                    api(S, "DELETE", "/v1/sandboxes/" + sb["id"])
+                    cli.append(criu_cli_dump(o.criu, idle_pid, idle, os.path.join(o.pool, "memsnapbench-i%d" % i)))
                 api(S, "DELETE", "/v1/snapshots/" + j["id"])
             res[key + ".p50"], res[key + ".p95"] = stats(xs)
+            if body:
+                res["idle.restore.p50"], res["idle.restore.p95"] = stats(rs)
+                res["idle.cli_dump.p50"], res["idle.cli_dump.p95"] = stats(cli)
         xs = []
         for _ in range(max(3, o.runs // 2)):
             ms, (st, j) = timed(lambda: api(S, "POST", "/v1/sandboxes/%s/fork" % idle, {"count": 3, "memory": True}))

@@ -136,6 +136,7 @@ struct sandbox {
 	int port_conns;             /* front ends' open connections to its ports (ports_activity) */
 	bool listing;               /* kept processes asked for (procs_reattach), not all listed yet */
 	struct launch *launch;    /* its start command and readiness wait, while under way (launch.c) */
+	struct memsnap_restore *restoring; /* its processes' restore, while under way (memsnap.c) */
 };
 
 /* A snapshot: <pool>/snapshots/<id>/files, a read-only snapshot of a
@@ -239,8 +240,9 @@ int sandbox_create(struct engine *d, struct sandbox_spec *spec, const char *from
 /* Create and boot count sandboxes from spec (copied), each on a root
  * already taken: <pool>/sandboxes/<ids[i]>, a writable snapshot of from
  * made by the caller (a fork takes all its copies' roots in one frozen
- * instant). Their runtimes start at once. All or nothing: on failure no
- * sandbox is left and every root is deleted. */
+ * instant), or, ids NULL, each on a snapshot of from taken here. Their
+ * runtimes (or, with d->mem_from, their restores) start at once. All or
+ * nothing: on failure no sandbox is left and every root is deleted. */
 int sandboxes_create_taken(struct engine *d, const struct sandbox_spec *spec, const char *from, char (*ids)[16],
 			   int count, struct sandbox **ret, struct cove_err *err);
 /* Deletion is two steps: at once the sandbox is gone from the API and its

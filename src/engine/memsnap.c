@@ -6,7 +6,8 @@
  * sandbox's network namespace, is), then, in the instant the sandbox's
  * cgroup is frozen for its files' subvolume snapshot, CRIU dumps the tree
  * rooted at cove-init (leave running; it finds the cgroup frozen and leaves
- * it so) into <pool>/snapshots/<id>/criu/. What CRIU cannot make on its own
+ * it so) into <pool>/snapshots/<id>/criu/. A freeze that caught a vfork
+ * child before its exec is undone a moment first (settle_vfork). What CRIU cannot make on its own
  * is named external: the host layers' overlays (/usr, /opt) and the host's
  * device nodes bound into /dev. The network namespace is dumped empty
  * (sockets, no links, addresses or routes): a restored copy gets its own
@@ -26,6 +27,10 @@
  * is the one dumped. Kept processes and sessions come back with cove-init,
  * which holds their output rings (memfds) and pipes: coved takes them back
  * as after its own restart (WIRE_LIST), tags, ids and tails included.
+ * A restore is begun and ended in two calls, so that a fork's copies are
+ * restored at once (one poll answers all their criu). Each has its own
+ * ID, slot (so uid range), address and images folder; what they share is
+ * read only (the snapshot's images and files).
  *
  * The self-test at start makes a small sandbox, snapshots it with memory
  * and restores it; only when that worked is nativeSnapshot true. */
@@ -36,7 +41,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/kcmp.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +61,9 @@
 /* The device nodes runtime.c binds into /dev from the host. */
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
 #define MAX_EXT 16
+/* settle_vfork: thaws of 1, 2, 4, 8 then 16 ms, 20 times at most (~250 ms). */
+#define VFORK_TRIES 20
+#define VFORK_WAIT_US 1000
 
 static double mono_ms(void)
 {
@@ -102,28 +112,82 @@ static int copy_log(const char *src, const char *dst)
 	return out < 0 || n < 0 ? -1 : 0;
 }
 
-/* A task of the frozen tree that another of its tasks traces (ptrace):
- * criu cannot seize it, and would retry until its timeout. Its tid, or 0. */
-static pid_t traced_task(const char *freezer, pid_t *tracer)
+/* What stops criu in a frozen tree (scan_tasks). */
+struct blocker {
+	pid_t traced, tracer; /* a task another traces (ptrace): criu cannot seize it */
+	pid_t vforked;        /* a vfork child that has not exec'd yet, its parent waiting on it */
+};
+
+/* Whether process tid (its thread group tgid, its parent ppid) is a vfork
+ * child that has not exec'd: its parent, another process, shares its
+ * memory. */
+static bool in_vfork(pid_t tid, pid_t tgid, pid_t ppid)
+{
+	return ppid > 0 && ppid != tgid && syscall(SYS_kcmp, tid, ppid, KCMP_VM, 0, 0) == 0;
+}
+
+/* The tasks of the frozen cgroup at freezer (v1 "tasks", v2
+ * "cgroup.threads"): the first blocker found, if any. */
+static void scan_tasks(const char *freezer, bool v1, struct blocker *b)
 {
 	char p[700], line[256];
-	snprintf(p, sizeof(p), "%s/tasks", freezer);
+	snprintf(p, sizeof(p), "%s/%s", freezer, v1 ? "tasks" : "cgroup.threads");
 	FILE *f = fopen(p, "re");
-	pid_t found = 0;
-	while (f && !found && fgets(line, sizeof(line), f)) {
-		pid_t tid = atoi(line);
+	*b = (struct blocker){ 0 };
+	while (f && !b->traced && !b->vforked && fgets(line, sizeof(line), f)) {
+		pid_t tid = atoi(line), tgid = 0, ppid = 0, tracer = 0;
 		snprintf(p, sizeof(p), "/proc/%d/status", tid);
 		FILE *st = tid > 0 ? fopen(p, "re") : NULL;
 		char l[256];
-		while (st && fgets(l, sizeof(l), st))
-			if (strncmp(l, "TracerPid:", 10) == 0 && (*tracer = atoi(l + 10)) > 0)
-				found = tid;
+		while (st && fgets(l, sizeof(l), st)) {
+			if (strncmp(l, "Tgid:", 5) == 0)
+				tgid = atoi(l + 5);
+			else if (strncmp(l, "PPid:", 5) == 0)
+				ppid = atoi(l + 5);
+			else if (strncmp(l, "TracerPid:", 10) == 0)
+				tracer = atoi(l + 10);
+		}
 		if (st)
 			fclose(st);
+		if (tracer > 0)
+			b->traced = tid, b->tracer = tracer;
+		else if (tid == tgid && in_vfork(tid, tgid, ppid))
+			b->vforked = tid;
 	}
 	if (f)
 		fclose(f);
-	return found;
+}
+
+/* A tree frozen while a vfork child had not exec'd yet cannot be dumped:
+ * criu stops every task of the cgroup, that child before its exec too,
+ * then waits for the parent to stop, which waits for its child's exec
+ * (criu's own deadline, 60 s, ends it: "Timeout reached"). The child
+ * execs within moments of a thaw: so thaw, let it, freeze again, a few
+ * times. 0 with the tree frozen and nothing in vfork, else a 409. */
+static int settle_vfork(struct engine *d, struct sandbox *sb, const char *freezer, struct cove_err *err)
+{
+	bool v1 = d->cgroups.mode == CGROUP_V1;
+	struct blocker b;
+	for (int i = 0; i < VFORK_TRIES; i++) {
+		scan_tasks(freezer, v1, &b);
+		if (b.traced)
+			return err_set(err, COVE_ESTATE,
+				       "the processes of sandbox %s cannot be saved: host pid %d is traced (ptrace) by "
+				       "%d, which criu cannot take over",
+				       sb->id, b.traced, b.tracer);
+		if (!b.vforked)
+			return 0;
+		log_info("sandbox %s: host pid %d is a vfork child not exec'd yet: thawed a moment", sb->id, b.vforked);
+		if (cgroup_freeze(&d->cgroups, sb->id, false, err) < 0)
+			return -1;
+		usleep(VFORK_WAIT_US << (i < 4 ? i : 4));
+		if (cgroup_freeze(&d->cgroups, sb->id, true, err) < 0)
+			return -1;
+	}
+	return err_set(err, COVE_ESTATE,
+		       "the processes of sandbox %s cannot be saved now: host pid %d stays between vfork() and exec "
+		       "(its parent waits on it), which criu cannot save; try again",
+		       sb->id, b.vforked);
 }
 
 int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct cove_err *err)
@@ -145,12 +209,8 @@ int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct c
 		extv[i] = ext[i];
 	extv[n] = NULL;
 	freezer_path(d, sb->id, freezer, sizeof(freezer));
-	pid_t tracer = 0, traced = d->cgroups.mode == CGROUP_V1 ? traced_task(freezer, &tracer) : 0;
-	if (traced)
-		return err_set(err, COVE_ESTATE,
-			       "the processes of sandbox %s cannot be saved: host pid %d is traced (ptrace) by %d, "
-			       "which criu cannot take over",
-			       sb->id, traced, tracer);
+	if (settle_vfork(d, sb, freezer, err) < 0)
+		return -1;
 	if (mkdir(dir, 0700) < 0)
 		return err_sys(err, errno, "mkdir '%s'", dir);
 	struct criu_dump_opts o = { .pid = sb->init_pid,
@@ -164,13 +224,6 @@ int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct c
 				    .external = extv };
 	struct cove_err e = { 0 };
 	int r = criu_dump(d->criu, &o, &e);
-	/* criu's own deadline ran out (seen once in a loaded full suite, and
-	 * gone on the next try): once more, on an empty images folder. */
-	if (r < 0 && strstr(e.msg, "Timeout reached") && tree_remove(dir) == 0 && mkdir(dir, 0700) == 0) {
-		log_warn("sandbox %s: criu dump ran out of time; trying once more", sb->id);
-		memset(&e, 0, sizeof(e));
-		r = criu_dump(d->criu, &o, &e);
-	}
 	if (r == 0)
 		return criu_images_readable(dir, err);
 	/* The images go with the failed snapshot: the log is kept aside. */
@@ -183,26 +236,18 @@ int memsnap_dump(struct engine *d, struct sandbox *sb, const char *dir, struct c
 	return err_set(err, COVE_ESTATE, "the processes of sandbox %s cannot be saved: %s", sb->id, e.msg);
 }
 
+/* One syncfs of the file system dir is on (the pool): every image's data
+ * and metadata, and the directories', in one pass (on btrfs one
+ * transaction commit), where an fsync of each image costs a log commit
+ * each: tens of images, 150-500 ms here even for an idle sandbox's few
+ * KiB, against 10-30 ms. It writes out whatever else is dirty in the pool
+ * too (other sandboxes' writes), as the overlay driver's snapshots do. */
 int memsnap_sync(const char *dir, struct cove_err *err)
 {
-	DIR *dh = opendir(dir);
-	if (!dh)
-		return err_sys(err, errno, "open '%s'", dir);
-	struct dirent *e;
-	int rc = 0;
-	while (rc == 0 && (e = readdir(dh))) {
-		if (e->d_name[0] == '.')
-			continue;
-		int fd = openat(dirfd(dh), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0 || fsync(fd) < 0)
-			rc = err_sys(err, errno, "sync '%s/%s'", dir, e->d_name);
-		if (fd >= 0)
-			close(fd);
-	}
-	if (rc == 0 && fsync(dirfd(dh)) < 0)
-		rc = err_sys(err, errno, "sync '%s'", dir);
-	closedir(dh);
-	return rc;
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syncfs(fd) < 0)
+		return err_sys(err, errno, "sync '%s'", dir);
+	return 0;
 }
 
 struct restore_ctx {
@@ -232,22 +277,18 @@ static int setup_ns(pid_t pid, void *arg)
 	return r < 0 ? -1 : 0;
 }
 
-int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, struct cove_err *err)
+/* A restore under way (memsnap_restore_begin), in sb->restoring. */
+struct memsnap_restore {
+	struct criu_job *job;
+	int report_fd; /* read end: why runtime_restore_prepare failed */
+	char work[700];
+	double t0;
+};
+
+/* The externals of the restore: in ext, pointed to by extv (NULL-ended). */
+static void restore_externals(bool host_layers, char (*ext)[700], const char **extv)
 {
-	char subvol[600], image[600], work[700], root[700];
-	char ext[MAX_EXT][700];
-	const char *extv[MAX_EXT + 1];
 	size_t n = 0;
-	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
-	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
-	snprintf(root, sizeof(root), "%s/root", subvol);
-	/* On the pool, where the images are reflinked in; not in the new
-	 * root, which criu sees idmapped. */
-	snprintf(work, sizeof(work), "%s/restore", d->pool.dir);
-	if (mkdir(work, 0700) < 0 && errno != EEXIST)
-		return err_sys(err, errno, "mkdir '%s'", work);
-	snprintf(work, sizeof(work), "%s/restore/%s", d->pool.dir, sb->id);
-	bool host_layers = image_tree_host_layers(image);
 	for (int i = 0; host_layers && runtime_host_layers[i]; i++, n++)
 		snprintf(ext[n], sizeof(ext[n]), "mnt[%s]:" RUNTIME_RESTORE_EXT "/%s", runtime_host_layers[i],
 			 runtime_host_layers[i]);
@@ -257,17 +298,41 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 	for (size_t i = 0; i < n; i++)
 		extv[i] = ext[i];
 	extv[n] = NULL;
-	unsigned base = UID_BASE + (unsigned)sb->slot * RUNTIME_UID_COUNT;
-	(void)tree_remove(work);
-	double t0 = mono_ms();
-	if (criu_images_shifted(images, work, base, err) < 0) {
-		(void)tree_remove(work);
-		return -1;
+}
+
+int memsnap_restore_begin(struct engine *d, struct sandbox *sb, const char *images, struct cove_err *err)
+{
+	char subvol[600], image[600], root[700];
+	char ext[MAX_EXT][700];
+	const char *extv[MAX_EXT + 1];
+	struct memsnap_restore *m = calloc(1, sizeof(*m));
+	if (!m)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	m->t0 = mono_ms();
+	snprintf(subvol, sizeof(subvol), "%s/sandboxes/%s", d->pool.dir, sb->id);
+	snprintf(image, sizeof(image), "%s/images/%s", d->pool.dir, sb->spec.image_dir);
+	snprintf(root, sizeof(root), "%s/root", subvol);
+	/* On the pool, where the images are reflinked in; not in the new
+	 * root, which criu sees idmapped. */
+	snprintf(m->work, sizeof(m->work), "%s/restore", d->pool.dir);
+	if (mkdir(m->work, 0700) < 0 && errno != EEXIST) {
+		free(m);
+		return err_sys(err, errno, "mkdir '%s'", m->work);
 	}
+	snprintf(m->work, sizeof(m->work), "%s/restore/%s", d->pool.dir, sb->id);
+	bool host_layers = image_tree_host_layers(image);
+	restore_externals(host_layers, ext, extv);
+	/* Each copy in its own uid range: its slot's. */
+	unsigned base = UID_BASE + (unsigned)sb->slot * RUNTIME_UID_COUNT;
+	(void)tree_remove(m->work);
 	int report[2];
-	if (pipe2(report, O_CLOEXEC) < 0) {
-		(void)tree_remove(work);
-		return err_sys(err, errno, "pipe");
+	int r = criu_images_shifted(images, m->work, base, err);
+	if (r == 0 && pipe2(report, O_CLOEXEC) < 0)
+		r = err_sys(err, errno, "pipe");
+	if (r < 0) {
+		(void)tree_remove(m->work);
+		free(m);
+		return -1;
 	}
 	struct restore_ctx c = { .rc = { .id = sb->id,
 					 .subvol = subvol,
@@ -277,7 +342,7 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 					 .init_file = d->init_file,
 					 .cgroups = &d->cgroups },
 				 .report_fd = report[1] };
-	struct criu_restore_opts o = { .images_dir = work,
+	struct criu_restore_opts o = { .images_dir = m->work,
 				       .root = root,
 				       .tcp_established = true,
 				       .tcp_close = true,
@@ -289,20 +354,37 @@ int memsnap_restore(struct engine *d, struct sandbox *sb, const char *images, st
 				       .prepare_arg = &c,
 				       .prepare_fd = report[1],
 				       .setup_ns = setup_ns };
-	pid_t pid = -1;
-	double t1 = mono_ms();
-	int r = criu_restore(d->criu, &o, &pid, err);
-	log_debug("sandbox %s: images %.1f ms, criu restore %.1f ms", sb->id, t1 - t0, mono_ms() - t1);
+	r = criu_restore_start(d->criu, &o, &m->job, err);
+	/* criu's process has its own: a failed prepare's report ends at EOF. */
 	close(report[1]);
+	m->report_fd = report[0];
+	if (r < 0) {
+		close(report[0]);
+		(void)tree_remove(m->work);
+		free(m);
+		return -1;
+	}
+	sb->restoring = m;
+	return 0;
+}
+
+int memsnap_restore_end(struct engine *d, struct sandbox *sb, struct cove_err *err)
+{
+	struct memsnap_restore *m = sb->restoring;
+	pid_t pid = -1;
+	sb->restoring = NULL;
+	int r = criu_restore_wait(m->job, &pid, err);
+	log_debug("sandbox %s: restored in %.1f ms", sb->id, mono_ms() - m->t0);
 	struct cove_err why_prep = { 0 };
-	if (r < 0 && runtime_restore_reason(report[0], &why_prep))
+	if (r < 0 && runtime_restore_reason(m->report_fd, &why_prep))
 		*err = why_prep;
-	close(report[0]);
+	close(m->report_fd);
 	/* A failure's log stays (its error names it) until coved starts again. */
 	if (r == 0) {
-		(void)tree_remove(work);
+		(void)tree_remove(m->work);
 		sb->init_pid = pid;
 	}
+	free(m);
 	return r;
 }
 

@@ -197,7 +197,7 @@ static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pendi
 		*p = (struct runtime_pending){ .child = -1, .status_fd = -1 };
 		if (cgroup_create(&d->cgroups, sb->id, &lim, err) < 0)
 			return -1;
-		if (memsnap_restore(d, sb, d->mem_from, err) < 0) {
+		if (memsnap_restore_begin(d, sb, d->mem_from, err) < 0) {
 			(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 			return -1;
 		}
@@ -229,7 +229,8 @@ static int boot_begin(struct engine *d, struct sandbox *sb, struct runtime_pendi
 
 static int boot_finish(struct engine *d, struct sandbox *sb, struct runtime_pending *p, struct cove_err *err)
 {
-	if (p->child >= 0 && runtime_finish(p, &sb->init_pid, err) < 0) {
+	if ((p->child >= 0 ? runtime_finish(p, &sb->init_pid, err)
+			   : sb->restoring ? memsnap_restore_end(d, sb, err) : 0) < 0) {
 		(void)cgroup_destroy(&d->cgroups, sb->id, 1000, NULL);
 		return -1;
 	}
@@ -551,13 +552,13 @@ int sandboxes_create_taken(struct engine *d, const struct sandbox_spec *spec, co
 		if (sandbox_spec_copy(spec, &copy) < 0)
 			r = err_set(err, COVE_EINTERNAL, "out of memory");
 		else
-			r = create_begin(d, &copy, from, ids[begun], &ret[begun], &p[begun], err);
+			r = create_begin(d, &copy, from, ids ? ids[begun] : NULL, &ret[begun], &p[begun], err);
 		sandbox_spec_free(&copy);
 		if (r < 0)
 			break;
 	}
 	/* The roots no copy was begun on (a failed one's is gone already). */
-	for (int i = begun; i < count; i++) {
+	for (int i = begun; ids && i < count; i++) {
 		char subvol[600];
 		subvol_path(d, ids[i], subvol, sizeof(subvol));
 		(void)storage_delete(d->pool.driver, subvol);

@@ -53,6 +53,10 @@
 #include "store/snapshot_store.h"
 #include "sys/storage.h"
 
+/* A fork with memory restores this many copies at once: their criu
+ * overlap their waits (on the disk, on each other's notifications). */
+#define FORK_PARALLEL 4
+
 
 
 struct snapshot *snapshot_find(struct engine *d, const char *id)
@@ -335,6 +339,7 @@ int snapshot_create_mem(struct engine *d, struct sandbox *sb, const char *name, 
 		mfd = text ? st->ops->manifest_create(st, sn->id, text, err)
 			   : err_set(err, COVE_EINTERNAL, "out of memory");
 	}
+	double t0 = mono_ms();
 	if (mfd < 0 || st->ops->files_durable(st, err) < 0 || images_durable(d, sn, err) < 0 ||
 	    manifest_sync(mfd, sn->id, err) < 0 || put_durable_row(d, sn, rows, arg, err) < 0) {
 		(void)st->ops->remove(st, sn->id);
@@ -342,6 +347,7 @@ int snapshot_create_mem(struct engine *d, struct sandbox *sb, const char *name, 
 		return -1;
 	}
 	list_append(d, sn);
+	log_debug("snapshot %s: durable (files, images, manifest, row) in %.1f ms", sn->id, mono_ms() - t0);
 	log_info("sandbox %s: snapshot %s taken", sb->id, sn->id);
 	*ret = sn;
 	return 0;
@@ -450,31 +456,41 @@ int snapshot_delete(struct engine *d, struct snapshot *sn, struct cove_err *err)
 	return 0;
 }
 
+/* The spec of a restore of sn: its own, with overrides' (may be NULL). */
+static int restore_spec(const struct snapshot *sn, const struct sandbox_spec *overrides, struct sandbox_spec *spec,
+			struct cove_err *err)
+{
+	_cleanup_free_ char *text = json_dumps(sn->spec, JSON_COMPACT);
+	*spec = (struct sandbox_spec){ 0 };
+	if (!text || sandbox_spec_from_json(text, spec) < 0)
+		return err_set(err, COVE_EINTERNAL, "snapshot %s: unreadable spec", sn->id);
+	/* The files are only meaningful over the image they were made on. */
+	snprintf(spec->image_dir, sizeof(spec->image_dir), "%s", sn->image_dir);
+	if (overrides && overrides->name[0])
+		snprintf(spec->name, sizeof(spec->name), "%s", overrides->name);
+	if (overrides && overrides->memory)
+		spec->memory = overrides->memory;
+	if (overrides && overrides->cpu_millis)
+		spec->cpu_millis = overrides->cpu_millis;
+	if (overrides && overrides->pids)
+		spec->pids = overrides->pids;
+	if (overrides && overrides->disk)
+		spec->disk = overrides->disk;
+	if (overrides && overrides->env && json_object_update(spec->env, overrides->env) < 0)
+		return sandbox_spec_free(spec), err_set(err, COVE_EINTERNAL, "out of memory");
+	if (overrides && overrides->metadata) {
+		json_decref(spec->metadata);
+		spec->metadata = json_deep_copy(overrides->metadata);
+	}
+	return 0;
+}
+
 int snapshot_restore(struct engine *d, const struct snapshot *sn, const struct sandbox_spec *overrides,
 		     struct sandbox **ret, struct cove_err *err)
 {
-	struct sandbox_spec spec = { 0 };
-	_cleanup_free_ char *text = json_dumps(sn->spec, JSON_COMPACT);
-	if (!text || sandbox_spec_from_json(text, &spec) < 0)
-		return err_set(err, COVE_EINTERNAL, "snapshot %s: unreadable spec", sn->id);
-	/* The files are only meaningful over the image they were made on. */
-	snprintf(spec.image_dir, sizeof(spec.image_dir), "%s", sn->image_dir);
-	if (overrides && overrides->name[0])
-		snprintf(spec.name, sizeof(spec.name), "%s", overrides->name);
-	if (overrides && overrides->memory)
-		spec.memory = overrides->memory;
-	if (overrides && overrides->cpu_millis)
-		spec.cpu_millis = overrides->cpu_millis;
-	if (overrides && overrides->pids)
-		spec.pids = overrides->pids;
-	if (overrides && overrides->disk)
-		spec.disk = overrides->disk;
-	if (overrides && overrides->env && json_object_update(spec.env, overrides->env) < 0)
-		return sandbox_spec_free(&spec), err_set(err, COVE_EINTERNAL, "out of memory");
-	if (overrides && overrides->metadata) {
-		json_decref(spec.metadata);
-		spec.metadata = json_deep_copy(overrides->metadata);
-	}
+	struct sandbox_spec spec;
+	if (restore_spec(sn, overrides, &spec, err) < 0)
+		return -1;
 	char files[700], images[700];
 	d->snapshot_store->ops->files_path(d->snapshot_store, sn->id, files, sizeof(files));
 	snapshot_criu_dir(d, sn->id, images, sizeof(images));
@@ -605,20 +621,32 @@ static int fork_memory(struct engine *d, struct sandbox *sb, int count, struct s
 	struct snapshot *sn = snapshot_begin(d, sb, "", true, err);
 	if (!sn)
 		return -1;
+	struct sandbox_spec spec = { 0 };
+	char files[700], images[700];
+	d->snapshot_store->ops->files_path(d->snapshot_store, sn->id, files, sizeof(files));
+	snapshot_criu_dir(d, sn->id, images, sizeof(images));
 	int made = 0, r = freeze_and_snapshot(d, sb, sn->id, true, err);
+	bool in_tx = false;
 	if (r == 0)
 		set_memory_bytes(d, sn);
 	if (r == 0)
-		r = store_begin(d->store, err);
-	for (; r == 0 && made < count; made++)
-		if (snapshot_restore(d, sn, NULL, &ret[made], err) < 0)
-			break;
-	if (r == 0 && made == count && store_commit(d->store, err) < 0)
-		r = -1;
-	else if (r == 0 && made < count) {
-		r = -1;
-		(void)store_commit(d->store, NULL);
+		r = restore_spec(sn, NULL, &spec, err);
+	if (r == 0)
+		in_tx = (r = store_begin(d->store, err)) == 0;
+	/* The copies are restored FORK_PARALLEL at a time: their criu run at
+	 * once (memsnap_restore_begin). A batch that fails leaves none of its
+	 * own. */
+	d->mem_from = images;
+	while (r == 0 && made < count) {
+		int n = count - made < FORK_PARALLEL ? count - made : FORK_PARALLEL;
+		if ((r = sandboxes_create_taken(d, &spec, files, NULL, n, ret + made, err)) == 0)
+			made += n;
 	}
+	d->mem_from = NULL;
+	/* The copies' rows commit together; a failed fork's copies go below. */
+	if (in_tx && store_commit(d->store, r == 0 ? err : NULL) < 0 && r == 0)
+		r = -1;
+	sandbox_spec_free(&spec);
 	for (int i = 0; r < 0 && i < made; i++)
 		(void)sandbox_delete(d, ret[i], NULL);
 	(void)d->snapshot_store->ops->remove(d->snapshot_store, sn->id);

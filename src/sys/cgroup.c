@@ -27,6 +27,8 @@
  * the refrigerator, well under a millisecond when they are idle, and a
  * snapshot or fork waits with the sandbox frozen. Doubled up to POLL_MS. */
 #define FREEZE_FIRST_POLL_US 50
+/* A v1 freeze still FREEZING after this long is thawed and asked again. */
+#define REFREEZE_MS 100
 
 /* Hierarchy indexes; the first three match the CGROUP_CTRL_* bits. On v2
  * every index names the one directory. */
@@ -362,11 +364,21 @@ int cgroup_freeze(const struct cgroup_layout *l, const char *name, bool frozen, 
 			  v1 ? (frozen ? "FROZEN" : "THAWED") : (frozen ? "1" : "0"), err)) < 0 ||
 	    (r = cg_path(state, l, HIER_FREEZER, name, v1 ? "freezer.state" : "cgroup.events", err)) < 0)
 		return r;
-	int waited_us = 0, step_us = FREEZE_FIRST_POLL_US;
+	int waited_us = 0, step_us = FREEZE_FIRST_POLL_US, since_us = 0;
 	while ((r = freeze_reached(l, state, frozen)) == 0 && waited_us < FREEZE_TIMEOUT_MS * 1000) {
 		(void)usleep(step_us);
 		waited_us += step_us;
+		since_us += step_us;
 		step_us = step_us * 2 < POLL_MS * 1000 ? step_us * 2 : POLL_MS * 1000;
+		/* A v1 freeze can stay FREEZING for good: a vfork child frozen
+		 * before its exec, its parent waiting on it where v1 does not
+		 * count it frozen. A thaw lets the child exec; then again. */
+		if (v1 && frozen && since_us >= REFREEZE_MS * 1000) {
+			since_us = 0;
+			if (write_cg(l, HIER_FREEZER, name, "freezer.state", "THAWED", NULL) == 0)
+				(void)usleep(POLL_MS * 1000);
+			(void)write_cg(l, HIER_FREEZER, name, "freezer.state", "FROZEN", NULL);
+		}
 	}
 	if (r <= 0)
 		return fail(err, r < 0 ? r : -ETIMEDOUT, frozen ? "freeze" : "thaw", state);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -165,39 +166,51 @@ struct swrk_hooks {
 	void *setup_ns_arg;
 };
 
-/* criu's answers up to the last: each notification (an action script's
- * point) is answered, after setup_ns for "setup-namespaces". */
-static CriuResp *recv_final(int sk, const struct swrk_hooks *hk, struct cove_err *err)
+/* One message of criu's: its final answer (*ret), or a notification (an
+ * action script's point), answered here after setup_ns for
+ * "setup-namespaces" (*ret NULL). */
+static int swrk_step(int sk, const struct swrk_hooks *hk, CriuResp **ret, struct cove_err *err)
 {
-	for (;;) {
-		CriuResp *r = recv_resp(sk, err);
-		if (!r || r->type != CRIU_REQ_TYPE__NOTIFY)
-			return r;
-		bool ok = true;
-		if (hk && hk->setup_ns && r->notify && r->notify->script &&
-		    strcmp(r->notify->script, "setup-namespaces") == 0)
-			ok = hk->setup_ns(r->notify->has_pid ? r->notify->pid : 0, hk->setup_ns_arg) == 0;
-		criu_resp__free_unpacked(r, NULL);
-		CriuReq ack = CRIU_REQ__INIT;
-		ack.type = CRIU_REQ_TYPE__NOTIFY;
-		ack.has_notify_success = true;
-		ack.notify_success = ok;
-		if (send_req(sk, &ack, err) < 0)
-			return NULL;
+	CriuResp *r = recv_resp(sk, err);
+	*ret = NULL;
+	if (!r)
+		return -1;
+	if (r->type != CRIU_REQ_TYPE__NOTIFY) {
+		*ret = r;
+		return 0;
 	}
+	bool ok = true;
+	if (hk && hk->setup_ns && r->notify && r->notify->script && strcmp(r->notify->script, "setup-namespaces") == 0)
+		ok = hk->setup_ns(r->notify->has_pid ? r->notify->pid : 0, hk->setup_ns_arg) == 0;
+	criu_resp__free_unpacked(r, NULL);
+	CriuReq ack = CRIU_REQ__INIT;
+	ack.type = CRIU_REQ_TYPE__NOTIFY;
+	ack.has_notify_success = true;
+	ack.notify_success = ok;
+	return send_req(sk, &ack, err);
 }
 
-/* One request to a fresh `criu swrk`: the answer (free with
- * criu_resp__free_unpacked), or NULL with err set. keep: the caller's fds
- * criu must see (inherit_fd); they stay open in the caller. */
-static CriuResp *run_swrk(const char *criu, const CriuReq *req, const int *keep, size_t n_keep,
-			  const struct swrk_hooks *hk, struct cove_err *err)
+/* A `criu swrk` at work on one request (swrk_start), until its answer. */
+struct swrk {
+	pid_t pid;
+	int sk;
+	struct swrk_hooks hk;
+	CriuResp *resp; /* the final answer, once there */
+	struct cove_err err;
+	bool done;
+};
+
+/* Fork `criu swrk` and send it req. keep: the caller's fds criu must see
+ * (inherit_fd); they stay open in the caller. */
+static int swrk_start(const char *criu, const CriuReq *req, const int *keep, size_t n_keep,
+		      const struct swrk_hooks *hk, struct swrk *w, struct cove_err *err)
 {
 	int sk[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sk) < 0) {
-		err_sys(err, errno, "socketpair for criu");
-		return NULL;
-	}
+	*w = (struct swrk){ .pid = -1, .sk = -1 };
+	if (hk)
+		w->hk = *hk;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sk) < 0)
+		return err_sys(err, errno, "socketpair for criu");
 	/* Above stdio, which the child points at /dev/null. */
 	if (sk[1] < 3) {
 		int high = fcntl(sk[1], F_DUPFD_CLOEXEC, 3);
@@ -210,30 +223,49 @@ static CriuResp *run_swrk(const char *criu, const CriuReq *req, const int *keep,
 	pid_t parent = getpid();
 	pid_t pid = sk[1] < 0 ? -1 : fork();
 	if (pid < 0) {
-		err_sys(err, errno, "fork criu");
+		int e = errno;
 		close(sk[0]);
 		if (sk[1] >= 0)
 			close(sk[1]);
-		return NULL;
+		return err_sys(err, e, "fork criu");
 	}
 	if (pid == 0)
 		exec_swrk(criu, argv, sk[1], keep, n_keep, hk ? hk->prepare : NULL, hk ? hk->prepare_arg : NULL,
 			  hk ? hk->prepare_fd : -1, parent);
 	close(sk[1]);
-	CriuResp *resp = NULL;
-	struct cove_err e = { 0 };
-	if (send_req(sk[0], req, &e) == 0)
-		resp = recv_final(sk[0], hk, &e);
-	/* EOF on the socket ends swrk; reap it so no zombie holds a pid. */
-	close(sk[0]);
+	w->pid = pid;
+	w->sk = sk[0];
+	if (send_req(w->sk, req, &w->err) < 0)
+		w->done = true;
+	return 0;
+}
+
+/* Reap w's criu (EOF on the socket ends swrk); its answer, or NULL with
+ * err set. */
+static CriuResp *swrk_end(const char *criu, struct swrk *w, struct cove_err *err)
+{
+	close(w->sk);
 	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (!resp && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+	if (!w->resp && WIFEXITED(status) && WEXITSTATUS(status) == 127)
 		err_set(err, ENOEXEC, "cannot run '%s swrk'", criu);
-	else if (!resp)
-		err_set(err, e.code, "%s", e.msg);
-	return resp;
+	else if (!w->resp)
+		err_set(err, w->err.code, "%s", w->err.msg);
+	return w->resp;
+}
+
+/* One request to a fresh `criu swrk`: the answer (free with
+ * criu_resp__free_unpacked), or NULL with err set. */
+static CriuResp *run_swrk(const char *criu, const CriuReq *req, const int *keep, size_t n_keep,
+			  const struct swrk_hooks *hk, struct cove_err *err)
+{
+	struct swrk w;
+	if (swrk_start(criu, req, keep, n_keep, hk, &w, err) < 0)
+		return NULL;
+	while (!w.done)
+		w.done = swrk_step(w.sk, &w.hk, &w.resp, &w.err) < 0 || w.resp;
+	return swrk_end(criu, &w, err);
 }
 
 /* The first error line of the log criu wrote, into buf. criu first raises
@@ -408,7 +440,18 @@ int criu_dump(const char *criu, const struct criu_dump_opts *o, struct cove_err 
 	return rc;
 }
 
-int criu_restore(const char *criu, const struct criu_restore_opts *o, pid_t *ret_pid, struct cove_err *err)
+/* A restore under way: criu_restore_start's, on the list of those not
+ * waited for yet (one thread calls these, see criu.h). */
+struct criu_job {
+	struct criu_job *next;
+	struct swrk w;
+	char criu[PATH_MAX];
+	char images_dir[PATH_MAX];
+};
+static struct criu_job *jobs;
+
+int criu_restore_start(const char *criu, const struct criu_restore_opts *o, struct criu_job **ret,
+		       struct cove_err *err)
 {
 	if (!o->images_dir || o->n_inherit > RESTORE_MAX || o->n_join > RESTORE_MAX)
 		return err_set(err, COVE_EINVAL, "criu restore: no images directory, or too many fds/namespaces");
@@ -453,18 +496,80 @@ int criu_restore(const char *criu, const struct criu_restore_opts *o, pid_t *ret
 	req.type = CRIU_REQ_TYPE__RESTORE;
 	req.opts = &co;
 	struct swrk_hooks hk = { o->prepare, o->prepare_arg, o->prepare_fd, o->setup_ns, o->setup_ns_arg };
-	CriuResp *r = run_swrk(criu, &req, keep, o->n_inherit, &hk, err);
-	if (!r)
+	struct criu_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return err_set(err, COVE_EINTERNAL, "out of memory");
+	snprintf(j->criu, sizeof(j->criu), "%s", criu);
+	snprintf(j->images_dir, sizeof(j->images_dir), "%s", o->images_dir);
+	if (swrk_start(criu, &req, keep, o->n_inherit, &hk, &j->w, err) < 0) {
+		free(j);
 		return -1;
+	}
+	j->next = jobs;
+	jobs = j;
+	*ret = j;
+	return 0;
+}
+
+/* One message of each job whose criu has written: poll, then the steps. */
+static int jobs_step(void)
+{
+	nfds_t n = 0, cap = 0;
+	for (struct criu_job *j = jobs; j; j = j->next)
+		cap++;
+	_cleanup_free_ struct pollfd *pf = calloc(cap, sizeof(*pf));
+	_cleanup_free_ struct criu_job **of = calloc(cap, sizeof(*of));
+	if (!pf || !of)
+		return -ENOMEM;
+	for (struct criu_job *j = jobs; j; j = j->next)
+		if (!j->w.done) {
+			pf[n] = (struct pollfd){ .fd = j->w.sk, .events = POLLIN };
+			of[n++] = j;
+		}
+	if (poll(pf, n, -1) < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (nfds_t i = 0; i < n; i++)
+		if (pf[i].revents) {
+			struct swrk *w = &of[i]->w;
+			w->done = swrk_step(w->sk, &w->hk, &w->resp, &w->err) < 0 || w->resp;
+		}
+	return 0;
+}
+
+int criu_restore_wait(struct criu_job *job, pid_t *ret_pid, struct cove_err *err)
+{
+	/* The others' messages are answered meanwhile: each criu waits on its
+	 * own notifications, so all of them go on at once. */
+	int e = 0;
+	while (!job->w.done && (e = jobs_step()) == 0)
+		;
+	if (e < 0)
+		err_sys(&job->w.err, -e, "poll criu"), job->w.done = true;
+	for (struct criu_job **p = &jobs; *p; p = &(*p)->next)
+		if (*p == job) {
+			*p = job->next;
+			break;
+		}
+	CriuResp *r = swrk_end(job->criu, &job->w, err);
 	int rc = 0;
-	if (!r->success)
-		rc = fail_resp(r, "restore", o->images_dir, RESTORE_LOG, err);
+	if (!r)
+		rc = -1;
+	else if (!r->success)
+		rc = fail_resp(r, "restore", job->images_dir, RESTORE_LOG, err);
 	else if (!r->restore || r->restore->pid <= 0)
 		rc = err_set(err, COVE_EINTERNAL, "criu restore answered without a pid");
 	else
 		*ret_pid = r->restore->pid;
-	criu_resp__free_unpacked(r, NULL);
+	if (r)
+		criu_resp__free_unpacked(r, NULL);
+	free(job);
 	return rc;
+}
+
+int criu_restore(const char *criu, const struct criu_restore_opts *o, pid_t *ret_pid, struct cove_err *err)
+{
+	struct criu_job *j;
+	return criu_restore_start(criu, o, &j, err) < 0 ? -1 : criu_restore_wait(j, ret_pid, err);
 }
 
 /* criu's image files: a magic, the image's own magic, then (u32 size,

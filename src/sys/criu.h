@@ -112,6 +112,16 @@ struct criu_restore_opts {
  * them into (a new one when the tree had its own). */
 int criu_restore(const char *criu, const struct criu_restore_opts *o, pid_t *ret_pid, struct cove_err *err);
 
+/* criu_restore in two halves, so that several restores run at once: the
+ * start forks criu and sends the request (o and what it points to may go
+ * after it); the wait answers criu's notifications, those of every other
+ * restore started and not waited for yet included, until job's answer,
+ * and frees job whatever it returns. Every job started is waited for. */
+struct criu_job;
+int criu_restore_start(const char *criu, const struct criu_restore_opts *o, struct criu_job **ret,
+		       struct cove_err *err);
+int criu_restore_wait(struct criu_job *job, pid_t *ret_pid, struct cove_err *err);
+
 /* An images directory for restoring the dump in src into another uid
  * range: dst (made here, owned by uid_base: criu reads images from inside
  * the restored user namespace too, so src's must be readable by all: see

@@ -207,6 +207,39 @@ def test_session_and_cli_snapshot_memory(cv):
     cv.api("DELETE", "/v1/snapshots/" + snap)
 
 
+def test_snapshots_while_shells_vfork(cv):
+    """dash runs each command with vfork: a freeze can catch a child between
+    its vfork and its exec, its parent waiting on it, a tree criu cannot
+    dump (it stopped at its own 60 s deadline, "Timeout reached"); and on
+    cgroup v1 such a freeze may never complete. Three shells vfork without
+    pause; every memory snapshot is taken (a few ms of thaw when it caught
+    one) and restores with the loops running."""
+    sid = cv.create(network="none", cpus=0.5)
+    for i in range(3):
+        _bg(cv, sid, ["sh", "-c", "while :; do /bin/true; done"], tag="vfork%d" % i)
+    _bg(cv, sid, ["sh", "-c", COUNTER], tag="counter")
+    assert wait_until(lambda: _count(cv, sid) >= 3, 30)
+    at = _count(cv, sid)
+    snaps = []
+    for _ in range(8):
+        st, j = cv.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {"memory": True, "wait_durable": False},
+                       timeout=300)
+        assert st == 201 and j["memory"], (st, j)
+        snaps.append(j["id"])
+    st, copy = cv.api("POST", "/v1/snapshots/%s/restore" % snaps[-1], {}, timeout=300)
+    assert st == 201, (st, copy)
+    first = _count(cv, copy["id"])
+    assert first >= at and wait_until(lambda: _count(cv, copy["id"]) > first, 30)
+    st, procs = cv.api("GET", "/v1/sandboxes/%s/processes" % copy["id"])
+    tags = {p.get("tag") for p in procs["processes"] if p["state"] == "running"}
+    assert {"vfork0", "vfork1", "vfork2", "counter"} <= tags, procs
+    print("# vfork children met:", cv.read_log().count("vfork child not exec'd yet"))
+    for s in (copy["id"], sid):
+        cv.api("DELETE", "/v1/sandboxes/" + s)
+    for sn in snaps:
+        cv.api("DELETE", "/v1/snapshots/" + sn)
+
+
 def test_uncheckpointable_is_a_clear_409(cv):
     sid = cv.create(network="none")
     _bg(cv, sid, ["sh", "-c", COUNTER], tag="counter")
