@@ -138,12 +138,12 @@ static struct {
 
 static void *thread_main(void *arg)
 {
-	bool own = unshare(CLONE_FILES) == 0 && close_range(3, ~0U, 0) == 0;
+	int e = unshare(CLONE_FILES) == 0 && close_range(3, ~0U, 0) == 0 ? 0 : errno;
 	pthread_mutex_lock(&th.lock);
-	th.start_errno = own ? 0 : errno;
+	th.start_errno = e;
 	th.started = true;
 	pthread_cond_broadcast(&th.cond);
-	while (own) {
+	while (!e) {
 		while (!th.asked)
 			pthread_cond_wait(&th.cond, &th.lock);
 		pthread_mutex_unlock(&th.lock);
