@@ -310,8 +310,11 @@ else
 	log "imagebench skipped: skopeo or docker-registry missing (sh scripts/deps.sh)"
 fi
 
-# --- 2b''. the lifecycle: wake, pause, archive, density (a private coved of its own) ----
-LIFE_RUNS=${LIFE_RUNS:-100} LIFE_DENSITY=${LIFE_DENSITY:-200}
+# --- 2b''. the lifecycle: wake, pause, archive, density (a private coved of its own, and
+# for density an empty peer beside it). 1,000 paused by default: past the 1,024 fds that
+# libnftables' select() once died on, in 2-4 minutes; the issue's 5,000 take ~15 minutes
+# (LIFE_DENSITY=5000) ----
+LIFE_RUNS=${LIFE_RUNS:-100} LIFE_DENSITY=${LIFE_DENSITY:-1000}
 log "lifebench: $LIFE_RUNS runs, $LIFE_DENSITY paused sandboxes"
 COVE_BUILD="$ROOT/build" python3 "$ROOT/bench/lifebench.py" --runs "$LIFE_RUNS" --density "$LIFE_DENSITY" \
 	--out "$RES/life.txt" | tee "$RES/life-report.txt" >&2

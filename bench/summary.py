@@ -291,6 +291,9 @@ if life:
                life["life.density.mb_per_sandbox"] <= 1)
         target(f"exec `true` next to {n:.0f} paused within 1.5× of an empty coved",
                f"{life['life.density.exec_ratio']:.2f}×", life["life.density.exec_ratio"] <= 1.5)
+        if "life.density.create_ratio" in life:
+            target(f"create next to {n:.0f} paused within 1.5× of an empty coved",
+                   f"{life['life.density.create_ratio']:.2f}×", life["life.density.create_ratio"] <= 1.5)
 if criu:
     for op in ("dump", "restore"):
         m, c = criu[f"criu.{op}.module.p50"], criu[f"criu.{op}.cli.p50"]

@@ -106,6 +106,7 @@ enum sandbox_state { SB_STOPPED, SB_RUNNING, SB_DELETING, SB_PAUSED, SB_ARCHIVED
 
 struct sandbox {
 	char id[16];
+	struct sandbox *id_next; /* the next in its chain of engine.by_id */
 	struct sandbox_spec spec;
 	int slot;
 	enum sandbox_state state;
@@ -170,6 +171,7 @@ struct engine {
 	char init_file[700]; /* <run>/cove-init, which isolated sandboxes run (runtime.h) */
 	struct sock_fprog seccomp;
 	struct sandbox *sandboxes[MAX_SANDBOXES]; /* indexed by slot; deleting ones too, until cleaned up */
+	struct sandbox *by_id[MAX_SANDBOXES]; /* the same sandboxes chained by a hash of their ID: sandbox_find */
 	int count;                                /* not counting deleting ones */
 	int max_active;                           /* --max-active: 0 = no limit */
 	int default_idle_timeout;                 /* --default-idle-timeout, seconds (0: never) */

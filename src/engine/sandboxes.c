@@ -56,14 +56,49 @@ static void socket_path(const struct engine *d, const char *id, char *buf, size_
 	snprintf(buf, cap, "%s/%s.sock", d->run_dir, id);
 }
 
+/* Every request names its sandbox: found through a hash of the ID, not by
+ * a look at every slot, so that thousands of (paused) sandboxes cost a
+ * request nothing. FNV-1a; IDs are random. */
+static struct sandbox **id_chain(struct engine *d, const char *id)
+{
+	uint32_t h = 2166136261u;
+	for (const char *c = id; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	return &d->by_id[h % MAX_SANDBOXES];
+}
+
+/* Into the table (its slot and its chain), and out of it. */
+static void table_add(struct engine *d, struct sandbox *sb)
+{
+	struct sandbox **chain = id_chain(d, sb->id);
+	d->sandboxes[sb->slot] = sb;
+	sb->id_next = *chain;
+	*chain = sb;
+}
+
+static void table_remove(struct engine *d, struct sandbox *sb)
+{
+	struct sandbox **pp = id_chain(d, sb->id);
+	while (*pp && *pp != sb)
+		pp = &(*pp)->id_next;
+	if (*pp)
+		*pp = sb->id_next;
+	d->sandboxes[sb->slot] = NULL;
+}
+
+/* Any sandbox of the table by ID: deleting and pooled ones too. */
+static struct sandbox *table_get(struct engine *d, const char *id)
+{
+	struct sandbox *sb = *id_chain(d, id);
+	while (sb && strcmp(sb->id, id) != 0)
+		sb = sb->id_next;
+	return sb;
+}
+
 struct sandbox *sandbox_find(struct engine *d, const char *id)
 {
-	if (!sandbox_id_valid(id))
-		return NULL;
-	for (int i = 0; i < MAX_SANDBOXES; i++)
-		if (sandbox_listed(d->sandboxes[i]) && strcmp(d->sandboxes[i]->id, id) == 0)
-			return d->sandboxes[i];
-	return NULL;
+	struct sandbox *sb = sandbox_id_valid(id) ? table_get(d, id) : NULL;
+	return sandbox_listed(sb) ? sb : NULL;
 }
 
 bool sandbox_listed(const struct sandbox *sb)
@@ -484,7 +519,7 @@ static int create_begin(struct engine *d, struct sandbox_spec *spec, const char 
 		goto fail;
 	}
 	log_debug("sandbox %s: subvolume %.2f ms, save and runtime fork %.2f ms", sb->id, t1 - t0, now_ms() - t1);
-	d->sandboxes[slot] = sb;
+	table_add(d, sb);
 	*ret = sb;
 	return 0;
 fail:
@@ -517,7 +552,7 @@ static int create_finish(struct engine *d, struct sandbox *sb, struct runtime_pe
 		network_release(d, sb);
 		(void)storage_delete(d->pool.driver, subvol);
 		(void)store_delete_sandbox(d->store, sb->id, NULL);
-		d->sandboxes[sb->slot] = NULL;
+		table_remove(d, sb);
 		sandbox_free(sb);
 		return -1;
 	}
@@ -605,7 +640,7 @@ static void finish_delete(struct engine *d, struct sandbox *sb)
 		log_error("sandbox %s: %s", sb->id, err.msg);
 		return;
 	}
-	d->sandboxes[sb->slot] = NULL;
+	table_remove(d, sb);
 	sandbox_free(sb);
 	images_collect_pending(d);
 	sandboxes_stop_if_idle(d);
@@ -774,7 +809,7 @@ static void load_one(void *arg, const struct store_sandbox *row)
 	sb->init_start = row->init_start;
 	sb->state_changed_at = row->state_changed_at;
 	sb->state_reason = sandbox_reason_parse(row->state_reason);
-	d->sandboxes[sb->slot] = sb;
+	table_add(d, sb);
 	/* A warm pool's sandbox served nobody: the pools start afresh. */
 	if (strcmp(row->state, "deleting") == 0 || sb->spec.pooled) {
 		sb->state = SB_DELETING;
@@ -845,10 +880,7 @@ static void remove_unrecorded_roots(struct engine *d)
 	while (dh && (e = readdir(dh))) {
 		if (!sandbox_id_valid(e->d_name))
 			continue;
-		bool known = false;
-		for (int i = 0; i < MAX_SANDBOXES && !known; i++)
-			known = d->sandboxes[i] && strcmp(d->sandboxes[i]->id, e->d_name) == 0;
-		if (known)
+		if (table_get(d, e->d_name))
 			continue;
 		struct cove_err err = { 0 };
 		if (cgroup_destroy(&d->cgroups, e->d_name, 2000, &err) < 0) {

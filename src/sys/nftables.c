@@ -1,11 +1,16 @@
 #include "sys/nftables.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <nftables/libnftables.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* libnftables is loaded on first use, not linked: it is a shared library
  * only (with four more under it), and every shared library coved has
@@ -50,11 +55,9 @@ static void load(void)
 }
 
 /* Runs cmd in a fresh context with buffered output and errors, handing the
- * output to *ret_out (if not NULL). */
+ * output to *ret_out (if not NULL). On the thread below only. */
 static int run_once(const char *cmd, unsigned flags, char **ret_out, struct cove_err *err)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	pthread_once(&once, load);
 	if (!nft.ctx_new)
 		return err_set(err, COVE_EINTERNAL, "nftables: cannot load libnftables: %s", load_error);
 	struct nft_ctx *ctx = nft.ctx_new(NFT_CTX_DEFAULT);
@@ -109,12 +112,102 @@ static int run(const char *cmd, unsigned flags, char **ret_out, struct cove_err 
 	return -1;
 }
 
+/* libnftables waits on its netlink socket with select(), which (built
+ * with _FORTIFY_SOURCE, as distributions build it) aborts the process for
+ * an fd of FD_SETSIZE (1024) or more. A coved with a few hundred
+ * sandboxes holds more fds than that (each has its init's socket and
+ * pidfd, an egress one more), so the socket of a new context would be
+ * numbered above it and coved would die on the next sandbox with a
+ * network, or at its start. So libnftables runs on a thread of its own
+ * whose fd table is its own (unshare(CLONE_FILES)) and holds only 0-2:
+ * its sockets get small numbers whatever coved holds. The caller waits
+ * for each call, as when it ran in place. The thread blocks every signal,
+ * which then go to the other threads and cannot interrupt its waits. */
+static struct {
+	pthread_mutex_t lock; /* the fields below */
+	pthread_cond_t cond;
+	pthread_mutex_t calls; /* one call at a time */
+	bool started, asked, answered;
+	int start_errno;
+	const char *cmd;
+	unsigned flags;
+	char **ret_out;
+	struct cove_err *err;
+	int r;
+} th = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .calls = PTHREAD_MUTEX_INITIALIZER };
+
+static void *thread_main(void *arg)
+{
+	int e = unshare(CLONE_FILES) == 0 && close_range(3, ~0U, 0) == 0 ? 0 : errno;
+	pthread_mutex_lock(&th.lock);
+	th.start_errno = e;
+	th.started = true;
+	pthread_cond_broadcast(&th.cond);
+	while (!e) {
+		while (!th.asked)
+			pthread_cond_wait(&th.cond, &th.lock);
+		pthread_mutex_unlock(&th.lock);
+		int r = run(th.cmd, th.flags, th.ret_out, th.err);
+		pthread_mutex_lock(&th.lock);
+		th.r = r;
+		th.asked = false;
+		th.answered = true;
+		pthread_cond_broadcast(&th.cond);
+	}
+	pthread_mutex_unlock(&th.lock);
+	return NULL;
+}
+
+static void start(void)
+{
+	load();
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	int r = pthread_create(&t, NULL, thread_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_lock(&th.lock);
+	if (r != 0) {
+		th.start_errno = r;
+		th.started = true;
+	}
+	while (!th.started)
+		pthread_cond_wait(&th.cond, &th.lock);
+	pthread_mutex_unlock(&th.lock);
+	if (r == 0)
+		pthread_detach(t);
+}
+
+static int call(const char *cmd, unsigned flags, char **ret_out, struct cove_err *err)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, start);
+	if (th.start_errno)
+		return err_set(err, COVE_EINTERNAL, "nftables: cannot start its thread: %s", strerror(th.start_errno));
+	pthread_mutex_lock(&th.calls);
+	pthread_mutex_lock(&th.lock);
+	th.cmd = cmd;
+	th.flags = flags;
+	th.ret_out = ret_out;
+	th.err = err;
+	th.answered = false;
+	th.asked = true;
+	pthread_cond_broadcast(&th.cond);
+	while (!th.answered)
+		pthread_cond_wait(&th.cond, &th.lock);
+	int r = th.r;
+	pthread_mutex_unlock(&th.lock);
+	pthread_mutex_unlock(&th.calls);
+	return r;
+}
+
 int nftables_run(const char *script, struct cove_err *err)
 {
-	return run(script, 0, NULL, err);
+	return call(script, 0, NULL, err);
 }
 
 int nftables_list_json(const char *cmd, char **ret_json, struct cove_err *err)
 {
-	return run(cmd, NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE, ret_json, err);
+	return call(cmd, NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE, ret_json, err);
 }

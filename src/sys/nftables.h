@@ -9,8 +9,9 @@
  * A whole script is one netlink batch, which the kernel applies atomically:
  * a sandbox's rules are all there or none are.
  *
- * A context talks to the network namespace of the thread that runs the
- * call. */
+ * Calls run on a thread of libnftables' own (see nftables.c), which the
+ * first call starts: every call talks to the network namespace that first
+ * caller's thread was in (coved's loop: the host's). */
 #pragma once
 #include "common/error.h"
 

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -381,6 +382,33 @@ static void test_detach_with_namespace(void)
 	net_pool_release(&pool, d.addrs.slot);
 }
 
+/* A coved with a few hundred sandboxes holds more than FD_SETSIZE fds,
+ * and libnftables waits with select(), which aborts on a larger one: with
+ * every fd below 1100 taken, commands still run (their sockets live in a
+ * table of their own). */
+static void test_many_fds(void)
+{
+	enum { FILL = 1100 };
+	static int fds[FILL];
+	int n = 0, fd = -1;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < FILL + 16 && rl.rlim_max >= FILL + 16) {
+		rl.rlim_cur = FILL + 16; /* as coved raises its own */
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	while (n < FILL && (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0 && fd < FILL)
+		fds[n++] = fd;
+	if (fd >= FILL)
+		close(fd);
+	CHECK1(n > 1024 - 3 && fcntl(1023, F_GETFD) >= 0, "every fd below %d taken (%d opened)", FILL, n);
+	struct cove_err e = { 0 };
+	CHECK(net_init(&pool, NULL, &e) == 0, "the table made with fd 1023 taken: %s", e.msg);
+	CHECK(table_has("sandboxes"), "and listed");
+	CHECK(net_fini(&e) == 0 && !table_has("cove"), "and removed: %s", e.msg);
+	while (n > 0)
+		close(fds[--n]);
+}
+
 static void test_reconcile(int inet_ns, int s2, int s3)
 {
 	struct net_sandbox c;
@@ -445,6 +473,7 @@ int main(void)
 	test_egress(inet_ns, s1, s2);
 	test_detach_with_namespace();
 	test_reconcile(inet_ns, s2, s3);
+	test_many_fds();
 
 	net_host_routes_free(&routes);
 	net_pool_free(&pool);
