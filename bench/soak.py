@@ -382,6 +382,17 @@ def _pool_ids(cv):
     return set(n for n in os.listdir(d) if ID_RE.fullmatch(n)) if os.path.isdir(d) else set()
 
 
+def _pool_entries(cv):
+    """What lies in the pool's folders and the data root's run/ (snapshot
+    trees, archives, restores in flight, per-sandbox run files)."""
+    out = []
+    for sub in ("pool/snapshots", "pool/restore", "pool/archives", "pool/images", "run"):
+        d = os.path.join(cv.data, sub)
+        if os.path.isdir(d):
+            out += [sub + "/" + n for n in os.listdir(d)]
+    return sorted(out)
+
+
 def resources(cv, ids):
     pid = cv.pid()
     own, total = _mounts(cv, ids)
@@ -396,6 +407,7 @@ def resources(cv, ids):
         "nft chains and elements (its sandboxes')": _nft(ids),
         "subvolumes": _subvols(cv),
         "sandbox roots": sorted(_pool_ids(cv)),
+        "pool and run entries": _pool_entries(cv),
     }, total
 
 
