@@ -136,6 +136,10 @@ struct sandbox {
 	int port_conns;             /* front ends' open connections to its ports (ports_activity) */
 	bool listing;               /* kept processes asked for (procs_reattach), not all listed yet */
 	struct launch *launch;    /* its start command and readiness wait, while under way (launch.c) */
+	/* Archived: whether its processes' memory was kept (memarchive.h);
+	 * woken from there: whether they came back. mem_note: why not, or "". */
+	bool mem_kept;
+	char mem_note[320];
 };
 
 /* A snapshot: <pool>/snapshots/<id>/files, a read-only snapshot of a
