@@ -335,6 +335,11 @@ log "memsnapbench: $CRIU_N runs, $CRIU_MIB MiB"
 python3 "$ROOT/bench/memsnapbench.py" --socket "$SOCK" --pool "$DATA/pool" --criu "$CRIU_BIN" \
 	--runs "$CRIU_N" --mib "$CRIU_MIB" --out "$RES/memsnap.txt"
 
+# --- 2e. archive and wake with memory, next to criu dump of the same tree ------------------
+log "memarchivebench: 5 runs, $CRIU_MIB MiB"
+python3 "$ROOT/bench/memarchivebench.py" --socket "$SOCK" --pool "$DATA/pool" --criu "$CRIU_BIN" \
+	--runs 5 --mib "$CRIU_MIB" --out "$RES/memarchive.txt"
+
 # --- 3. CLI against crun and bwrap, with hyperfine -----------------------------------
 # what the runs above deleted, cleaned by btrfs and written out first
 btrfs subvolume sync "$DATA/pool" >/dev/null

@@ -8,6 +8,12 @@
 # serves 4.2.1's .dsc and orig tarball (its debian.tar is not needed: only
 # criu/criu is built, from the upstream source).
 #
+# Patched (scripts/criu-patches/*.patch, in name order) where cove needs
+# what 4.2.1 does not do: check-user-ns.patch lets criu dump a tree that
+# criu itself restored (its init's ns links are opened while criu is still
+# privileged: such a task's mm belongs to criu's user namespace, not its
+# own). PATCHES names the build: a new patch set builds again.
+#
 # The mirror is the one apt is configured with. The .dsc is pinned by its
 # sha256 here, and the tarball must match both the pin and the .dsc's own
 # Checksums-Sha256 line. Built once into a cache outside the source tree;
@@ -18,7 +24,8 @@ DSC=criu_$VER-1.dsc
 DSC_SHA256=9286c86e5adfd70b97a68e117c2905d91bf9e31132296e7ebf57066189a2f0b0
 ORIG=criu_$VER.orig.tar.xz
 ORIG_SHA256=29ec0ee09e296479fe7048c80980e8ef1d0684d0b0204c2b101dfea19f6725b9
-CACHE=${COVE_CRIU_CACHE:-/var/cache/cove/criu-$VER}
+PATCHES=cove1
+CACHE=${COVE_CRIU_CACHE:-/var/cache/cove/criu-$VER-$PATCHES}
 DEST=${COVE_CRIU_DEST:-/usr/local/lib/cove/criu}
 
 install_bin() {
@@ -27,7 +34,7 @@ install_bin() {
 		install -m 0755 "$CACHE/criu" "$DEST.tmp"
 		mv -f "$DEST.tmp" "$DEST"
 	fi
-	echo "criu: $VER at $DEST"
+	echo "criu: $VER ($PATCHES) at $DEST"
 }
 
 if [ -x "$CACHE/criu" ]; then
@@ -76,6 +83,9 @@ check_sha "$ORIG" "$ORIG_SHA256"
 
 mkdir -p "$CACHE/src"
 tar -xJf "$DL/$ORIG" -C "$CACHE/src" --strip-components=1
+for p in "$(dirname "$0")"/criu-patches/*.patch; do
+	patch -s -p1 -d "$CACHE/src" <"$p"
+done
 echo "criu: building $VER in $CACHE/src"
 # The build's output is long and only useful on failure.
 if ! make -C "$CACHE/src" -j2 criu >"$CACHE/build.log" 2>&1; then

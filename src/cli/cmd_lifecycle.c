@@ -1,5 +1,6 @@
 /* cove pause / resume / archive / reboot: a sandbox's state changes. Each
- * prints the sandbox's ID and its state, or with --json the API's answer.
+ * prints the sandbox's ID and its state (an archive: and whether its
+ * processes' memory was kept), or with --json the API's answer.
  * cove events [ID]: the changes as they happen, one line each ("TIME ID
  * STATE (REASON)"), or with --json the API's NDJSON events. */
 #include <jansson.h>
@@ -10,8 +11,8 @@
 
 #include "cli/cli.h"
 
-/* POST /v1/sandboxes/ID/<verb> for each ID. */
-static int transition(struct cli *cli, const char *verb, int argc, char **argv)
+/* POST /v1/sandboxes/ID/<verb> with body for each ID. */
+static int transition_with(struct cli *cli, const char *verb, const char *body, int argc, char **argv)
 {
 	if (argc < 2)
 		return cli_usage_error(verb, "want one or more sandbox IDs");
@@ -22,7 +23,7 @@ static int transition(struct cli *cli, const char *verb, int argc, char **argv)
 		struct cove_error err = { 0 };
 		char path[256], *answer = NULL;
 		snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s", argv[i], verb);
-		if (cove_call(cli->client, "POST", path, "{}", &answer, &err) < 0) {
+		if (cove_call(cli->client, "POST", path, body, &answer, &err) < 0) {
 			r = cli_fail(&err);
 			continue;
 		}
@@ -31,12 +32,24 @@ static int transition(struct cli *cli, const char *verb, int argc, char **argv)
 			json_dumpf(j, stdout, JSON_INDENT(2));
 			putchar('\n');
 		} else {
-			printf("%s %s\n", argv[i], json_string_value(json_object_get(j, "state")) ?: "?");
+			json_t *kept = json_object_get(j, "memory_kept");
+			const char *note = json_string_value(json_object_get(j, "memory_note"));
+			printf("%s %s", argv[i], json_string_value(json_object_get(j, "state")) ?: "?");
+			if (json_is_true(kept))
+				printf(" (memory kept)");
+			else if (kept)
+				printf(" (memory not kept: %s)", note ?: "?");
+			putchar('\n');
 		}
 		json_decref(j);
 		free(answer);
 	}
 	return r;
+}
+
+static int transition(struct cli *cli, const char *verb, int argc, char **argv)
+{
+	return transition_with(cli, verb, "{}", argc, argv);
 }
 
 int cmd_pause(struct cli *cli, int argc, char **argv)
@@ -51,7 +64,13 @@ int cmd_resume(struct cli *cli, int argc, char **argv)
 
 int cmd_archive(struct cli *cli, int argc, char **argv)
 {
-	return transition(cli, "archive", argc, argv);
+	const char *v;
+	bool no_memory = false;
+	int c;
+	while ((c = cli_next_opt(cli, &v)) != -1)
+		if (c == 'N')
+			no_memory = true;
+	return transition_with(cli, "archive", no_memory ? "{\"memory\": false}" : "{}", argc, argv);
 }
 
 int cmd_reboot(struct cli *cli, int argc, char **argv)

@@ -64,6 +64,11 @@ static const struct cli_opt template_opts[] = {
 	{ 0 },
 };
 
+static const struct cli_opt archive_opts[] = {
+	{ 'N', 0, "no-memory", NULL, "end their processes instead of keeping their memory" },
+	{ 0 },
+};
+
 static const struct cli_opt stats_opts[] = {
 	{ 's', 0, "no-stream", NULL, "one reading, then exit (so too when stdout is not a terminal)" },
 	{ 0 },
@@ -230,10 +235,12 @@ const struct cli_cmd cli_commands[] = {
 	  "attach...) wakes it; so does cove resume.",
 	  NULL, -1, "cove pause $ID && cove info $ID | grep '\"state\": \"paused\"' && cove exec $ID -- true" },
 	{ "resume", cmd_resume, "ID...", "Resume paused sandboxes.", NULL, -1, "cove pause $ID && cove resume $ID" },
-	{ "archive", cmd_archive, "ID...",
-	  "Archive sandboxes: their processes end and their memory and active slot are released; their files stay. "
-	  "The next request brings one back, running.",
-	  NULL, -1, "cove archive $ID && cove exec $ID -- true" },
+	{ "archive", cmd_archive, "[--no-memory] ID...",
+	  "Archive sandboxes: their active slot is released; their files stay, and the memory of the processes "
+	  "that run in them is saved beside them (when this host has memory snapshots and CRIU can save them; "
+	  "else, or with --no-memory, the processes end). The next request brings one back, running, its "
+	  "processes where they were. Prints each ID, its state, and whether the memory was kept (else why not).",
+	  archive_opts, -1, "cove archive $ID && cove exec $ID -- true\ncove archive --no-memory $ID" },
 	{ "reboot", cmd_reboot, "ID...",
 	  "Reboot sandboxes: every process ended, cove-init started again; files, ID, limits and policy kept.", NULL,
 	  -1, "cove reboot $ID" },

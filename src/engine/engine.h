@@ -138,6 +138,10 @@ struct sandbox {
 	bool listing;               /* kept processes asked for (procs_reattach), not all listed yet */
 	struct launch *launch;    /* its start command and readiness wait, while under way (launch.c) */
 	struct memsnap_restore *restoring; /* its processes' restore, while under way (memsnap.c) */
+	/* Archived: whether its processes' memory was kept (memarchive.h);
+	 * woken from there: whether they came back. mem_note: why not, or "". */
+	bool mem_kept;
+	char mem_note[320];
 };
 
 /* A snapshot: <pool>/snapshots/<id>/files, a read-only snapshot of a

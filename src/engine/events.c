@@ -106,7 +106,14 @@ void events_emit(struct engine *d, const struct sandbox *sb, int from)
 		.from = from < 0 ? NULL : sandbox_state_name(from),
 		.reason = sandbox_reason_name(sb->state_reason),
 		.at = sb->state == SB_DELETING ? sandbox_now_ms() : sb->state_changed_at,
+		.memory_kept = -1,
 	};
+	/* An archive, and the wake from one: whether the processes' memory
+	 * was kept, and why not. */
+	if (sb->state == SB_ARCHIVED || (sb->state == SB_RUNNING && from == SB_ARCHIVED)) {
+		e.memory_kept = sb->mem_kept;
+		e.note = sb->mem_note[0] ? sb->mem_note : NULL;
+	}
 	struct subscriber *next;
 	for (struct subscriber *s = d->events->subs; s; s = next) {
 		next = s->next; /* a write may end s (its consumer gone) */

@@ -23,6 +23,8 @@
 #include "common/log.h"
 #include "engine/engine.h"
 #include "engine/files.h"
+#include "engine/memarchive.h"
+#include "engine/memsnap.h"
 #include "engine/network.h"
 #include "engine/process.h"
 #include "engine/template.h"
@@ -162,11 +164,16 @@ static int halt(struct engine *d, struct sandbox *sb, const char *why, struct co
  * host may hold them now), recorded before init runs with them so that a
  * restart attaches to what it has; the policy is the spec's. On failure
  * nothing of it runs. */
-static int start(struct engine *d, struct sandbox *sb, struct cove_err *err)
+static int start(struct engine *d, struct sandbox *sb, const char *images, struct cove_err *err)
 {
 	if (network_prepare(d, sb, false, NULL, err) < 0)
 		return -1;
-	if (sandbox_save(d, sb, err) < 0 || sandbox_boot(d, sb, err) < 0) {
+	/* With images, cove-init and its processes are restored from them
+	 * (memsnap_restore), not started. */
+	d->mem_from = images;
+	int r = sandbox_save(d, sb, err) < 0 ? -1 : sandbox_boot(d, sb, err);
+	d->mem_from = NULL;
+	if (r < 0) {
 		network_release(d, sb);
 		return -1;
 	}
@@ -206,14 +213,52 @@ int engine_sandbox_resume(struct engine *d, struct sandbox *sb, enum sandbox_rea
 	return set_frozen(d, sb, false, why, err);
 }
 
-int engine_sandbox_archive(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err)
+/* The memory of sb's processes into its archive's images, as mode says:
+ * 1 saved (sb frozen and detached until halt ends it), 0 not (note says
+ * why), -1 a 409 for an explicit memory: true (nothing changed). */
+static int save_memory(struct engine *d, struct sandbox *sb, enum archive_memory mode, char *note, size_t cap,
+		       struct cove_err *err)
+{
+	int want = memarchive_wanted(d, sb, (int)mode, note, cap, err);
+	if (want <= 0)
+		return want;
+	struct cove_err e = { 0 };
+	int64_t t0 = lifecycle_mono_ms();
+	if (memarchive_save(d, sb, &e) == 0) {
+		log_debug("sandbox %s: archive: its processes dumped in %" PRId64 " ms", sb->id,
+			  lifecycle_mono_ms() - t0);
+		note[0] = '\0';
+		return 1;
+	}
+	if (mode == ARCHIVE_MEMORY_YES) {
+		*err = e;
+		return -1;
+	}
+	/* Archived all the same: the slot freed, the files kept come first. */
+	log_warn("sandbox %s: archived without its processes' memory: %s", sb->id, e.msg);
+	snprintf(note, cap, "%s", e.msg);
+	return 0;
+}
+
+int engine_sandbox_archive_mem(struct engine *d, struct sandbox *sb, enum sandbox_reason why, enum archive_memory mem,
+			       struct cove_err *err)
 {
 	struct was was;
 	struct cove_err later = { 0 };
+	char note[sizeof(sb->mem_note)] = "";
 	if (sb->state != SB_RUNNING && sb->state != SB_PAUSED && sb->state != SB_STOPPED)
 		return refuse(sb, "archive", err);
-	if (record(d, sb, SB_ARCHIVED, why, &was, err) < 0)
+	bool paused = sb->state == SB_PAUSED;
+	int kept = save_memory(d, sb, mem, note, sizeof(note), err);
+	if (kept < 0)
 		return -1;
+	/* With images committed: recorded, the next start restores them at the
+	 * wake; not recorded, they go (memarchive_on_loaded). */
+	if (record(d, sb, SB_ARCHIVED, why, &was, err) < 0) {
+		if (kept)
+			memarchive_undo(d, sb, paused);
+		return -1;
+	}
 	/* Recorded: whatever is left of its processes now is the next start's
 	 * to remove (lifecycle_on_loaded), never to boot. */
 	if (halt(d, sb, "sandbox archived", &later) < 0)
@@ -221,8 +266,15 @@ int engine_sandbox_archive(struct engine *d, struct sandbox *sb, enum sandbox_re
 	memset(&later, 0, sizeof(later));
 	if (sandbox_save(d, sb, &later) < 0)
 		log_error("sandbox %s: %s", sb->id, later.msg);
+	sb->mem_kept = kept;
+	snprintf(sb->mem_note, sizeof(sb->mem_note), "%s", note);
 	done(d, sb, was.state);
 	return 0;
+}
+
+int engine_sandbox_archive(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err)
+{
+	return engine_sandbox_archive_mem(d, sb, why, ARCHIVE_MEMORY_AUTO, err);
 }
 
 /* A launch's output whose only reader is the log. */
@@ -249,14 +301,15 @@ static const struct output_ops relaunch_ops = { .write = relaunch_write, .close 
  * another), the change announced, and its start command (template.h) run
  * again as its create ran it; the request that woke it does not wait for
  * its readiness. */
-static void started(struct engine *d, struct sandbox *sb, enum sandbox_state from)
+static void started(struct engine *d, struct sandbox *sb, enum sandbox_state from, bool restored)
 {
 	struct cove_err later = { 0 };
 	if (sandbox_save(d, sb, &later) < 0)
 		log_error("sandbox %s: %s", sb->id, later.msg);
 	sb->last_active = sb->last_used = lifecycle_mono_ms();
 	done(d, sb, from);
-	struct relaunch *r = launch_needed(sb) ? calloc(1, sizeof(*r)) : NULL;
+	/* Restored, its start command runs on where it was. */
+	struct relaunch *r = !restored && launch_needed(sb) ? calloc(1, sizeof(*r)) : NULL;
 	if (!r)
 		return;
 	r->out.ops = &relaunch_ops;
@@ -268,21 +321,49 @@ static void started(struct engine *d, struct sandbox *sb, enum sandbox_state fro
 	}
 }
 
-/* Archived (or stopped) to running: a slot, the row, then cove-init. */
-static int boot_again(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err)
+/* An archive's processes back from its images: 0, or -1 with why in
+ * sb->mem_note (nothing of them runs; the images stay). */
+static int restore(struct engine *d, struct sandbox *sb)
+{
+	char images[700];
+	struct cove_err e = { 0 };
+	memarchive_dir(d, sb->id, images, sizeof(images));
+	int64_t t0 = lifecycle_mono_ms();
+	if (memsnap_check(d, NULL, &e) == 0 && start(d, sb, images, &e) == 0) {
+		log_debug("sandbox %s: wake: its processes restored in %" PRId64 " ms", sb->id,
+			  lifecycle_mono_ms() - t0);
+		return 0;
+	}
+	log_warn("sandbox %s: its archived processes could not be restored; started afresh: %s", sb->id, e.msg);
+	snprintf(sb->mem_note, sizeof(sb->mem_note), "its archived processes could not be restored: %s", e.msg);
+	return -1;
+}
+
+/* Archived (or stopped) to running: a slot, the row, then cove-init, its
+ * processes restored from the archive's images when there are and resume
+ * is true (a wake; a reboot starts afresh). */
+static int boot_again(struct engine *d, struct sandbox *sb, enum sandbox_reason why, bool resume,
+		      struct cove_err *err)
 {
 	struct was was;
 	bool stopped = sb->state == SB_STOPPED;
+	bool images = sb->state == SB_ARCHIVED && memarchive_has(d, sb->id);
 	if (lifecycle_make_room(d, sb, err) < 0 || record(d, sb, SB_RUNNING, why, &was, err) < 0)
 		return -1;
 	/* A stopped sandbox's init died by itself: what it left goes first. */
 	if (stopped)
 		(void)halt(d, sb, "sandbox started again", NULL);
-	if (start(d, sb, err) < 0) {
+	sb->mem_note[0] = '\0';
+	bool restored = images && resume && restore(d, sb) == 0;
+	if (!restored && start(d, sb, NULL, err) < 0) {
 		unrecord(d, sb, &was);
 		return -1;
 	}
-	started(d, sb, was.state);
+	sb->mem_kept = restored;
+	started(d, sb, was.state, restored);
+	/* Its init recorded: the images are no more needed. */
+	if (images)
+		memarchive_drop(d, sb->id);
 	return 0;
 }
 
@@ -294,7 +375,7 @@ int engine_sandbox_wake(struct engine *d, struct sandbox *sb, enum sandbox_reaso
 		return engine_sandbox_resume(d, sb, why, err);
 	if (sb->state != SB_ARCHIVED && sb->state != SB_STOPPED)
 		return refuse(sb, "wake", err);
-	return boot_again(d, sb, why, err);
+	return boot_again(d, sb, why, true, err);
 }
 
 int engine_sandbox_reboot(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err)
@@ -302,18 +383,18 @@ int engine_sandbox_reboot(struct engine *d, struct sandbox *sb, enum sandbox_rea
 	if (sb->state == SB_DELETING)
 		return refuse(sb, "reboot", err);
 	if (sb->state == SB_ARCHIVED || sb->state == SB_STOPPED)
-		return boot_again(d, sb, why, err);
+		return boot_again(d, sb, why, false, err);
 	struct was was;
 	/* Recorded running first: a crash from here on leaves a row whose init
 	 * is gone or going, which the next start boots anew. */
 	if (record(d, sb, SB_RUNNING, why, &was, err) < 0)
 		return -1;
-	if (halt(d, sb, "sandbox rebooted", err) < 0 || start(d, sb, err) < 0) {
+	if (halt(d, sb, "sandbox rebooted", err) < 0 || start(d, sb, NULL, err) < 0) {
 		sb->state = SB_STOPPED; /* nothing runs: the next request (or start) boots it */
 		(void)sandbox_save(d, sb, NULL);
 		return -1;
 	}
-	started(d, sb, was.state);
+	started(d, sb, was.state, false);
 	return 0;
 }
 
@@ -436,7 +517,9 @@ void lifecycle_on_loaded(struct engine *d, struct sandbox *sb)
 	if (sb->state == SB_PAUSED && cgroup_freeze(&d->cgroups, sb->id, true, &err) < 0)
 		log_error("sandbox %s: paused, but: %s", sb->id, err.msg);
 	if (sb->state == SB_ARCHIVED) {
-		/* An archive a crash cut short: what still runs goes now. */
+		/* An archive a crash cut short: what still runs goes now (with
+		 * memory, its images were committed before the row). */
+		sb->mem_kept = memarchive_has(d, sb->id);
 		sb->init_pid = 0;
 		if (cgroup_destroy(&d->cgroups, sb->id, 5000, &err) < 0)
 			log_error("sandbox %s: archived, but: %s", sb->id, err.msg);

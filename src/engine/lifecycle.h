@@ -6,8 +6,10 @@
  *   reboot: every process ended, cove-init started again (files kept)
  *
  * paused: the sandbox's cgroup frozen (v1 freezer.state, v2 cgroup.freeze),
- * its memory kept. archived: its files only, where they always are; no
- * process, memory, cgroup nor active slot (--max-active). Every change is
+ * its memory kept. archived: its files, where they always are, and (when
+ * something ran and CRIU could save it) its processes' memory as CRIU's
+ * images beside them, which the wake restores; no process, cgroup nor
+ * active slot (--max-active). Every change is
  * recorded in state.db (state, state_changed_at, state_reason) before it
  * is made, so that a coved killed in the middle is finished by the next
  * start (sandboxes_load) in the recorded state, and then sent to the
@@ -62,6 +64,17 @@ int sandbox_reason_parse(const char *name);
 int engine_sandbox_pause(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err);
 int engine_sandbox_resume(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err);
 int engine_sandbox_archive(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err);
+/* Whether an archive keeps the memory of the sandbox's processes
+ * (memarchive.h): AUTO (engine_sandbox_archive, and the automatic ones:
+ * archive_after, slots, on_timeout) when it can, and if the dump fails
+ * the processes are ended all the same, sb->mem_note saying why; YES, or
+ * a 409 that says why and nothing changed; NO, the processes are ended.
+ * A sandbox with nothing running but cove-init has no memory to keep. Its
+ * wake restores them (the start command is not run again); a restore that
+ * fails starts it afresh (mem_note says why). */
+enum archive_memory { ARCHIVE_MEMORY_AUTO, ARCHIVE_MEMORY_YES, ARCHIVE_MEMORY_NO };
+int engine_sandbox_archive_mem(struct engine *d, struct sandbox *sb, enum sandbox_reason why, enum archive_memory mem,
+			       struct cove_err *err);
 int engine_sandbox_wake(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err);
 int engine_sandbox_reboot(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err);
 
@@ -93,6 +106,8 @@ struct sandbox_event {
 	const char *from;   /* the state before, or NULL for a new sandbox */
 	const char *reason; /* sandbox_reason_name */
 	int64_t at;         /* unix ms */
+	int memory_kept;    /* archived, or running from archived: sandbox.mem_kept; else -1 */
+	const char *note;   /* sandbox.mem_note, or NULL */
 	uint64_t lost;      /* events this consumer missed just before this one */
 };
 #define EVENTS_MAX_KEEPALIVE 3600

@@ -30,6 +30,7 @@
 #include "common/wire.h"
 #include "engine/disk.h"
 #include "engine/engine.h"
+#include "engine/memarchive.h"
 #include "engine/memsnap.h"
 #include "engine/files.h"
 #include "engine/network.h"
@@ -122,6 +123,12 @@ json_t *sandbox_to_json(const struct sandbox *sb)
 	json_object_set_new(j, "state_changed_at", json_integer(sb->state_changed_at));
 	json_object_set_new(j, "state_reason", json_string(sandbox_reason_name(sb->state_reason)));
 	json_object_set_new(j, "init_pid", json_integer(sb->init_pid));
+	/* Archived: whether its processes' memory was kept; and why not, or
+	 * why a wake started it afresh (lifecycle.h). */
+	if (sb->state == SB_ARCHIVED)
+		json_object_set_new(j, "memory_kept", json_boolean(sb->mem_kept));
+	if (sb->mem_note[0])
+		json_object_set_new(j, "memory_note", json_string(sb->mem_note));
 	char workspace[600];
 	subvol_path(engine_ctx, sb->id, workspace, sizeof(workspace));
 	/* An external sandbox's root is the host's: its uids are the host's. */
@@ -630,6 +637,7 @@ static void finish_delete(struct engine *d, struct sandbox *sb)
 	(void)unlink(sock);
 	network_release(d, sb);
 	double t1 = now_ms();
+	memarchive_drop(d, sb->id);
 	int r = storage_delete(d->pool.driver, subvol);
 	log_debug("sandbox %s: deleted: cgroups %.2f ms, subvolume %.2f ms", sb->id, t1 - t0, now_ms() - t1);
 	if (r < 0 && r != -ENOENT) {
@@ -825,7 +833,8 @@ static void load_one(void *arg, const struct store_sandbox *row)
 		memset(&err, 0, sizeof(err));
 	}
 	bool paused = strcmp(row->state, "paused") == 0;
-	if (strcmp(row->state, "archived") == 0) {
+	bool alive = row->init_pid > 0 && row->init_start && proc_start_time(row->init_pid) == row->init_start;
+	if (strcmp(row->state, "archived") == 0 || memarchive_on_loaded(d, sb, alive)) {
 		sb->state = SB_ARCHIVED;
 		arm_expiry(d, sb, sb->spec.expires_at, on_expired);
 		lifecycle_on_loaded(d, sb);
@@ -841,8 +850,7 @@ static void load_one(void *arg, const struct store_sandbox *row)
 		arm_expiry(d, sb, 1, on_orphaned);
 	else
 		arm_expiry(d, sb, sb->spec.expires_at, on_expired);
-	if (row->init_pid > 0 && row->init_start && proc_start_time(row->init_pid) == row->init_start &&
-	    attach(d, sb, &err) == 0) {
+	if (alive && attach(d, sb, &err) == 0) {
 		log_info("sandbox %s: re-attached to cove-init pid %d", sb->id, sb->init_pid);
 		if (network_attach(d, sb, true, &err) < 0)
 			log_error("sandbox %s: network: %s", sb->id, err.msg);
@@ -930,6 +938,8 @@ int sandboxes_load(struct engine *d, struct cove_err *err)
 	procs_wait_listed(d);
 	if (ctx.failed == 0) /* a row it could not read may own a root, or need an image */
 		remove_unrecorded_roots(d);
+	if (ctx.failed == 0)
+		memarchive_sweep(d);
 	if (ctx.failed == 0 && bad_snapshots == 0)
 		host_image_gc(&d->pool, image_in_use, d);
 	network_reconcile(d);

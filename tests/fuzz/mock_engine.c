@@ -549,6 +549,12 @@ int engine_sandbox_archive(struct engine *d, struct sandbox *sb, enum sandbox_re
 	MUTATES();
 }
 
+int engine_sandbox_archive_mem(struct engine *d, struct sandbox *sb, enum sandbox_reason why, enum archive_memory mem,
+			       struct cove_err *err)
+{
+	MUTATES();
+}
+
 int engine_sandbox_reboot(struct engine *d, struct sandbox *sb, enum sandbox_reason why, struct cove_err *err)
 {
 	MUTATES();

@@ -252,8 +252,10 @@ def test_archive_and_wake_keep_files_and_stream_events(coved):
         tree = _tree(coved, sid)
         st, j = _post(coved, sid, "exec", {"cmd": "sleep 100000", "background": True, "tag": "sleeper"})
         assert st == 200, (st, j)
-        st, j = _post(coved, sid, "archive")
+        # Without its processes' memory (test_memsnap archives with it).
+        st, j = _post(coved, sid, "archive", {"memory": False})
         assert st == 200 and j["state"] == "archived" and j["state_reason"] == "user", (st, j)
+        assert j["memory_kept"] is False and '"memory": false' in j["memory_note"], j
         assert wait_until(lambda: not covetest.cgroup_dirs(sid), 10), covetest.cgroup_dirs(sid)
         assert _post(coved, sid, "archive")[0] == 409
         assert _post(coved, sid, "resume")[0] == 409
@@ -320,7 +322,7 @@ def test_wake_and_reboot_run_the_start_command_again(coved):
         def starts():
             return coved.exec(sid, "cat /root/starts 2>/dev/null | wc -l")["stdout"].strip()
         assert wait_until(lambda: starts() == "1", 30), starts()
-        assert _post(coved, sid, "archive")[0] == 200
+        assert _post(coved, sid, "archive", {"memory": False})[0] == 200
         assert wait_until(lambda: starts() == "2", 30), starts()  # the exec woke it; the start ran again
         assert _post(coved, sid, "reboot")[0] == 200
         assert wait_until(lambda: starts() == "3", 30), starts()
@@ -356,9 +358,15 @@ def test_proxied_traffic_wakes_a_paused_sandbox(coved):
         assert st == 200, (st, body)
         j = _info(coved, sid)
         assert j["state"] == "running" and j["state_reason"] == "request", j
-        # Archived, the server is gone with the processes: the wake comes,
-        # nobody answers.
-        assert _post(coved, sid, "archive")[0] == 200
+        # Archived with its memory (the default), the server comes back
+        # with the wake, at the sandbox's new address, and answers.
+        st, j = _post(coved, sid, "archive")
+        assert st == 200 and j["memory_kept"] is True, (st, j)
+        st, _, body = request(coved, host, headers=token)
+        assert st == 200 and _state(coved, sid) == "running", (st, body)
+        # Archived without its memory, the server is gone with the
+        # processes: the wake comes, nobody answers.
+        assert _post(coved, sid, "archive", {"memory": False})[0] == 200
         st, _, body = request(coved, host, headers=token)
         assert st == 502 and _state(coved, sid) == "running", (st, body)
 

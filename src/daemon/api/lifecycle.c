@@ -1,8 +1,9 @@
 /* cove's REST lifecycle: POST /v1/sandboxes/{id}/pause, /resume, /archive,
  * /reboot (each answers the sandbox's JSON; 409 from a state it does not
- * start from), and GET /v1/events[?sandbox=ID][&keepalive=S], the
- * transitions as NDJSON: {"type":"state","id","state","from","reason","at"}
- * ("lost": N when this client lagged and missed N), {"type":"keepalive"}
+ * start from; archive's body may say {"memory": false}), and GET
+ * /v1/events[?sandbox=ID][&keepalive=S], the transitions as NDJSON:
+ * {"type":"state","id","state","from","reason","at"} (an archive, and a
+ * wake from one, add "memory_kept" and "memory_note"), ("lost": N when this client lagged and missed N), {"type":"keepalive"}
  * after S seconds (default 15) of silence. A stream lasts until the client
  * disconnects. */
 #include <stdio.h>
@@ -44,9 +45,25 @@ int h_resume(struct http_req *req, const char *id, struct cove_err *err)
 	return transition(req, id, engine_sandbox_resume, err);
 }
 
+/* Its body may say {"memory": false}: the processes are ended, not saved
+ * (absent: saved when they can be; true: saved, or a 409). */
 int h_archive(struct http_req *req, const char *id, struct cove_err *err)
 {
-	return transition(req, id, engine_sandbox_archive, err);
+	static const char *const fields[] = { "memory", NULL };
+	struct sandbox *sb = api_lookup(id, err);
+	json_t *j = sb ? read_body(req, err) : NULL;
+	if (!j)
+		return -1;
+	json_t *m = json_object_get(j, "memory");
+	enum archive_memory mode = !m ? ARCHIVE_MEMORY_AUTO : json_is_true(m) ? ARCHIVE_MEMORY_YES : ARCHIVE_MEMORY_NO;
+	int r = check_fields(j, fields, err);
+	if (r == 0 && m && !json_is_boolean(m))
+		r = err_set(err, COVE_EINVAL, "'memory' must be a boolean");
+	json_decref(j);
+	if (r < 0 || engine_sandbox_archive_mem(engine_ctx, sb, SB_REASON_USER, mode, err) < 0)
+		return -1;
+	reply_json(req, 200, sandbox_to_json(sb));
+	return 0;
 }
 
 int h_reboot(struct http_req *req, const char *id, struct cove_err *err)
@@ -73,6 +90,10 @@ static void events_encode(struct http_output *ho, const struct out_event *ev)
 			      "from", e->from, "reason", e->reason, "at", (json_int_t)e->at);
 	if (j && e->lost)
 		json_object_set_new(j, "lost", json_integer((json_int_t)e->lost));
+	if (j && e->memory_kept >= 0)
+		json_object_set_new(j, "memory_kept", json_boolean(e->memory_kept));
+	if (j && e->note)
+		json_object_set_new(j, "memory_note", json_string(e->note));
 	reply_line(ho, j);
 }
 

@@ -358,7 +358,10 @@ static int pause_sandbox(struct http_req *req, struct sandbox *sb, struct cove_e
 		e2b_error(req, 409, "sandbox '%s' is %s, not running", sb->id, sandbox_state_name(sb->state));
 		return 0;
 	}
-	if ((memory ? engine_sandbox_pause : engine_sandbox_archive)(engine_ctx, sb, SB_REASON_USER, err) < 0)
+	/* Without memory: E2B's files-only pause, its processes ended. */
+	int r = memory ? engine_sandbox_pause(engine_ctx, sb, SB_REASON_USER, err)
+		       : engine_sandbox_archive_mem(engine_ctx, sb, SB_REASON_USER, ARCHIVE_MEMORY_NO, err);
+	if (r < 0)
 		return -1;
 	http_send_reply(req, 204, "No Content", NULL);
 	return 0;
