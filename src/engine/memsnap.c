@@ -44,6 +44,7 @@
 #include <linux/kcmp.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +57,7 @@
 #include "sandbox/runtime.h"
 #include "sys/criu.h"
 #include "sys/netlink.h"
+#include "sys/storage.h"
 #include "sys/tree.h"
 
 /* The device nodes runtime.c binds into /dev from the host. */
@@ -478,11 +480,76 @@ void memsnap_wait_leftovers(struct engine *d)
 	free(want);
 }
 
+/* What the self-test's verdict depends on, as one line: the criu binary,
+ * the kernel (release and build), coved and the cove-init it runs (a new
+ * build is a new inode and mtime), the storage driver and the cgroup mode.
+ * A verdict kept for another key is not used. */
+static void selftest_key(const struct engine *d, char *buf, size_t cap)
+{
+	struct stat c = { 0 }, self = { 0 }, init = { 0 };
+	struct utsname u = { 0 };
+	(void)stat(d->criu, &c);
+	(void)stat("/proc/self/exe", &self);
+	(void)stat(d->init_file, &init);
+	(void)uname(&u);
+	snprintf(buf, cap, "criu %s %lu %lld %lld.%09ld; kernel %s %s; coved %lu %lld %lld.%09ld; cove-init %lu %lld.%09ld; %s; "
+		 "cgroup %s",
+		 d->criu, (unsigned long)c.st_ino, (long long)c.st_size, (long long)c.st_mtim.tv_sec, c.st_mtim.tv_nsec,
+		 u.release, u.version, (unsigned long)self.st_ino, (long long)self.st_size,
+		 (long long)self.st_mtim.tv_sec, self.st_mtim.tv_nsec, (unsigned long)init.st_ino,
+		 (long long)init.st_mtim.tv_sec, init.st_mtim.tv_nsec, storage_driver_name(d->pool.driver),
+		 d->cgroups.mode == CGROUP_V2 ? "v2" : "v1");
+}
+
+static void selftest_file(const struct engine *d, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/criu-selftest", d->run_dir);
+}
+
+/* Whether a passing verdict is kept for key (<run>/criu-selftest: the
+ * key, the time it ran, "ok"). Only passes are kept: a failure may be
+ * passing trouble (a loaded host, a full disk), and a feature switched off
+ * until someone deletes a file is worse than a self-test run again. */
+static bool selftest_kept(struct engine *d, const char *key, time_t *when)
+{
+	char path[700], line[PATH_MAX + 1024];
+	long long t = 0;
+	bool ok = false;
+	selftest_file(d, path, sizeof(path));
+	FILE *f = fopen(path, "re");
+	if (f && fgets(line, sizeof(line), f) && strcspn(line, "\n") == strlen(key) &&
+	    strncmp(line, key, strlen(key)) == 0 && fscanf(f, "%lld\n", &t) == 1 && fgets(line, sizeof(line), f))
+		ok = strcmp(line, "ok\n") == 0;
+	if (f)
+		fclose(f);
+	*when = (time_t)t;
+	return ok;
+}
+
+/* Keep a passing verdict for key. Written whole and renamed into place;
+ * not synced: a file a crash tore matches no key, and the self-test runs
+ * again. */
+static void selftest_keep(const struct engine *d, const char *key)
+{
+	char path[700], tmp[720];
+	selftest_file(d, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return;
+	fprintf(f, "%s\n%lld\nok\n", key, (long long)time(NULL));
+	if (fclose(f) != 0 || rename(tmp, path) < 0) {
+		log_warn("coved: memory snapshots: cannot keep the self-test's verdict in %s: %s", path, strerror(errno));
+		(void)unlink(tmp);
+	}
+}
+
 void memsnap_selftest(struct engine *d)
 {
 	struct cove_err e = { 0 };
 	double t0 = mono_ms();
-	char work[700];
+	char work[700], key[PATH_MAX + 1024], at[64];
+	time_t when;
 	/* What restores cut short by a crash left. */
 	snprintf(work, sizeof(work), "%s/restore", d->pool.dir);
 	(void)tree_remove(work);
@@ -491,14 +558,26 @@ void memsnap_selftest(struct engine *d)
 		log_warn("coved: memory snapshots: %s", d->native_why);
 		return;
 	}
+	/* The self-test takes seconds: a pass kept for the same criu, kernel
+	 * and cove build is used instead (coved restarts answer at once). */
+	selftest_key(d, key, sizeof(key));
+	if (selftest_kept(d, key, &when)) {
+		d->native_snapshot = true;
+		strftime(at, sizeof(at), "%Y-%m-%d %H:%M:%S UTC", gmtime(&when));
+		log_info("coved: memory snapshots: self-test: kept verdict from %s: %s works", at, d->criu);
+		return;
+	}
 	/* The self-test goes through the engine's own checks. */
 	d->native_snapshot = true;
 	if (selftest_run(d, &e) < 0) {
 		d->native_snapshot = false;
 		snprintf(d->native_why, sizeof(d->native_why),
 			 "the self-test at start (a sandbox dumped and restored with %s) failed: %s", d->criu, e.msg);
-		log_warn("coved: memory snapshots: %s", d->native_why);
-		return;
+		log_warn("coved: memory snapshots: self-test ran: failed in %.0f ms: %s", mono_ms() - t0, d->native_why);
+		selftest_file(d, work, sizeof(work));
+		(void)unlink(work);
+	} else {
+		log_info("coved: memory snapshots: self-test ran: ok in %.0f ms (%s works)", mono_ms() - t0, d->criu);
+		selftest_keep(d, key);
 	}
-	log_info("coved: memory snapshots: %s works (self-test %.0f ms)", d->criu, mono_ms() - t0);
 }

@@ -10,6 +10,9 @@ traced by another) is a clear 409 that changes nothing; a coved without a
 working CRIU says so in GET /v1/capabilities and answers memory requests
 409 with the reason."""
 import json
+import re
+import shutil
+import signal
 import os
 
 import covetest
@@ -664,5 +667,64 @@ def wip_test_sigkill_during_archive_and_wake_with_memory(_cv):
                 cv.start()
                 _after_kill(cv, sid, tree, at_least, "%s #%d" % (name, trial), problems)
         assert not problems, problems
+
+def _restart(cv, criu=None):
+    """Stop cv and start it again on its data root, with COVE_CRIU=criu
+    when given."""
+    cv.kill(signal.SIGTERM)
+    old = os.environ.get("COVE_CRIU")
+    if criu:
+        os.environ["COVE_CRIU"] = criu
+    try:
+        cv.start()
+    finally:
+        if old is None:
+            os.environ.pop("COVE_CRIU", None)
+        else:
+            os.environ["COVE_CRIU"] = old
+
+
+def test_selftest_verdict_kept_for_the_same_criu_kernel_and_build(_cv):
+    """The self-test's verdict is kept in the data root's run directory,
+    keyed by the criu binary, the kernel and cove's build: a restart uses
+    it (a pass only: a failure runs it again), another criu runs the
+    self-test again."""
+    cv = covetest.Coved().start()
+    ran = re.compile(r"self-test ran: ok in \d+ ms \((\S+) works\)")
+    kept = os.path.join(cv.data, "run", "criu-selftest")
+    try:
+        assert wait_until(lambda: ran.search(cv.read_log()), 60), cv.read_log()
+        criu = ran.search(cv.read_log()).group(1)
+        _restart(cv)
+        assert wait_until(lambda: "self-test: kept verdict from" in cv.read_log(), 30), cv.read_log()
+        assert len(ran.findall(cv.read_log())) == 1, cv.read_log()
+        assert _native(cv)["capabilities"]["nativeSnapshot"] is True
+        sid = cv.create(network="none")
+        st, sn = cv.api("POST", "/v1/sandboxes/%s/snapshots" % sid, {"memory": True})
+        assert st == 201 and sn["memory"] is True, (st, sn)
+        assert cv.api("DELETE", "/v1/snapshots/" + sn["id"])[0] == 200
+        # A failure is not kept (it may be passing trouble): a "failed"
+        # verdict for the same key (as a coved of before wrote) is not used,
+        # the self-test runs again and passes.
+        with open(kept) as f:
+            key = f.readline()
+        with open(kept, "w") as f:
+            f.write(key + "1796000000\nfailed: the verdict this test kept\n")
+        _restart(cv)
+        assert wait_until(lambda: len(ran.findall(cv.read_log())) == 2, 60), cv.read_log()
+        assert _native(cv)["capabilities"]["nativeSnapshot"] is True
+        with open(kept) as f:
+            assert f.readline() == key and f.read().endswith("\nok\n")
+        # Another criu binary (a copy: another inode and mtime) is another
+        # key: the self-test runs again, and passes.
+        copy = os.path.join(cv.dir, "criu")
+        shutil.copy(criu, copy)
+        os.utime(copy, (1700000000, 1700000000))
+        _restart(cv, copy)
+        assert wait_until(lambda: len(ran.findall(cv.read_log())) == 3, 60), cv.read_log()
+        assert ran.findall(cv.read_log())[2] == copy
+        assert _native(cv)["capabilities"]["nativeSnapshot"] is True
+        with open(kept) as f:
+            assert f.readline().startswith("criu %s " % copy) and f.read().endswith("\nok\n")
     finally:
         cv.teardown()
