@@ -4,9 +4,11 @@
 passed=0 failed=0 skipped=0
 for t in "$@"; do
 	echo "# $t"
+	t0=$(date +%s)
 	out=$("$t" 2>&1)
 	rc=$?
 	echo "$out"
+	echo "# $t took $(($(date +%s) - t0))s"
 	line=$(echo "$out" | grep -aE '^[0-9]+ passed, [0-9]+ failed' | tail -1)
 	p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
 	f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
