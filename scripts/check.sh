@@ -62,7 +62,21 @@ jf=$(echo "$js_out" | sed -n 's/^# fail \([0-9]*\)$/\1/p' | tail -1)
 [ $js_rc -eq 0 ] || [ "${jf:-0}" -gt 0 ] || jf=1
 echo "sdk: python ${pp:-0} passed, ${pf:-0} failed; js ${jp:-0} passed, ${jf:-0} failed"
 
+# make asan (Makefile): every sanitizer report is a failure, whichever
+# process made it (a CLI, coved or a child of it, the SDKs' coveds) and
+# whether or not a test saw it.
+sf=0
+if [ -n "${COVE_SANITIZER_LOG:-}" ]; then
+	for r in "$COVE_SANITIZER_LOG"/*; do
+		[ -f "$r" ] || continue
+		echo "# sanitizer report $r:"
+		sed 's/^/#   /' "$r"
+		sf=$((sf + 1))
+	done
+	echo "sanitizer: $sf reports"
+fi
+
 passed=$(( ${up:-0} + ${ip:-0} + ${ep:-0} + ${pp:-0} + ${jp:-0} ))
-failed=$(( ${uf:-0} + ${if:-0} + ${ef:-0} + ${pf:-0} + ${jf:-0} ))
+failed=$(( ${uf:-0} + ${if:-0} + ${ef:-0} + ${pf:-0} + ${jf:-0} + sf ))
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

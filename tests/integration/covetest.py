@@ -206,6 +206,25 @@ def cgroup_procs(sid):
         return None
 
 
+SANITIZER_LOG = os.environ.get("COVE_SANITIZER_LOG")
+_reported = set()
+
+
+def sanitizer_reports():
+    """make asan: the sanitizer reports (ASan, UBSan, LeakSanitizer) written
+    since the last call, by any process of ours, as (path, text) pairs. The
+    sanitizers write them to files in COVE_SANITIZER_LOG (see the Makefile's
+    asan target); none without it."""
+    found = []
+    for name in sorted(os.listdir(SANITIZER_LOG)) if SANITIZER_LOG else ():
+        path = os.path.join(SANITIZER_LOG, name)
+        if path not in _reported:
+            _reported.add(path)
+            with open(path, errors="replace") as f:
+                found.append((path, f.read()))
+    return found
+
+
 def wait_until(fn, timeout=10, step=0.05):
     deadline = time.time() + timeout
     while time.time() < deadline:
