@@ -161,14 +161,16 @@ check: all $(UNIT_BIN) $(BUILD)/docs-example
 # it may be a log nobody reads (coved's, a forked child's): the test during
 # which one appears fails (run-unit.sh, tests/integration/run.py), and
 # check.sh fails the run for any, the SDKs' coveds' too. A UBSan report
-# stops its process, as an ASan one does.
+# stops its process, as an ASan one does; GCC's UBSan writes it to stderr
+# whatever log_path says, so the tests' coveds' logs are searched for
+# reports too (tests/integration/covetest.py).
 # ASan keeps freed memory in quarantine (256 MB by default), which the tests
 # that bound coved's RSS would take for a leak: keep it small.
 SAN_LOG := $(abspath build-asan/sanitizer)
 asan:
 	rm -rf $(SAN_LOG) && mkdir -p $(SAN_LOG)
 	ASAN_OPTIONS=quarantine_size_mb=1:thread_local_quarantine_size_kb=64:log_path=$(SAN_LOG)/asan \
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(SAN_LOG)/ubsan \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	COVE_SANITIZER_LOG=$(SAN_LOG) \
 	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" check
 

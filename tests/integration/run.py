@@ -51,6 +51,7 @@ def main():
                     print("#   " + line)
                 if shared.proc is None or shared.proc.poll() is not None:
                     print("# shared coved died; log:\n# " + shared.read_log().replace("\n", "\n# "))
+                    shared.cleanup()  # its pool and dir; under make asan, its log's reports
                     shared = covetest.Coved().start()
     finally:
         shared.cleanup()
