@@ -155,10 +155,23 @@ $(BUILD)/docs-example: docs/example.c $(BUILD)/libcove.a include/cove.h
 check: all $(UNIT_BIN) $(BUILD)/docs-example
 	@COVE_BUILD=$(abspath $(BUILD)) scripts/check.sh $(UNIT_BIN)
 
+# make asan: the whole suite (make check) on binaries built with ASan and
+# UBSan; LeakSanitizer checks each instrumented process as it exits. Every
+# report goes to a file in SAN_LOG, as the stderr of the process that makes
+# it may be a log nobody reads (coved's, a forked child's): the test during
+# which one appears fails (run-unit.sh, tests/integration/run.py), and
+# check.sh fails the run for any, the SDKs' coveds' too. A UBSan report
+# stops its process, as an ASan one does; GCC's UBSan writes it to stderr
+# whatever log_path says, so the tests' coveds' logs are searched for
+# reports too (tests/integration/covetest.py).
 # ASan keeps freed memory in quarantine (256 MB by default), which the tests
 # that bound coved's RSS would take for a leak: keep it small.
+SAN_LOG := $(abspath build-asan/sanitizer)
 asan:
-	ASAN_OPTIONS=quarantine_size_mb=1:thread_local_quarantine_size_kb=64 \
+	rm -rf $(SAN_LOG) && mkdir -p $(SAN_LOG)
+	ASAN_OPTIONS=quarantine_size_mb=1:thread_local_quarantine_size_kb=64:log_path=$(SAN_LOG)/asan \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	COVE_SANITIZER_LOG=$(SAN_LOG) \
 	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" check
 
 lint: $(BUILD)/gen/criu_rpc.pb-c.h

@@ -4,12 +4,18 @@
 # node's test runner for sdk/js, each against a coved it starts); one
 # summary line for all.
 cd "$(dirname "$0")/.."
+# Each part's time, to see where a slow run (make asan) spends it.
+t0=$(date +%s)
+took() { echo "check: $1 took $(($(date +%s) - t0))s"; t0=$(date +%s); }
 unit_out=$(scripts/run-unit.sh "$@" 2>&1); unit_rc=$?
 echo "$unit_out"
+took unit
 it_out=$(python3 tests/integration/run.py 2>&1); it_rc=$?
 echo "$it_out"
+took integration
 e2b_out=$(scripts/e2b-check.sh 2>&1); e2b_rc=$?
 echo "$e2b_out"
+took e2b
 sum() { echo "$1" | grep -aE "$2" | tail -1; }
 u=$(sum "$unit_out" '^unit: [0-9]+ passed'); i=$(sum "$it_out" '^integration: [0-9]+ passed')
 up=$(echo "$u" | sed -n 's/^unit: \([0-9]*\) passed.*/\1/p'); uf=$(echo "$u" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
@@ -32,11 +38,12 @@ for p in ${COVE_PYTEST_PYTHON:-} python3 /usr/bin/python3; do
 	"$p" -c 'import pytest' 2>/dev/null && { py=$p; break; }
 done
 if [ -n "$py" ]; then
-	py_out=$("$py" -m pytest -q -p no:cacheprovider sdk/python/tests 2>&1); py_rc=$?
+	py_out=$("$py" -m pytest -q -p no:cacheprovider --durations=10 sdk/python/tests 2>&1); py_rc=$?
 else
 	py_out="sdk/python: no python3 with pytest (sh scripts/deps.sh installs python3-pytest)"; py_rc=1
 fi
 echo "$py_out"
+took sdk/python
 pl=$(echo "$py_out" | grep -aE '[0-9]+ (passed|failed)' | tail -1)
 pp=$(echo "$pl" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
 pf=$(( $(echo "$pl" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || echo 0) + $(echo "$pl" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+' || echo 0) ))
@@ -49,12 +56,27 @@ else
 	js_out="sdk/js: no node_modules: run 'npm ci' in sdk/js first"; js_rc=1
 fi
 echo "$js_out"
+took sdk/js
 jp=$(echo "$js_out" | sed -n 's/^# pass \([0-9]*\)$/\1/p' | tail -1)
 jf=$(echo "$js_out" | sed -n 's/^# fail \([0-9]*\)$/\1/p' | tail -1)
 [ $js_rc -eq 0 ] || [ "${jf:-0}" -gt 0 ] || jf=1
 echo "sdk: python ${pp:-0} passed, ${pf:-0} failed; js ${jp:-0} passed, ${jf:-0} failed"
 
+# make asan (Makefile): every sanitizer report is a failure, whichever
+# process made it (a CLI, coved or a child of it, the SDKs' coveds) and
+# whether or not a test saw it.
+sf=0
+if [ -n "${COVE_SANITIZER_LOG:-}" ]; then
+	for r in "$COVE_SANITIZER_LOG"/*; do
+		[ -f "$r" ] || continue
+		echo "# sanitizer report $r:"
+		sed 's/^/#   /' "$r"
+		sf=$((sf + 1))
+	done
+	echo "sanitizer: $sf reports"
+fi
+
 passed=$(( ${up:-0} + ${ip:-0} + ${ep:-0} + ${pp:-0} + ${jp:-0} ))
-failed=$(( ${uf:-0} + ${if:-0} + ${ef:-0} + ${pf:-0} + ${jf:-0} ))
+failed=$(( ${uf:-0} + ${if:-0} + ${ef:-0} + ${pf:-0} + ${jf:-0} + sf ))
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

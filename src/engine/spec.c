@@ -23,10 +23,11 @@ void sandbox_spec_free(struct sandbox_spec *spec)
 
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 {
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:O, s:s, s:s, s:I, s:o, s:b}", "name", s->name, "image",
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:f, s:i, s:o, s:s, s:s, s:I, s:o, s:b}", "name", s->name, "image",
 			      s->image, "image_dir", s->image_dir, "memory", (json_int_t)s->memory, "cpus",
-			      s->cpu_millis / 1000.0, "pids", (int)s->pids, "env", s->env ? s->env : json_object(),
-			      "cwd", s->cwd, "user", s->user, "created_at", (json_int_t)s->created_at, "expires_at",
+			      s->cpu_millis / 1000.0, "pids", (int)s->pids, "env",
+			      s->env ? json_incref(s->env) : json_object(), "cwd", s->cwd, "user", s->user,
+			      "created_at", (json_int_t)s->created_at, "expires_at",
 			      s->expires_at ? json_integer(s->expires_at) : json_null(), "ephemeral", s->ephemeral);
 	json_object_set_new(j, "isolation", json_string(s->external ? "external" : "isolated"));
 	json_object_set_new(j, "inherit_env", json_boolean(s->inherit_env));
@@ -117,9 +118,9 @@ int sandbox_spec_from_json(const char *text, struct sandbox_spec *s)
 int sandbox_spec_copy(const struct sandbox_spec *from, struct sandbox_spec *to)
 {
 	*to = *from;
-	to->env = json_deep_copy(from->env ? from->env : json_object());
-	to->allow_out = json_deep_copy(from->allow_out ? from->allow_out : json_array());
-	to->deny_out = json_deep_copy(from->deny_out ? from->deny_out : json_array());
+	to->env = from->env ? json_deep_copy(from->env) : json_object();
+	to->allow_out = from->allow_out ? json_deep_copy(from->allow_out) : json_array();
+	to->deny_out = from->deny_out ? json_deep_copy(from->deny_out) : json_array();
 	to->metadata = from->metadata ? json_deep_copy(from->metadata) : NULL;
 	to->start = from->start ? json_deep_copy(from->start) : NULL;
 	to->ready = from->ready ? json_deep_copy(from->ready) : NULL;

@@ -106,6 +106,7 @@ class Coved:
         except OSError:
             pass
         self.kill(signal.SIGTERM)
+        keep_sanitizer_lines(self.log)
         pool = os.path.join(self.data, "pool")
         subprocess.run(["umount", "-l", pool], stderr=subprocess.DEVNULL)
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -206,6 +207,43 @@ def cgroup_procs(sid):
             return sorted(int(p) for p in f.read().split())
     except OSError:
         return None
+
+
+SANITIZER_LOG = os.environ.get("COVE_SANITIZER_LOG")
+_reported = set()
+
+
+def sanitizer_reports():
+    """make asan: the sanitizer reports (ASan, UBSan, LeakSanitizer) written
+    since the last call, by any process of ours, as (path, text) pairs. The
+    sanitizers write them to files in COVE_SANITIZER_LOG (see the Makefile's
+    asan target); none without it."""
+    found = []
+    for name in sorted(os.listdir(SANITIZER_LOG)) if SANITIZER_LOG else ():
+        path = os.path.join(SANITIZER_LOG, name)
+        if path not in _reported:
+            _reported.add(path)
+            with open(path, errors="replace") as f:
+                found.append((path, f.read()))
+    return found
+
+
+def keep_sanitizer_lines(log):
+    """make asan: GCC's UBSan writes its reports to stderr whatever
+    UBSAN_OPTIONS's log_path says (it stops the process: halt_on_error);
+    the lines of a coved log about to be removed that report something go
+    to a file in COVE_SANITIZER_LOG, so that they fail the run too."""
+    if not SANITIZER_LOG:
+        return
+    try:
+        with open(log, errors="replace") as f:
+            found = [line for line in f if re.search(r"runtime error:|ERROR: \w+Sanitizer|^SUMMARY: \w+Sanitizer", line)]
+    except OSError:
+        return
+    if found:
+        fd, _ = tempfile.mkstemp(prefix="coved-log.", dir=SANITIZER_LOG)
+        with os.fdopen(fd, "w") as f:
+            f.write(log + ":\n" + "".join(found))
 
 
 def wait_until(fn, timeout=10, step=0.05):
