@@ -7,20 +7,22 @@ does, at random: create (plain, from a template, or a restore of one of its
 snapshots), exec (echo, a short python, a command whose exit 3 is expected),
 files (write, read back, list, delete, read gone), snapshot, restore, fork
 (count 2), checkpoint, pause/resume (and a pause woken by the next request),
-archive (woken by a read and an exec),
-delete (and the sandbox's history). Every unexpected status, wrong content,
-lost connection or timeout (SOAK_OP_TIMEOUT, default 120 s) is an error; the
-first ones are printed with details.
+archive (woken by a read and an exec), delete (and the sandbox's history).
+Every unexpected status, wrong content, lost connection or timeout
+(SOAK_OP_TIMEOUT, default 120 s) is an error; the first ones are printed
+with details.
 
 Before the load (after one warm-up round, so that what coved opens once, on
 first use, is in the baseline) and after it (everything deleted, coved given
 time to finish deletions that complete after their reply) it compares
 exactly: coved's open fds and threads, processes under coved, the mounts
 that are its own (under its data root or naming one of its sandboxes), its
-loop devices, the v1 cgroups of its sandboxes, the btrfs subvolumes of its
-pool; and coved's RSS within SOAK_RSS_SLACK_KB (default 16 MiB: freed heap
-that glibc keeps after 50-way concurrency is not a leak, a leak over ~10^5
-operations would be far past it; start, peak and end are printed).
+loop device, the v1 cgroups, host veths and nftables names of its
+sandboxes, the btrfs subvolumes of its pool, the entries of the pool's
+folders and of run/; and coved's RSS within SOAK_RSS_SLACK_KB (default
+16 MiB: freed heap that glibc keeps after 50-way concurrency is not a leak,
+a leak over ~10^5 operations would be far past it; start, peak and end are
+printed).
 
 Prints ops/s and p50/p99 latency per kind and a summary JSON; exits 1 on any
 error or leak. Other coveds may run on this host meanwhile: only what this
@@ -491,6 +493,13 @@ def monitor(cv, stats, stop, info):
     c.close()
 
 
+def sanitizer_reports(cv):
+    """The first lines of ASan's and UBSan's reports in coved's log."""
+    with open(cv.log, errors="replace") as f:
+        return [line.rstrip() for line in f
+                if "runtime error:" in line or "Sanitizer" in line][:MAX_LOGGED]
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(len(xs) * p / 100))]
@@ -565,6 +574,9 @@ def main():
         leaks = {k: {"before": before[k], "after": after[k]} for k in before if before[k] != after[k]}
         if rss1 - rss0 > RSS_SLACK_KB:
             leaks["rss_kb"] = {"start": rss0, "end": rss1}
+        san = sanitizer_reports(cv)
+        if san:   # a build with SAN= (ASan, UBSan): their reports go to coved's stderr
+            leaks["sanitizer reports in coved's log"] = san
         summary = {
             "seconds": round(took), "clients": CLIENTS, "cap_per_client": CAP,
             "ops": sum(len(v) for v in stats.lat.values()), "errors": stats.errors,
