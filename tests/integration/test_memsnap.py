@@ -667,6 +667,9 @@ def wip_test_sigkill_during_archive_and_wake_with_memory(_cv):
                 cv.start()
                 _after_kill(cv, sid, tree, at_least, "%s #%d" % (name, trial), problems)
         assert not problems, problems
+    finally:
+        cv.teardown()
+
 
 def _restart(cv, criu=None):
     """Stop cv and start it again on its data root, with COVE_CRIU=criu
