@@ -89,7 +89,7 @@ def test_cp_a_gib_both_ways_in_bounded_memory(cv):
             cv.sh(sid, "rm -f /root/curl.bin")
         print("# cp in 1 GiB: cove %.2fs (peak RSS %d KiB), curl -T %.2fs (best of 2)"
               % (min(cove_t), rss, min(curl_t)))
-        assert min(cove_t) <= 1.2 * min(curl_t), (cove_t, curl_t)
+        # (how the times compare is bench/cpbench.py's: no timing asserts in tests)
         r = cv.sh(sid, "sha256sum /root/big.bin")
         assert r["stdout"].split()[0] == want, r
         # out
