@@ -54,7 +54,7 @@ PROGS := $(BUILD)/coved $(BUILD)/cove $(BUILD)/cove-init $(BUILD)/libcove.a $(BU
 
 MANS := $(BUILD)/man/cove.1 $(BUILD)/man/coved.8
 
-.PHONY: all check unit integration asan lint bench clean fuzz crash soak install FORCE
+.PHONY: all check unit integration asan lint bench clean fuzz crash soak asan-unit install FORCE
 all: $(PROGS) $(MANS) $(BUILD)/cove.pc
 
 $(BUILD)/%.o: %.c
@@ -167,12 +167,19 @@ check: all $(UNIT_BIN) $(BUILD)/docs-example
 # ASan keeps freed memory in quarantine (256 MB by default), which the tests
 # that bound coved's RSS would take for a leak: keep it small.
 SAN_LOG := $(abspath build-asan/sanitizer)
-asan:
-	rm -rf $(SAN_LOG) && mkdir -p $(SAN_LOG)
+SAN_MAKE = rm -rf $(SAN_LOG) && mkdir -p $(SAN_LOG) && \
 	ASAN_OPTIONS=quarantine_size_mb=1:thread_local_quarantine_size_kb=64:log_path=$(SAN_LOG)/asan \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	COVE_SANITIZER_LOG=$(SAN_LOG) \
-	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" check
+	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer"
+asan:
+	$(SAN_MAKE) check
+
+# The unit tests alone under the sanitizers (minutes, where the whole
+# suite takes over an hour on 2 cores): what .ci/run runs.
+asan-unit:
+	$(SAN_MAKE) all
+	$(SAN_MAKE) unit
 
 lint: $(BUILD)/gen/criu_rpc.pb-c.h
 	@scripts/lint.sh
