@@ -187,8 +187,8 @@ lint: $(BUILD)/gen/criu_rpc.pb-c.h
 bench: all
 	@bench/run.sh
 
-# SIGKILL of coved at 10 random moments of every write path (make check
-# takes 4 each); COVE_CRASH_WRITES_TRIALS=N for more.
+# SIGKILL of coved at random moments of every write path alone (make check
+# runs it with 10 each): COVE_CRASH_WRITES_TRIALS=N for more.
 crash: all
 	COVE_BUILD=$(abspath $(BUILD)) \
 	COVE_CRASH_WRITES_TRIALS=$${COVE_CRASH_WRITES_TRIALS:-10} python3 tests/integration/run.py -k test_crash_writes

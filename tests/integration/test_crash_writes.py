@@ -18,9 +18,9 @@ The other write paths have crash tests of their own: creates and deletes
 memory (test_crash), lifecycle transitions (test_lifecycle), a build
 (test_build). Runs on a private coved without memory snapshots (COVE_CRIU
 names no criu: its self-test would add seconds to every start). Kills per
-write path: COVE_CRASH_WRITES_TRIALS, 4 in make check (each run draws new
-moments, so CI runs add up) and 10 in `make crash`; the random moments replay
-with COVE_CRASH_SEED, which a run prints."""
+write path: COVE_CRASH_WRITES_TRIALS (10; about 50 s on a quiet machine, `make
+crash` takes more when asked); the random moments replay with
+COVE_CRASH_SEED, which a run prints."""
 import hashlib
 import json
 import os
@@ -36,7 +36,7 @@ import test_files as tf
 from covetest import wait_until
 from test_crash import _expected_subvols, _listed, _restart, _subvols
 
-TRIALS = int(os.environ.get("COVE_CRASH_WRITES_TRIALS", "4"))
+TRIALS = int(os.environ.get("COVE_CRASH_WRITES_TRIALS", "10"))
 HTTP_TIMEOUT = 20
 NO_CRIU = {"COVE_CRIU": "/nonexistent/criu"}
 KIB = 1024
