@@ -23,6 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import write_results  # noqa: E402
 from memsnapbench import TOUCH, api, criu_cli_dump, must, stats, timed  # noqa: E402
 
 COUNTER = "i=0; while :; do i=$((i+1)); echo $i > /dev/shm/count; sleep 0.05; done"
@@ -88,11 +89,7 @@ def main():
     finally:
         for sid in made:
             api(S, "DELETE", "/v1/sandboxes/" + sid)
-    with open(o.out, "w") as f:
-        for k, v in sorted(res.items()):
-            f.write("%s %.3f\n" % (k, v))
-    for k, v in sorted(res.items()):
-        print("memarchivebench: %-22s %9.1f" % (k, v), file=sys.stderr)
+    write_results(o.out, res, "memarchivebench")
 
 
 if __name__ == "__main__":

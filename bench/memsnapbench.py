@@ -22,15 +22,16 @@ Only the requests are timed; what they make is deleted after each, untimed.
 Usage: memsnapbench.py --socket S --pool DIR --criu PATH --out FILE [--runs N] [--mib N]
 Writes "key value" lines (milliseconds) to FILE and a report to stderr."""
 import argparse
-import http.client
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import UnixHTTP, write_results  # noqa: E402
 
 TOUCH = ("import time\nb = bytearray(%d << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\n"
          "print('touched', flush=True)\nwhile True:\n    time.sleep(1)\n")
@@ -38,18 +39,8 @@ LAYERS = ("usr", "opt")
 DEV = ("null", "zero", "full", "random", "urandom", "tty")
 
 
-class Conn(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=300)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
-
-
 def api(sock, method, path, body=None):
-    c = Conn(sock)
+    c = UnixHTTP(sock)
     try:
         c.request(method, path, body=json.dumps(body).encode() if body is not None else None)
         r = c.getresponse()
@@ -186,11 +177,7 @@ def main():
     finally:
         for sid in made:
             api(S, "DELETE", "/v1/sandboxes/" + sid)
-    with open(o.out, "w") as f:
-        for k, v in sorted(res.items()):
-            f.write("%s %.3f\n" % (k, v))
-    for k, v in sorted(res.items()):
-        print("memsnapbench: %-22s %9.1f" % (k, v), file=sys.stderr)
+    write_results(o.out, res, "memsnapbench")
 
 
 if __name__ == "__main__":

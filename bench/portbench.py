@@ -21,7 +21,6 @@ Usage: portbench.py --socket SOCK --tinyhttpd BIN [--relay BIN] [--pin none|spli
 import argparse
 import base64
 import hashlib
-import http.client
 import json
 import os
 import re
@@ -36,6 +35,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 from test_ports import WS_SERVER  # noqa: E402  (the suite's hand-written echo server)
+sys.path.insert(0, HERE)
+from benchlib import UnixHTTP  # noqa: E402
 
 PY_SERVER = r"""
 import http.server, sys
@@ -52,18 +53,8 @@ S(("0.0.0.0", int(sys.argv[1])), H).serve_forever()
 """
 
 
-class Unix(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("cove", timeout=120)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(self.path)
-
-
 def api(sock, method, path, body=None, raw=None):
-    c = Unix(sock)
+    c = UnixHTTP(sock, timeout=120)
     c.request(method, path, body=raw if raw is not None else (json.dumps(body) if body is not None else None))
     r = c.getresponse()
     data = r.read()

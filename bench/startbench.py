@@ -10,30 +10,21 @@ between starts are not timed.
 Usage: startbench.py --coved A --coved B [--runs N] [--dir D]
 Prints each build's median, min and max (ms) and the ratio of medians."""
 import argparse
-import http.client
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-
-class Conn(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=5)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import UnixHTTP  # noqa: E402
 
 
 def healthy(sock):
     try:
-        c = Conn(sock)
+        c = UnixHTTP(sock, timeout=5)
         c.request("GET", "/v1/health")
         ok = c.getresponse().status == 200
         c.close()

@@ -12,25 +12,14 @@ deleted after, untimed.
 Prints a report; FILE gets "key value" lines (ms): warm.p50, warm.p90,
 warm.misses (creates not served from the pool), cold.p50, cold.p90."""
 import argparse
-import http.client
 import json
 import os
-import socket
 import statistics
 import sys
 import time
 
-
-class Conn(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("cove", timeout=120)
-        self.unix_path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.unix_path)
-        self.sock = s
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import UnixHTTP  # noqa: E402
 
 
 def call(c, method, path, body=None):
@@ -82,7 +71,7 @@ def main():
     ap.add_argument("--data", help="coved's data root: wait for deletions too")
     ap.add_argument("--wait", action="store_true", help="only wait until the pool is full (hyperfine --prepare)")
     a = ap.parse_args()
-    c = Conn(a.socket)
+    c = UnixHTTP(a.socket, timeout=120)
     if a.wait:
         wait_full(c, a.data)
         return 0

@@ -470,10 +470,16 @@ void memsnap_wait_leftovers(struct engine *d)
 		    !holds_under(pid, d->pool.dir))
 			continue;
 		/* A dump finishes on its own, leaving the tree as it found it
-		 * (frozen: the start thaws it after this). */
+		 * (frozen: the start thaws it after this). Killing it instead
+		 * could leave its parasite code in a task. It gives up by itself
+		 * within its deadline, and writing the pages of a loaded
+		 * machine's sandbox takes as long again: a shorter wait (30 s
+		 * once) let the next dump meet tasks this one still held. */
 		log_warn("coved: waiting for criu %d, which a previous coved left working on %s", pid, d->pool.dir);
-		for (int i = 0; i < 600 && kill(pid, 0) == 0; i++)
+		for (int i = 0; i < 2 * CRIU_TIMEOUT_S * 20 && kill(pid, 0) == 0; i++)
 			usleep(50000);
+		if (kill(pid, 0) == 0)
+			log_warn("coved: criu %d still runs after %d s; going on", pid, 2 * CRIU_TIMEOUT_S);
 	}
 	if (dh)
 		closedir(dh);

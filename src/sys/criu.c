@@ -29,7 +29,6 @@
 
 /* Restore's repeated fields are built on the stack: at most this many of each. */
 #define RESTORE_MAX 16
-#define CRIU_TIMEOUT_S 60
 #define DUMP_LOG "dump.log"
 #define RESTORE_LOG "restore.log"
 /* A request names a few paths and options; answers are smaller still. */

@@ -24,6 +24,9 @@
 #define CRIU_BUNDLED "/usr/local/lib/cove/criu"
 #define CRIU_MIN_MAJOR 4
 #define CRIU_MIN_MINOR 2
+/* criu's own deadline for seizing and freezing a tree (its "timeout"
+ * option): past it a dump or restore gives up by itself. */
+#define CRIU_TIMEOUT_S 60
 
 struct criu_version {
 	int major, minor, sublevel;

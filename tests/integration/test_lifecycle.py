@@ -316,12 +316,20 @@ def test_reboot_keeps_files_id_limits_and_policy(coved):
         coved.api("DELETE", "/v1/sandboxes/" + sid)
 
 
-def test_wake_and_reboot_run_the_start_command_again(coved):
+def started_once(coved):
+    """A sandbox whose start command counts its runs in /root/starts, then
+    sleeps; and how to read that count. Returns once it ran once."""
     sid = coved.create(start="echo up >> /root/starts; exec sleep 100000")
+
+    def starts():
+        return coved.exec(sid, "cat /root/starts 2>/dev/null | wc -l")["stdout"].strip()
+    assert wait_until(lambda: starts() == "1", 30), starts()
+    return sid, starts
+
+
+def test_wake_and_reboot_run_the_start_command_again(coved):
+    sid, starts = started_once(coved)
     try:
-        def starts():
-            return coved.exec(sid, "cat /root/starts 2>/dev/null | wc -l")["stdout"].strip()
-        assert wait_until(lambda: starts() == "1", 30), starts()
         assert _post(coved, sid, "archive", {"memory": False})[0] == 200
         assert wait_until(lambda: starts() == "2", 30), starts()  # the exec woke it; the start ran again
         assert _post(coved, sid, "reboot")[0] == 200
