@@ -1,22 +1,11 @@
-"""What the Python benchmarks share: HTTP to coved over its unix socket, and
-the "key value" result files bench/run.sh and summary.py read."""
-import http.client
-import socket
+"""What the Python benchmarks share: HTTP to coved over its unix socket (the
+test suite's connection class), and the "key value" result files
+bench/run.sh and summary.py read."""
+import os
 import sys
 
-
-class UnixHTTP(http.client.HTTPConnection):
-    """An HTTP connection to a unix socket (coved's API)."""
-
-    def __init__(self, path, timeout=300):
-        super().__init__("cove", timeout=timeout)
-        self.unix_path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.unix_path)
-        self.sock = s
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from covetest import UnixHTTPConnection as UnixHTTP  # noqa: E402,F401
 
 
 def write_results(path, res, name):

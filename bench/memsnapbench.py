@@ -40,7 +40,7 @@ DEV = ("null", "zero", "full", "random", "urandom", "tty")
 
 
 def api(sock, method, path, body=None):
-    c = UnixHTTP(sock)
+    c = UnixHTTP(sock, timeout=300)
     try:
         c.request(method, path, body=json.dumps(body).encode() if body is not None else None)
         r = c.getresponse()
