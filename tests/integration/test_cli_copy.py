@@ -249,7 +249,9 @@ def test_make_install_into_a_destdir(cv):
         pc = subprocess.run(["pkg-config", "--cflags", "--libs", "cove"], capture_output=True, env=env)
         assert pc.returncode == 0 and b"-lcove" in pc.stdout, pc
         prog = os.path.join(dest, "example")
-        r = subprocess.run(["cc", "-o", prog, os.path.join(covetest.ROOT, "docs/example.c")] + pc.stdout.split(),
+        # A libcove built with the sanitizers (make asan) needs their runtimes.
+        san = ["-fsanitize=address,undefined"] if os.environ.get("COVE_SANITIZER_LOG") else []
+        r = subprocess.run(["cc", "-o", prog, os.path.join(covetest.ROOT, "docs/example.c")] + san + pc.stdout.split(),
                            capture_output=True, timeout=120)
         assert r.returncode == 0 and os.access(prog, os.X_OK), r
         # the completion: commands, options, and IDs from cove ls / snapshots

@@ -174,8 +174,11 @@ def test_cli_run_leaves_no_sandbox_when_killed(cv):
     ids = lambda: {s["id"] for s in cv.api("GET", "/v1/sandboxes")[1]["sandboxes"]}
     before = ids()
     for sig in (signal.SIGINT, signal.SIGKILL):
+        # SIGINT as a terminal's Ctrl-C sends it: a shell running the suite
+        # in the background may have left it ignored for its children.
         p = subprocess.Popen([covetest.COVE, "run", "--", "sleep", "60"], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert wait_until(lambda: len(ids() - before) == 1, 10), "run did not create a sandbox"
         p.send_signal(sig)
         p.wait(timeout=10)
