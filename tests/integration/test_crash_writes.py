@@ -638,9 +638,12 @@ def _image_needs(cv):
             return json.load(f)
     blobs, trees = set(), set()
     for iid in _images_listed(cv):
-        m = doc(iid)
-        blobs |= {iid[7:], m["config"]["digest"][7:]} | {layer["digest"][7:] for layer in m["layers"]}
-        trees |= {c[7:] for c in _chain_ids(doc(m["config"]["digest"])["rootfs"]["diff_ids"])}
+        blobs.add(iid[7:])  # missing, if it is not there: not read further
+        m = doc(iid) if os.path.exists(os.path.join(blobdir, iid[7:])) else None
+        if m:
+            blobs |= {m["config"]["digest"][7:]} | {layer["digest"][7:] for layer in m["layers"]}
+        if m and os.path.exists(os.path.join(blobdir, m["config"]["digest"][7:])):
+            trees |= {c[7:] for c in _chain_ids(doc(m["config"]["digest"])["rootfs"]["diff_ids"])}
     return blobs, trees
 
 
