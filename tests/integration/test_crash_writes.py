@@ -690,7 +690,7 @@ def _failed_clearly(answer):
     if not isinstance(answer, subprocess.CompletedProcess):
         return False
     err = answer.stderr.decode(errors="replace")
-    return answer.returncode != 0 and re.search(r"stream ended early|coved at '", err) is not None
+    return answer.returncode != 0 and re.search(r"stream ended early|coved at '[^']+': .", err) is not None
 
 
 def pulls(run):
@@ -784,7 +784,7 @@ def builds(run):
                     _image_runs(run, name, "/x/run", want, what)
                 left = [os.path.join(d, n) for d in ("builds", "layers", "build-cache")
                         if os.path.isdir(os.path.join(images, d)) for n in os.listdir(os.path.join(images, d))
-                        if d == "builds" or n.startswith(".tmp-") or ".tmp" in n]
+                        if d == "builds" or ".tmp" in n]
                 if left:  # no prune needed for these: the start removes them
                     run.problems.append("%s: scratch left after the start: %s" % (what, left))
                 _pool_garbage(run, what)
