@@ -233,12 +233,15 @@ int build_data(struct build *b, struct evbuffer *buf)
 
 /* ---- worker jobs ---- */
 
+/* The entry is written in the build's scratch folder, then renamed into
+ * place: one a kill cuts short is removed with the folder at the next
+ * start (images_open). */
 static void run_cache_save(const struct build_fs *fs, const struct build_job *j)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 80], tmp[PATH_MAX + 96];
 	snprintf(dir, sizeof(dir), "%s/build-cache", fs->store->images);
 	snprintf(path, sizeof(path), "%s/%s", dir, digest_hex(j->key));
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)gettid());
+	snprintf(tmp, sizeof(tmp), "%s/cache-entry", fs->dir);
 	(void)mkdir(dir, 0700);
 	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || io_write_all(fd, j->tar.diff_id, strlen(j->tar.diff_id)) < 0 || rename(tmp, path) < 0)

@@ -59,6 +59,15 @@ int images_open(struct engine *d, struct cove_err *err)
 	char builds[PATH_MAX + 16];
 	snprintf(builds, sizeof(builds), "%s/builds", im->store.images);
 	(void)tree_remove(builds); /* the scratch files of builds a crash or restart cut short (build.h) */
+	/* and the scratch trees of their layers (a build's are made in coved,
+	 * so a kill of coved cuts them short): no prune needed to see them go.
+	 * A helper of the previous run may still hold the lock (it goes on
+	 * after coved's end): then the next collection takes them. */
+	int lock = images_try_lock(im);
+	if (lock >= 0) {
+		image_remove_scratch(&im->store);
+		close(lock);
+	}
 	json_error_t je;
 	im->index = json_load_file(im->index_path, 0, &je);
 	if (!im->index && access(im->index_path, F_OK) == 0)

@@ -241,7 +241,7 @@ out:
 	return r;
 }
 
-static void remove_stale(struct image_store *s)
+void image_remove_scratch(const struct image_store *s)
 {
 	char path[PATH_MAX + 256];
 	DIR *d = opendir(s->layers);
@@ -423,7 +423,7 @@ int image_lock_imports(struct image_store *s, struct cove_err *err)
 			close(fd);
 		return -1;
 	}
-	remove_stale(s);
+	image_remove_scratch(s);
 	return fd;
 }
 

@@ -21,7 +21,8 @@
  * does not match, a hostile layer) leaves nothing behind: the blobs and
  * layer trees it added are removed. Imports into one pool are serialized
  * by an flock on <pool>/images/import.lock; trees left by a crash in the
- * middle of one (layers/.tmp-*) are removed by the next. */
+ * middle of one (layers/.tmp-*) are removed by the next, and by coved's
+ * start and collections (image_remove_scratch). */
 #pragma once
 #include <limits.h>
 #include <stdbool.h>
@@ -89,6 +90,10 @@ void image_report(const struct image_store *s, const char *digest, uint64_t done
  * after a crash. Nothing is left on failure. */
 int image_layer_make(const struct image_store *s, const char *below, const char *blob, const char *diff_id,
 		     const char *tree, struct cove_err *err);
+/* The scratch trees (layers/.tmp-*) removed. Only with the import lock
+ * held: then they are what a crash left (an import, a pull or a build's
+ * layer cut short), never a tree being made. */
+void image_remove_scratch(const struct image_store *s);
 /* The tree of chain id into out. */
 void image_layer_path(const struct image_store *s, const char *chain_id, char out[PATH_MAX]);
 

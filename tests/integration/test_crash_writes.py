@@ -5,34 +5,50 @@ measured undisturbed, so also just after), started again, and then
   - the operation happened whole or not at all, and whole if it was
     acknowledged before the kill: a file is its old content or its new one,
     byte for byte, never a mix; a move is at one path; a delete is done or
-    not begun; a tar upload's files are each old or new;
+    not begun; a tar upload's files are each old or new; an image is listed
+    and runs, or is not listed;
   - everything acknowledged before is intact (the files acknowledged so far
     are read back and compared, and every listed sandbox execs);
   - nothing half made is listed or left: no subvolume but those of what is
     listed, no snapshot folder not listed, no cgroup of a sandbox not
     listed, no mount of one, one loop device for the pool, no replacement
-    file left in a folder written to.
+    file left in a folder written to; in the image store, no blob that is
+    not whole, no scratch tree or build folder after the start, and once a
+    prune collected, no blob or layer tree no listed image needs.
 
-The other write paths have crash tests of their own: creates and deletes
-(test_restart), snapshots, restores, forks and checkpoints with and without
-memory (test_crash), lifecycle transitions (test_lifecycle), a build
-(test_build). Runs on a private coved without memory snapshots (COVE_CRIU
-names no criu: its self-test would add seconds to every start). Kills per
-write path: COVE_CRASH_WRITES_TRIALS (10; about 50 s on a quiet machine, `make
-crash` takes more when asked); the random moments replay with
-COVE_CRASH_SEED, which a run prints."""
+The write paths here (PATHS): a file's PUT (over one, a new one, one cut
+short by the client), recursive DELETE, mkdir, move, chmod and tar
+upload; a portable snapshot's import; a snapshot's delete; checkpoints'
+delete, rollback and branch; templates' create and delete; ports, the
+network policy, sessions; an image's import, delete and prune; an
+image's pull from a loopback docker-registry (new and again; the CLI's
+message when cut short); a Dockerfile build (COPY and RUN, by the CLI,
+then built again); a sandbox's delete. The other write paths have crash
+tests of their own: creates and deletes (test_restart), snapshots,
+restores, forks and checkpoints with and without memory (test_crash),
+lifecycle transitions (test_lifecycle). Runs on a private coved without
+memory snapshots (COVE_CRIU names no criu: its self-test would add seconds
+to every start). Kills per write path: COVE_CRASH_WRITES_TRIALS (10; about
+50 s on a quiet machine, `make crash` takes more when asked); the random
+moments replay with COVE_CRASH_SEED, which a run prints."""
+import fcntl
 import hashlib
 import json
 import os
 import random
 import re
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
 import covetest
+import imagekit
+import test_build as tb
 import test_files as tf
+import test_images as ti
 from covetest import wait_until
 from test_crash import _expected_subvols, _listed, _restart, _subvols
 
@@ -47,12 +63,11 @@ def _sha(b):
 
 
 def _fire(cv, req, out):
-    """req: (method, path, JSON body or None, raw bytes or None)."""
-    method, path, body, raw = req
-
+    """req: (method, path, JSON body or None, raw bytes or None), or a
+    function (a CLI command, say) whose result is the answer."""
     def run():
         try:
-            out.append(cv.api(method, path, body, raw=raw, timeout=HTTP_TIMEOUT))
+            out.append(req() if callable(req) else cv.api(req[0], req[1], req[2], raw=req[3], timeout=HTTP_TIMEOUT))
         except Exception as e:  # the kill cuts it short
             out.append(e)
     t = threading.Thread(target=run, daemon=True)
@@ -101,6 +116,7 @@ class Run:
         t = _fire(self.cv, req, out)
         time.sleep(delay)
         self.cv.kill()
+        self.seen |= set(self.cv.sandbox_dirs())  # a build's RUN sandbox, say: its cgroups must go too
         _restart(self.cv, self.refusals)
         t.join(HTTP_TIMEOUT)
         answer = out[0] if out else None
@@ -111,9 +127,13 @@ class Run:
     def span(self, req, undo=None):
         """How long req takes undisturbed (ms); undo(answer) takes back what it made."""
         t0 = time.time()
-        st, j = self.cv.api(*req[:3], raw=req[3], timeout=HTTP_TIMEOUT)
+        if callable(req):
+            r = req()
+            st, j = (200 if r.returncode == 0 else 500), r
+        else:
+            st, j = self.cv.api(*req[:3], raw=req[3], timeout=HTTP_TIMEOUT)
         ms = (time.time() - t0) * 1000
-        assert 200 <= st < 300, (req[:2], st, j)
+        assert 200 <= st < 300, (req if callable(req) else req[:2], st, j)
         if undo:
             undo(j)
         return ms
@@ -506,12 +526,24 @@ def ports_network_sessions(run):
         run.trial("session create #%d" % i, ("POST", "/v1/sandboxes/%s/sessions" % sid, {}, None), span, check)
 
 
+def _image_runs(run, name, path, want, what):
+    """A sandbox of the listed image name reads want at the start of path."""
+    cv = run.cv
+    st, j = cv.api("POST", "/v1/sandboxes", {"image": name}, timeout=HTTP_TIMEOUT)
+    if st != 201:
+        run.problems.append("%s: listed image %s does not create: %s %s" % (what, name, st, j))
+        return
+    r = cv.api("POST", "/v1/sandboxes/%s/exec" % j["id"], {"cmd": ["cat", path]}, timeout=HTTP_TIMEOUT)
+    if r[0] != 200 or not r[1].get("stdout", "").startswith(want):
+        run.problems.append("%s: a sandbox of %s reads %s" % (what, name, r))
+    cv.api("DELETE", "/v1/sandboxes/" + j["id"])
+
+
 def images(run):
     """Image import, delete and prune: a listed image creates a sandbox;
     when all are gone and pruned, no blob or layer tree is left."""
-    import test_images
     cv = run.cv
-    data = test_images.layout_tar(test_images.app_image())
+    data = ti.layout_tar(ti.app_image())
     span = run.span(("POST", "/v1/images?name=crash:0", None, data))
 
     def listed():
@@ -520,18 +552,11 @@ def images(run):
         return {n for i in j["images"] for n in i["names"]}
 
     def runs(name, what):
-        st, j = cv.api("POST", "/v1/sandboxes", {"image": name}, timeout=HTTP_TIMEOUT)
-        if st != 201:
-            run.problems.append("%s: listed image %s does not create: %s %s" % (what, name, st, j))
-            return
-        r = cv.api("POST", "/v1/sandboxes/%s/exec" % j["id"], {"cmd": ["cat", "/work/hello"]}, timeout=HTTP_TIMEOUT)
-        if r[0] != 200 or not r[1].get("stdout", "").startswith("hi\n"):
-            run.problems.append("%s: a sandbox of %s reads %s" % (what, name, r))
-        cv.api("DELETE", "/v1/sandboxes/" + j["id"])
+        _image_runs(run, name, "/work/hello", "hi\n", what)
     for i in range(TRIALS):
         name = "docker.io/library/crash:%d" % (i + 1)
         if i % 2:  # half of them a new image: its blobs and layers are new too
-            data = test_images.layout_tar(test_images.app_image(extra=b"hi\n" + b"x" * i))
+            data = ti.layout_tar(ti.app_image(extra=b"hi\n" + b"x" * i))
 
         def check(answer, what):
             if _acked(answer, 201) and name not in listed():
@@ -559,10 +584,222 @@ def images(run):
         cv.api("DELETE", "/v1/images/" + name)
     st, j = cv.api("POST", "/v1/images/prune", {"all": True}, timeout=HTTP_TIMEOUT)
     assert st == 200, (st, j)
-    blobs, layers, ids = test_images.pool_state(cv)
+    blobs, layers, ids = ti.pool_state(cv)
     if blobs or layers or ids:
         run.problems.append("after every image is deleted and pruned: blobs %s, layers %s, images %s" % (
             blobs[:3], layers[:3], ids))
+
+
+# ---- pulls and builds: what a kill leaves in the image store ----
+
+def _images_listed(cv):
+    """{id: names} of the images listed."""
+    st, j = cv.api("GET", "/v1/images", timeout=HTTP_TIMEOUT)
+    assert st == 200, (st, j)
+    return {i["id"]: i["names"] for i in j["images"]}
+
+
+def _helpers_done(cv):
+    """Wait until the import lock is free. A cove-image helper (a pull's,
+    an import's) is not coved: it goes on to its end after coved's kill,
+    holding the lock, and stores what it fetched (no image names it: the
+    index is coved's)."""
+    fd = os.open(os.path.join(cv.data, "pool", "images", "import.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                 0o600)
+
+    def free():
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    try:
+        return wait_until(free, HTTP_TIMEOUT)
+    finally:
+        os.close(fd)
+
+
+def _chain_ids(diff_ids):
+    """The layer trees' names (chain ids, as oci_chain_id makes them)."""
+    out = []
+    for d in diff_ids:
+        out.append(d if not out else "sha256:" + hashlib.sha256(("%s %s" % (out[-1], d)).encode()).hexdigest())
+    return out
+
+
+def _image_needs(cv):
+    """The blobs and layer trees (hex names) the listed images need,
+    read from their manifests and configs in the pool."""
+    blobdir = os.path.join(cv.data, "pool", "images", "blobs", "sha256")
+
+    def doc(digest):
+        with open(os.path.join(blobdir, digest[7:]), "rb") as f:
+            return json.load(f)
+    blobs, trees = set(), set()
+    for iid in _images_listed(cv):
+        blobs.add(iid[7:])  # missing, if it is not there: not read further
+        m = doc(iid) if os.path.exists(os.path.join(blobdir, iid[7:])) else None
+        if m:
+            blobs |= {m["config"]["digest"][7:]} | {layer["digest"][7:] for layer in m["layers"]}
+        if m and os.path.exists(os.path.join(blobdir, m["config"]["digest"][7:])):
+            trees |= {c[7:] for c in _chain_ids(doc(m["config"]["digest"])["rootfs"]["diff_ids"])}
+    return blobs, trees
+
+
+def _pool_garbage(run, what, spare=None):
+    """Once the helpers are done: every blob whole (its bytes are its
+    name), and no blob or layer tree (a scratch one included) but those
+    the listed images need, after a prune collected; with spare (blobs,
+    trees: what an interrupted pull may have stored whole, for the next
+    pull of its image to find), nothing else, with no prune."""
+    cv = run.cv
+    if not _helpers_done(cv):
+        run.problems.append("%s: the import lock is still held after %d s" % (what, HTTP_TIMEOUT))
+    blobdir = os.path.join(cv.data, "pool", "images", "blobs", "sha256")
+    state = {}
+
+    def clean():  # a sandbox being deleted keeps its tree a moment
+        if spare is None:
+            st, j = cv.api("POST", "/v1/images/prune", {"all": False}, timeout=HTTP_TIMEOUT)
+            if st != 200 or j["deleted"]:
+                run.problems.append("%s: a prune of unnamed images answered %s %s" % (what, st, j))
+        need_blobs, need_trees = _image_needs(cv)
+        blobs, trees, _ = ti.pool_state(cv)
+        extra_blobs, extra_trees = spare or (set(), set())
+        state["extra"] = sorted(set(blobs) - need_blobs - extra_blobs) + sorted(set(trees) - need_trees - extra_trees)
+        state["missing"] = sorted(need_blobs - set(blobs)) + sorted(need_trees - set(trees))
+        return not state["extra"] and not state["missing"]
+    if not wait_until(clean, 10):
+        run.problems.append("%s: in the image store, not needed: %s; missing: %s" % (
+            what, state["extra"][:4], state["missing"][:4]))
+    for name in os.listdir(blobdir):
+        with open(os.path.join(blobdir, name), "rb") as f:
+            if hashlib.sha256(f.read()).hexdigest() != name:
+                run.problems.append("%s: blob %s is not whole" % (what, name[:12]))
+
+
+# The CLI, as root, starts a coved of its own when it finds none: not while
+# the test starts its own again after a kill.
+CLI_ENV = {"COVE_NO_START": "1"}
+
+
+def _failed_clearly(answer):
+    """A CLI command that did not finish: an exit status and a message
+    that says what happened (the stream cut short, coved not there)."""
+    if not isinstance(answer, subprocess.CompletedProcess):
+        return False
+    err = answer.stderr.decode(errors="replace")
+    return answer.returncode != 0 and re.search(r"stream ended early|coved at '[^']+': .", err) is not None
+
+
+def pulls(run):
+    """Pulls by the CLI from a loopback docker-registry, alternately of a
+    new image and again of the one before (listed already, or what its
+    interrupted pull stored). Acknowledged: the CLI printed the image's ID,
+    which coved sends once the image is in its index. A pull not
+    acknowledged failed with a clear message; its helper goes on (see
+    _helpers_done), and what it stored only the next pull of the image
+    uses, or a prune collects; a listed image runs."""
+    cv = run.cv
+    reg = imagekit.Registry()
+    try:
+        imgs = [ti.app_image("gzip", extra=b"pull %d\n" % k) for k in range((TRIALS + 1) // 2 + 1)]
+        for k, img in enumerate(imgs):
+            reg.push("crash/pull", str(k), img)
+
+        def pull(k):
+            return lambda: cv.cli("image", "pull", "%s/crash/pull:%d" % (reg.host, k), timeout=HTTP_TIMEOUT,
+                                  env=CLI_ENV)
+        new, again = run.span(pull(len(imgs) - 1)), run.span(pull(len(imgs) - 1))
+        assert cv.api("DELETE", "/v1/images/" + imgs[-1].id)[0] == 200
+        for i in range(TRIALS):
+            k, img = i // 2, imgs[i // 2]
+            ref = "%s/crash/pull:%d" % (reg.host, k)
+
+            def check(answer, what):
+                acked = isinstance(answer, subprocess.CompletedProcess) and answer.returncode == 0
+                if acked and answer.stdout.decode().strip() != img.id:
+                    run.problems.append("%s: the pull printed %s, not %s" % (what, answer.stdout, img.id))
+                if not acked and not _failed_clearly(answer):
+                    run.problems.append("%s: the pull failed with no clear message: %s" % (what, answer))
+                listed = _images_listed(cv)
+                if acked and img.id not in listed:
+                    run.problems.append("%s: acknowledged image %s is not listed" % (what, ref))
+                if img.id not in listed and i % 2:  # twice cut short: a third pull, undisturbed, makes it
+                    r = pull(k)()
+                    if r.returncode != 0:
+                        run.problems.append("%s: the pull fails after the restart: %s" % (what, r))
+                    listed = _images_listed(cv)
+                if img.id in listed:
+                    if ref not in listed[img.id]:
+                        run.problems.append("%s: %s is listed as %s" % (what, img.id, listed[img.id]))
+                    _image_runs(run, ref, "/work/hello", "pull %d\n" % k, what)
+                stored = ({d[7:] for d in img.blobs}, {c[7:] for c in _chain_ids([imagekit.sha(t) for t in img.tars])})
+                _pool_garbage(run, what, None if i % 2 else stored)
+            run.trial("image pull #%d (%s)" % (i, "again" if i % 2 else "new"), pull(k), again if i % 2 else new,
+                      check)
+    finally:
+        reg.stop()
+    for iid in _images_listed(cv):
+        cv.api("DELETE", "/v1/images/" + iid)
+    _pool_garbage(run, "after the pulled images' delete")
+
+
+BUILD_DOCKERFILE = "FROM bb:1\nCOPY a.txt /x/\nRUN cat /x/a.txt > /x/run && echo ran >> /x/run\n"
+
+
+def builds(run):
+    """Builds by the CLI of a COPY and a RUN, each of a new a.txt (no step
+    cached). Acknowledged: the CLI printed the image's ID. After the
+    restart the image is listed whole (a sandbox of it reads what the RUN
+    wrote) or not at all; no scratch folder, no RUN sandbox (Run.settled:
+    subvolume, cgroups, mounts), no layer tree or blob but the listed
+    images'; and the same build, run again, makes it."""
+    cv = run.cv
+    tb.base_image(cv)
+    ctx = tempfile.mkdtemp(prefix="cove-crash-build-", dir="/var/tmp")
+    images = os.path.join(cv.data, "pool", "images")
+    try:
+        with open(os.path.join(ctx, "Dockerfile"), "w") as f:
+            f.write(BUILD_DOCKERFILE)
+
+        def build(i):
+            with open(os.path.join(ctx, "a.txt"), "w") as f:
+                f.write("build %d\n" % i)
+            return lambda: cv.cli("build", "-t", "crash-build:%d" % i, ctx, timeout=HTTP_TIMEOUT, env=CLI_ENV)
+        span = run.span(build(TRIALS))
+        assert cv.api("DELETE", "/v1/images/crash-build:%d" % TRIALS)[0] == 200
+        for i in range(TRIALS):
+            name, want = "docker.io/library/crash-build:%d" % i, "build %d\nran\n" % i
+
+            def check(answer, what):
+                acked = isinstance(answer, subprocess.CompletedProcess) and answer.returncode == 0
+                if not acked and not _failed_clearly(answer):
+                    run.problems.append("%s: the build failed with no clear message: %s" % (what, answer))
+                listed = {n for names in _images_listed(cv).values() for n in names}
+                if acked and name not in listed:
+                    run.problems.append("%s: acknowledged image %s is not listed" % (what, name))
+                if name in listed:
+                    _image_runs(run, name, "/x/run", want, what)
+                left = [os.path.join(d, n) for d in ("builds", "layers", "build-cache")
+                        if os.path.isdir(os.path.join(images, d)) for n in os.listdir(os.path.join(images, d))
+                        if d == "builds" or ".tmp" in n]
+                if left:  # no prune needed for these: the start removes them
+                    run.problems.append("%s: scratch left after the start: %s" % (what, left))
+                _pool_garbage(run, what)
+                if name not in listed:
+                    r = build(i)()
+                    if r.returncode != 0:
+                        run.problems.append("%s: the same build again fails: %s" % (what, r))
+                    else:
+                        _image_runs(run, name, "/x/run", want, what)
+            run.trial("build #%d" % i, build(i), span, check)
+    finally:
+        shutil.rmtree(ctx)
+    for iid in _images_listed(cv):
+        cv.api("DELETE", "/v1/images/" + iid)
+    _pool_garbage(run, "after the built images' delete")
 
 
 def sandbox_delete(run):
@@ -580,7 +817,8 @@ def sandbox_delete(run):
 
 
 PATHS = [files_put, files_put_new, files_delete, files_mkdir_move_chmod, files_tar, portable_import,
-         snapshot_delete, history, templates, ports_network_sessions, images, sandbox_delete]
+         snapshot_delete, history, templates, ports_network_sessions, images, pulls, builds,
+         sandbox_delete]
 
 
 def test_sigkill_during_each_write_path(_cv):
