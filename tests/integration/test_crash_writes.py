@@ -154,6 +154,11 @@ class Run:
             st, j = cv.api("POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": ["true"]}, timeout=HTTP_TIMEOUT)
             if st != 200 or j.get("exit_code") != 0:
                 p.append("%s: listed sandbox %s does not exec: %s %s" % (what, sid, st, j))
+        # A cove-image helper of the killed coved (an import's, a pull's)
+        # may still be making its layer trees: the pool is looked at once
+        # it is done.
+        if not _helpers_done(cv):
+            p.append("%s: the import lock is still held after %d s" % (what, HTTP_TIMEOUT))
         want = _expected_subvols(cv, sbs, snaps)
         if not wait_until(lambda: _subvols(cv) == want, 10):
             p.append("%s: subvolumes leaked %s, missing %s" % (what, sorted(_subvols(cv) - want),
