@@ -63,11 +63,9 @@ int images_open(struct engine *d, struct cove_err *err)
 	 * so a kill of coved cuts them short): no prune needed to see them go.
 	 * A helper of the previous run may still hold the lock (it goes on
 	 * after coved's end): then the next collection takes them. */
-	int lock = images_try_lock(im);
-	if (lock >= 0) {
-		image_remove_scratch(&im->store);
+	int lock = image_try_lock_imports(&im->store);
+	if (lock >= 0)
 		close(lock);
-	}
 	json_error_t je;
 	im->index = json_load_file(im->index_path, 0, &je);
 	if (!im->index && access(im->index_path, F_OK) == 0)

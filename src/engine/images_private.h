@@ -17,9 +17,5 @@ struct engine_images {
 
 /* The index entry ref names, or NULL with a 404 (or 400 when ambiguous). */
 json_t *images_find(struct engine *d, const char *ref, struct cove_err *err);
-/* The store's import lock, taken without waiting: its fd, or -1 while an
- * import, a pull or a build's layer is under way (in coved, or in a
- * helper still going from a previous run). */
-int images_try_lock(struct engine_images *im);
 /* The index written (a synced temporary, renamed). */
 int images_index_save(struct engine_images *im, struct cove_err *err);

@@ -290,18 +290,6 @@ static void sweep(struct engine *d, const char *dir, const struct needed *keep, 
 		closedir(dh);
 }
 
-int images_try_lock(struct engine_images *im)
-{
-	char lock[PATH_MAX + 16];
-	snprintf(lock, sizeof(lock), "%s/import.lock", im->store.images);
-	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
 /* Remove the blobs and trees no image, sandbox or snapshot needs: only
  * when no import or pull is under way (in coved or in a helper of another
  * run: the import lock, not waited for). */
@@ -310,15 +298,14 @@ static void collect(struct engine *d)
 	struct engine_images *im = d->images;
 	char dir[PATH_MAX + 32];
 	struct needed blobs = { 0 }, trees = { 0 };
-	_cleanup_close_ int fd = im->jobs ? -1 : images_try_lock(im);
+	_cleanup_close_ int fd = im->jobs ? -1 : image_try_lock_imports(&im->store);
 	im->pending = true; /* until it is done */
 	if (fd < 0)
 		return; /* the next delete, prune, finished job or deletion collects */
 	im->pending = false;
 	/* The sweep passes over dot names: the scratch trees (.tmp-*) a
 	 * build cut short by a kill of coved left, or a helper killed when
-	 * its client went, go here, as no import may be making one now. */
-	image_remove_scratch(&im->store);
+	 * its client went, went with the lock (image_try_lock_imports). */
 	size_t i;
 	json_t *e;
 	bool ok = true;

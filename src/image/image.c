@@ -427,6 +427,20 @@ int image_lock_imports(struct image_store *s, struct cove_err *err)
 	return fd;
 }
 
+int image_try_lock_imports(struct image_store *s)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/import.lock", s->images);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return -1;
+	}
+	if (fd >= 0)
+		image_remove_scratch(s);
+	return fd;
+}
+
 static int import_with(struct image_store *s, const char *path, int tar_fd, const char *ref, struct image_info *ret,
 		       struct cove_err *err)
 {

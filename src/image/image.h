@@ -94,6 +94,10 @@ int image_layer_make(const struct image_store *s, const char *below, const char 
  * held: then they are what a crash left (an import, a pull or a build's
  * layer cut short), never a tree being made. */
 void image_remove_scratch(const struct image_store *s);
+/* The import lock (image_lock_imports) taken without waiting: its fd,
+ * the scratch trees removed; or -1 while an import, a pull or a build's
+ * layer is under way (in coved, or in a helper of a previous run). */
+int image_try_lock_imports(struct image_store *s);
 /* The tree of chain id into out. */
 void image_layer_path(const struct image_store *s, const char *chain_id, char out[PATH_MAX]);
 
